@@ -1,0 +1,138 @@
+package attribution
+
+import "time"
+
+// Observation is everything the collector read from its sources in one
+// cycle. It covers the window (Prev, Time]. It is plain data: the collector
+// fills it from NVML, DCGM, kubelet pod-resources, Kubernetes metadata and
+// procfs (real or simulated) and attribution never reaches back to them.
+type Observation struct {
+	Node string
+	// Prev and Time bound the cycle window (Prev, Time]. On the first cycle
+	// Prev equals Time and the window is empty: it only sets baselines.
+	Prev, Time time.Time
+
+	GPUs        []GPU
+	Allocations []Allocation // kubelet pod-resources, one per (container, resource)
+	Metadata    Metadata
+	Processes   []Process       // running compute processes, per device, owners resolved
+	Samples     []ProcessSample // per-process utilisation samples read this cycle
+
+	// Degraded names sources that failed this cycle ("nvml", "dcgm",
+	// "podresources", "kubemeta", "procfs"). A failed source's data is
+	// absent; attribution keeps the partitions closed with what it has.
+	Degraded map[string]bool
+}
+
+// GPU is one physical GPU.
+type GPU struct {
+	Index     int
+	UUID      string // GPU-<uuid>
+	Model     string // normalised product name, e.g. "A100-SXM4-80GB"
+	MemoryMiB uint64
+
+	MIGEnabled bool
+	MIG        []MIGInstance
+
+	// SamplePeriod is the driver's utilisation sample period as observed on
+	// this GPU (spacing of device samples); zero when unknown.
+	SamplePeriod time.Duration
+	// DeviceSamples are NVML GetSamples(GPU_UTILIZATION_SAMPLES) read this
+	// cycle: each covers (At-SamplePeriod, At]. Empty on MIG-enabled GPUs.
+	DeviceSamples []UtilSample
+	// DeviceSamplesOK is false when the device could not report samples at
+	// all this cycle (unsupported, error), as opposed to "nothing new".
+	DeviceSamplesOK bool
+
+	// EnergyMilliJoules is the total energy counter at Time; EnergyOK says
+	// whether it was read.
+	EnergyMilliJoules uint64
+	EnergyOK          bool
+
+	// DCGM holds the DCGM profiling values for the whole GPU, when DCGM is
+	// available. Its activity values are means over the cycle window.
+	DCGM *DCGMValues
+}
+
+// MIGInstance is one MIG GPU instance (with its compute instance).
+type MIGInstance struct {
+	UUID          string // MIG-<uuid>
+	Profile       string // e.g. "3g.40gb"
+	Slices        int    // compute slices of the profile (1..7)
+	GPUInstanceID int
+	DCGM          *DCGMValues // instance-relative activity; nil without DCGM
+}
+
+// DCGMValues are one DCGM entity's values for the cycle window.
+type DCGMValues struct {
+	GrEngineActive float64 // 0..1, mean over the window
+	SMActive       float64
+	DRAMActive     float64
+	FBUsedMiB      uint64
+	PowerWatts     float64
+	EnergyMilliJ   uint64 // total energy counter (GPU entities only)
+}
+
+// UtilSample is one driver utilisation sample: busy percentage of the
+// sample period ending at At.
+type UtilSample struct {
+	At      time.Time
+	Percent float64
+}
+
+// ProcessSample is one NVML per-process utilisation sample.
+type ProcessSample struct {
+	GPU    string // GPU UUID it was read from
+	PID    uint32
+	At     time.Time // end of the sample period
+	SMUtil float64   // percent of the period
+}
+
+// Process is one running compute process on a device.
+type Process struct {
+	PID       uint32
+	GPU       string // parent GPU UUID
+	Device    string // GPU UUID, or MIG UUID when it runs on a MIG instance
+	MemoryMiB uint64
+	Owner     Owner
+}
+
+// Owner is what procfs says about a PID.
+type Owner struct {
+	Resolved    bool   // false: cgroup could not be read
+	PodUID      string // empty for host processes
+	ContainerID string // 64-hex runtime ID, without runtime prefix
+	Comm        string // process name, e.g. "nvidia-cuda-mps-server"
+}
+
+// IsHost reports whether the process lives outside any pod.
+func (o Owner) IsHost() bool { return o.Resolved && o.PodUID == "" }
+
+// Allocation is what kubelet pod-resources lists for one container and
+// one resource name.
+type Allocation struct {
+	Namespace, Pod, Container string
+	Resource                  string   // e.g. nvidia.com/gpu, nvidia.com/mig-1g.10gb
+	DeviceIDs                 []string // e.g. GPU-<uuid>, GPU-<uuid>::3, MIG-<uuid>, GPU-<uuid>-2
+}
+
+// Metadata is the Kubernetes view of this node.
+type Metadata struct {
+	NodeLabels map[string]string
+	Namespaces map[string]map[string]string // namespace -> labels
+	Pods       []PodMeta
+}
+
+// PodMeta is one pod bound to this node.
+type PodMeta struct {
+	UID, Namespace, Name string
+	Labels, Annotations  map[string]string
+	StartTime            time.Time       // status.startTime; zero when unknown
+	Containers           []ContainerMeta // in pod spec order
+}
+
+// ContainerMeta is one container of a pod.
+type ContainerMeta struct {
+	Name string
+	ID   string // runtime container ID without the "containerd://" prefix
+}

@@ -1,0 +1,126 @@
+package attribution
+
+import "time"
+
+// Kind is the kind of a ledger row.
+type Kind string
+
+// Row kinds of the ledger contract.
+const (
+	KindContainer    Kind = "container"
+	KindUnallocated  Kind = "unallocated"
+	KindUnattributed Kind = "unattributed"
+	KindIdle         Kind = "idle"
+)
+
+// Sharing modes of the ledger contract.
+const (
+	ModeExclusive      = "exclusive"
+	ModeTimeslicing    = "timeslicing"
+	ModeMPS            = "mps"
+	ModeMIG            = "mig"
+	ModeMIGTimeslicing = "mig+timeslicing"
+	ModeMIGMPS         = "mig+mps"
+	ModeHAMi           = "hami"
+)
+
+// Methods of the ledger contract.
+const (
+	MethodMeasured  = "measured"
+	MethodEstimated = "estimated"
+)
+
+// Row is one ledger row: the single row type that attribution emits, the
+// stores persist and the exports print (contract: ledger.md).
+type Row struct {
+	IntervalStart, IntervalEnd time.Time
+	Node                       string
+	GPUUUID                    string
+	GPUModel                   string
+	SliceID                    string
+	SharingMode                string
+	Kind                       Kind
+	Namespace, Pod, PodUID     string
+	Container                  string
+	Team                       string
+	AllocatedGPUSeconds        float64
+	UsedGPUSeconds             float64
+	MemoryMiBSeconds           float64
+	EnergyJoules               float64
+	Method                     string
+}
+
+// Finding kinds of the flags export.
+const (
+	FindingIdleAllocation = "idle_allocation"
+	FindingNoisyNeighbour = "noisy_neighbour"
+	FindingStarved        = "starved"
+)
+
+// Finding is one detector episode (flags.csv row).
+type Finding struct {
+	Start, End time.Time
+	Kind       string
+	Node       string
+	GPUUUID    string
+	Namespace  string
+	Pod        string
+	Container  string
+	Team       string
+	Detail     string // e.g. the noisy pod a starved container names
+	NoisyPod   string // for starved rows: namespace/pod of the noisy neighbour
+}
+
+// CycleResult is what one Observation produced.
+type CycleResult struct {
+	Start, End time.Time
+	GPUs       []GPUCycle
+	// Rows are the ledger rows of intervals that closed with this cycle.
+	Rows []Row
+	// Findings are detector episodes that ended with this cycle.
+	Findings []Finding
+	// Active are the findings flagged right now (for gauges).
+	Active []Finding
+	// Anomalies are input problems seen this cycle (unknown device IDs,
+	// HAMi mismatches...). The collector logs each key once and counts them.
+	Anomalies []Anomaly
+}
+
+// GPUCycle is one GPU's two partitions over one cycle window.
+type GPUCycle struct {
+	UUID, Model  string
+	Capacity     float64 // window length in seconds
+	Unallocated  float64
+	Unattributed float64
+	Idle         float64
+	EnergyJoules float64 // whole-device energy over the window
+	// Residual energy shares of the non-container rows.
+	UnallocatedEnergy, UnattributedEnergy, IdleEnergy float64
+	Containers                                        []ContainerCycle
+}
+
+// ContainerCycle is one (GPU, slice, container) over one cycle window.
+type ContainerCycle struct {
+	SliceID     string
+	SharingMode string
+	Namespace   string
+	Pod         string
+	PodUID      string
+	Container   string
+	Team        string
+	Method      string
+	Share       float64 // allocation share a(c) of this slice
+	Allocated   float64 // GPU-seconds
+	Used        float64 // GPU-seconds
+	MemoryMiB   float64 // current framebuffer use (gauge)
+	MemoryMiBs  float64 // MiB-seconds over the window
+	Energy      float64 // joules
+	Running     bool    // has running processes on the device
+}
+
+// Anomaly is one problem with the input, keyed for log-once.
+type Anomaly struct {
+	Kind   string // "bad_device_id", "hami_mismatch", "bad_annotation", "unknown_gpu", ...
+	Key    string // stable key for de-duplication
+	Detail string
+}

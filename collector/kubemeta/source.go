@@ -1,0 +1,15 @@
+// Package kubemeta gives the collector the Kubernetes view of its node:
+// node labels, namespace labels, and the pods bound to it with their labels,
+// annotations and container IDs.
+package kubemeta
+
+import (
+	"context"
+
+	"github.com/gpuledger/gpuledger/attribution"
+)
+
+// Source returns the current metadata snapshot.
+type Source interface {
+	Snapshot(ctx context.Context) (attribution.Metadata, error)
+}

@@ -1,0 +1,110 @@
+// Package scenario reads and validates simulated-node scenario files
+// (contract: shared/contracts/scenario.md). The simulator, the ground-truth
+// checker and the benchmarks all start from a *Scenario.
+package scenario
+
+import "time"
+
+// Scenario is one simulated Kubernetes GPU node, validated. All offsets are
+// durations from Start; busy traces are loaded into Process.Busy.
+type Scenario struct {
+	APIVersion, Kind, Name string
+	Start                  time.Time
+	Duration               time.Duration
+	PollInterval           time.Duration
+	LedgerInterval         time.Duration
+	DriverSamplePeriod     time.Duration
+	Detection              Detection
+	Node                   Node
+	Namespaces             []Namespace
+	GPUs                   []GPU
+	Pods                   []Pod
+	HostProcesses          []Process
+	// Dir is the directory the file was read from (busy traces are relative to it).
+	Dir string
+}
+
+// Detection holds detector settings; zero values mean product defaults.
+type Detection struct {
+	IdleWindow    time.Duration
+	IdleThreshold float64
+	NoisyWindow   time.Duration
+}
+
+// Node is the simulated node.
+type Node struct {
+	Name   string
+	Labels map[string]string
+}
+
+// Namespace is one namespace with its labels.
+type Namespace struct {
+	Name   string
+	Labels map[string]string
+}
+
+// GPU modes (simulator physics only).
+const (
+	ModeExclusive   = "exclusive"
+	ModeTimeslicing = "timeslicing"
+	ModeMPS         = "mps"
+	ModeMIG         = "mig"
+	ModeHAMi        = "hami"
+)
+
+// GPU is one physical GPU of the node.
+type GPU struct {
+	Index          int
+	UUID           string
+	Model          string // A100-SXM4-40GB | A100-SXM4-80GB | H100-SXM5-80GB | H200-141GB
+	Mode           string
+	MPSProcessView string // "clients" (default) or "server"
+	IdleWatts      float64
+	MaxWatts       float64
+	MIGInstances   []MIGInstance
+}
+
+// MIGInstance is one MIG instance on a GPU.
+type MIGInstance struct {
+	UUID    string
+	Profile string // e.g. 1g.10gb
+}
+
+// Pod is one pod on the node.
+type Pod struct {
+	UID, Namespace, Name string
+	Labels, Annotations  map[string]string
+	Start, End           time.Duration // offsets; End defaults to Duration
+	Containers           []Container
+}
+
+// Container is one container of a pod.
+type Container struct {
+	Name      string
+	ID        string // 64-hex; derived from pod uid + name when absent
+	Devices   []DeviceRequest
+	Processes []Process
+}
+
+// DeviceRequest is what kubelet pod-resources lists for one resource.
+type DeviceRequest struct {
+	Resource string
+	IDs      []string
+}
+
+// Process is one GPU process.
+type Process struct {
+	PID       uint32
+	Device    string // GPU or MIG UUID
+	MemoryMiB uint64
+	Start     time.Duration // offsets; default pod start/end (0/Duration for host processes)
+	End       time.Duration
+	Busy      []Segment // sorted, non-overlapping
+	Comm      string    // process name; "" means a default
+}
+
+// Segment is one piecewise-constant activity interval [From, To).
+type Segment struct {
+	From, To time.Duration
+	Fraction float64
+}
