@@ -95,6 +95,9 @@ type Process struct {
 	Device    string // GPU UUID, or MIG UUID when it runs on a MIG instance
 	MemoryMiB uint64
 	Owner     Owner
+	// Exited marks a PID seen only in this cycle's samples: it ran during
+	// the window but is gone now, so it does not count as running.
+	Exited bool
 }
 
 // Owner is what procfs says about a PID.

@@ -1,0 +1,380 @@
+package attribution
+
+import (
+	"strconv"
+	"strings"
+)
+
+// ctrID names one container of one pod.
+type ctrID struct{ ns, pod, podUID, container string }
+
+// groupKey is one container on one device: a whole GPU (inst -1) or one
+// MIG instance of it.
+type groupKey struct {
+	gpu, inst int
+	ctr       ctrID
+}
+
+// rowW is one (GPU, slice, container) in the cycle being attributed.
+type rowW struct {
+	gpu, inst   int
+	group, next int32 // owning group; next row of the same group or -1
+	sid         SliceID
+	resource    string
+	pod         int // index into Metadata.Pods, -1 without metadata
+	ctrIndex    int // container's index in the pod spec, -1 when unknown
+	mode        string
+	share       float64
+	overlap     float64 // seconds of the window the pod held the slice
+	allocated   float64
+	used, mem   float64
+	energy      float64
+	estimated   bool
+	phantom     bool // no slice held: the container just ran on the device
+}
+
+// groupW is one container on one device in the cycle being attributed:
+// usage is measured per group and split over its rows by share.
+type groupW struct {
+	gpu, inst  int
+	ctr        ctrID
+	team       string
+	head, tail int32
+	nextSame   int32 // next group of the same listed container, or -1
+	shareSum   float64
+	running    bool // has a running process on the device
+	hasSlice   bool
+	estimated  bool
+	mem, used  float64
+}
+
+// gpuW is one GPU's residuals in the cycle being attributed.
+type gpuW struct {
+	unalloc, unattr, idle float64
+	shareSum              float64
+	energy                float64
+	unattrE, idleE        float64
+	mode                  string // dominant mode of its slices
+	instHost              []bool // per MIG instance: a non-container process runs there
+	samples               []sampleW
+	hasGroups             bool
+	seen, seenHAMi        map[int]struct{} // cached sets of Engine.seenReplicas/seenHAMi
+}
+
+// procClass says who owns a process.
+type procClass uint8
+
+const (
+	procUnknown   procClass = iota // owner not known: unattributed
+	procContainer                  // a container on this node
+	procHost                       // a host process: unattributed
+	procMPSServer                  // the MPS server: its clients' pool
+)
+
+// procRef is what one Observation.Processes entry resolved to.
+type procRef struct {
+	gpu, inst int
+	class     procClass
+	group     int32
+}
+
+// ownerKey and ownerRec remember who owned a PID on a GPU last cycle, for
+// samples that arrive after their process exited.
+type ownerKey struct {
+	gpu string
+	pid uint32
+}
+
+type ownerRec struct {
+	key     ownerKey
+	class   procClass
+	pod, ci int32 // in that cycle's metadata, for containers
+}
+
+type nsName struct{ ns, name string }
+
+type ctrRef struct{ pod, ctr int }
+
+type instRef struct{ gpu, inst int }
+
+type legacyKey struct {
+	parent string
+	gi     int
+}
+
+// pidKey packs a GPU index and a PID into one map key.
+func pidKey(gpu int, pid uint32) uint64 { return uint64(gpu)<<32 | uint64(pid) }
+
+// cycle is the scratch space of one Observe call; its maps and slices are
+// reused from cycle to cycle so a steady node allocates little.
+type cycle struct {
+	obs        *Observation
+	prev, now  int64
+	w          float64
+	teamLabel  string
+	nodeLabels map[string]string
+	mpsNode    bool
+	replicas   int // node label, 0 when absent or invalid
+
+	gpus      []GPU
+	gpuW      []gpuW
+	gpuIdx    map[string]int
+	migIdx    map[string]instRef
+	legacyIdx map[legacyKey]instRef
+	// Indexes of the metadata, built on first use: allocations and
+	// processes usually list the same pods in the same order as last
+	// cycle, so the hints below find them without hashing strings.
+	podIdx    map[nsName]int
+	podUIDIdx map[string]int
+	ctrIdx    map[string]ctrRef // runtime container ID -> pod, container
+	built     struct{ pod, uid, ctr bool }
+	allocHint []int32  // per allocation: its pod last cycle
+	procHint  []ctrRef // per process: its pod and container last cycle
+	podTeams  []string
+	slotBase  []int32 // per pod: its containers' first slot in slots
+	slots     []int32 // per listed container: its first group, or -1
+
+	rows   []rowW
+	groups []groupW
+	// groupIdx holds the groups of containers the metadata does not list;
+	// listed ones are found through slots without hashing strings.
+	groupIdx map[groupKey]int32
+	procs    []procRef
+	pidIdx   map[uint64]int32 // pidKey -> process index
+
+	anomalies  []Anomaly
+	anomalySet map[Anomaly]struct{}
+
+	bins []bin
+	inst []instStat
+}
+
+func (c *cycle) init() {
+	c.gpuIdx = map[string]int{}
+	c.migIdx = map[string]instRef{}
+	c.legacyIdx = map[legacyKey]instRef{}
+	c.podIdx = map[nsName]int{}
+	c.podUIDIdx = map[string]int{}
+	c.ctrIdx = map[string]ctrRef{}
+	c.groupIdx = map[groupKey]int32{}
+	c.pidIdx = map[uint64]int32{}
+	c.anomalySet = map[Anomaly]struct{}{}
+}
+
+// reset prepares the scratch space and per-cycle indexes for obs.
+func (c *cycle) reset(e *Engine, obs *Observation, prev, now int64) {
+	c.obs, c.prev, c.now = obs, prev, now
+	c.w = float64(now-prev) / 1e9
+	c.teamLabel = e.cfg.TeamLabel
+	c.nodeLabels = obs.Metadata.NodeLabels
+	c.mpsNode = strings.EqualFold(strings.TrimSpace(c.nodeLabels[LabelSharingStrategy]), "mps")
+	c.replicas = positiveInt(c.nodeLabels[LabelReplicas])
+
+	c.rows, c.groups, c.procs = c.rows[:0], c.groups[:0], c.procs[:0]
+	c.anomalies = nil
+	clear(c.groupIdx)
+	clear(c.pidIdx)
+	clear(c.anomalySet)
+
+	c.indexGPUs(e, obs)
+	c.indexPods(obs)
+}
+
+func (c *cycle) indexGPUs(e *Engine, obs *Observation) {
+	clear(c.gpuIdx)
+	clear(c.migIdx)
+	clear(c.legacyIdx)
+	c.gpus = c.gpus[:0]
+	for _, g := range obs.GPUs {
+		if _, dup := c.gpuIdx[g.UUID]; dup || g.UUID == "" {
+			c.anomaly(AnomalyUnknownGPU, "dup:"+g.UUID, "GPU "+strconv.Quote(g.UUID)+" listed twice or without UUID; ignored")
+			continue
+		}
+		c.gpuIdx[g.UUID] = len(c.gpus)
+		c.gpus = append(c.gpus, g)
+	}
+	if obs.Degraded["nvml"] {
+		// Keep GPUs NVML listed before: their capacity did not vanish,
+		// only our view of it.
+		for _, g := range e.lastGPUs {
+			if _, ok := c.gpuIdx[g.UUID]; !ok {
+				c.gpuIdx[g.UUID] = len(c.gpus)
+				c.gpus = append(c.gpus, g)
+			}
+		}
+	}
+	for cap(c.gpuW) < len(c.gpus) {
+		c.gpuW = append(c.gpuW[:cap(c.gpuW)], gpuW{})
+	}
+	c.gpuW = c.gpuW[:len(c.gpus)]
+	for gi := range c.gpus {
+		g := &c.gpus[gi]
+		gw := &c.gpuW[gi]
+		*gw = gpuW{instHost: gw.instHost[:0], samples: gw.samples[:0]}
+		for ii := range g.MIG {
+			m := &g.MIG[ii]
+			c.migIdx[m.UUID] = instRef{gi, ii}
+			c.legacyIdx[legacyKey{g.UUID, m.GPUInstanceID}] = instRef{gi, ii}
+			gw.instHost = append(gw.instHost, false)
+		}
+	}
+}
+
+func (c *cycle) indexPods(obs *Observation) {
+	c.built.pod, c.built.uid, c.built.ctr = false, false, false
+	c.podTeams, c.slotBase, c.slots = c.podTeams[:0], c.slotBase[:0], c.slots[:0]
+	for pi := range obs.Metadata.Pods {
+		p := &obs.Metadata.Pods[pi]
+		c.slotBase = append(c.slotBase, int32(len(c.slots)))
+		for range p.Containers {
+			c.slots = append(c.slots, -1)
+		}
+		c.podTeams = append(c.podTeams, ResolveTeam(obs.Metadata.Namespaces[p.Namespace], p.Labels, p.Namespace, c.teamLabel))
+	}
+}
+
+// podByName finds a pod by namespace and name.
+func (c *cycle) podByName(ns, name string) (int, bool) {
+	if !c.built.pod {
+		clear(c.podIdx)
+		for pi := range c.obs.Metadata.Pods {
+			p := &c.obs.Metadata.Pods[pi]
+			c.podIdx[nsName{p.Namespace, p.Name}] = pi
+		}
+		c.built.pod = true
+	}
+	pi, ok := c.podIdx[nsName{ns, name}]
+	return pi, ok
+}
+
+// podByUID finds a pod by UID.
+func (c *cycle) podByUID(uid string) (int, bool) {
+	if !c.built.uid {
+		clear(c.podUIDIdx)
+		for pi := range c.obs.Metadata.Pods {
+			if u := c.obs.Metadata.Pods[pi].UID; u != "" {
+				c.podUIDIdx[u] = pi
+			}
+		}
+		c.built.uid = true
+	}
+	pi, ok := c.podUIDIdx[uid]
+	return pi, ok
+}
+
+// containerByID finds a container by its runtime ID.
+func (c *cycle) containerByID(id string) (ctrRef, bool) {
+	if !c.built.ctr {
+		clear(c.ctrIdx)
+		for pi := range c.obs.Metadata.Pods {
+			for ci, ctr := range c.obs.Metadata.Pods[pi].Containers {
+				if ctr.ID != "" {
+					c.ctrIdx[ctr.ID] = ctrRef{pi, ci}
+				}
+			}
+		}
+		c.built.ctr = true
+	}
+	r, ok := c.ctrIdx[id]
+	return r, ok
+}
+
+// allocPod finds the pod of allocation ai (-1 when the metadata does not
+// list it).
+func (c *cycle) allocPod(ai int, a *Allocation) int {
+	pods := c.obs.Metadata.Pods
+	for len(c.allocHint) <= ai {
+		c.allocHint = append(c.allocHint, -1)
+	}
+	if h := c.allocHint[ai]; h >= 0 && int(h) < len(pods) && pods[h].Name == a.Pod && pods[h].Namespace == a.Namespace {
+		return int(h)
+	}
+	pi, ok := c.podByName(a.Namespace, a.Pod)
+	if !ok {
+		pi = -1
+	}
+	c.allocHint[ai] = int32(pi)
+	return pi
+}
+
+// team resolves the team of a container of pod (an index, -1 without
+// metadata) in namespace ns.
+func (c *cycle) team(pod int, ns string) string {
+	if pod >= 0 {
+		return c.podTeams[pod]
+	}
+	return ResolveTeam(c.obs.Metadata.Namespaces[ns], nil, ns, c.teamLabel)
+}
+
+// anomaly records an input problem once per cycle.
+func (c *cycle) anomaly(kind, key, detail string) {
+	a := Anomaly{Kind: kind, Key: key, Detail: detail}
+	if _, ok := c.anomalySet[a]; ok {
+		return
+	}
+	c.anomalySet[a] = struct{}{}
+	c.anomalies = append(c.anomalies, a)
+}
+
+// group returns the index of container ctr's group on (gpu, inst),
+// creating it. pod and ci locate a container the metadata lists (-1 when
+// it does not).
+func (c *cycle) group(pod, ci, gpu, inst int, ctr ctrID, team string) int32 {
+	if pod >= 0 && ci >= 0 {
+		slot := &c.slots[int(c.slotBase[pod])+ci]
+		for g := *slot; g >= 0; g = c.groups[g].nextSame {
+			if c.groups[g].gpu == gpu && c.groups[g].inst == inst {
+				return g
+			}
+		}
+		g := c.newGroup(gpu, inst, ctr, team)
+		c.groups[g].nextSame, *slot = *slot, g
+		return g
+	}
+	k := groupKey{gpu, inst, ctr}
+	if g, ok := c.groupIdx[k]; ok {
+		return g
+	}
+	g := c.newGroup(gpu, inst, ctr, team)
+	c.groupIdx[k] = g
+	return g
+}
+
+func (c *cycle) newGroup(gpu, inst int, ctr ctrID, team string) int32 {
+	g := int32(len(c.groups))
+	c.groups = append(c.groups, groupW{gpu: gpu, inst: inst, ctr: ctr, team: team, head: -1, tail: -1, nextSame: -1})
+	c.gpuW[gpu].hasGroups = true
+	return g
+}
+
+// addRow appends a row to group g.
+func (c *cycle) addRow(g int32, r rowW) int32 {
+	ri := int32(len(c.rows))
+	r.group, r.next = g, -1
+	c.rows = append(c.rows, r)
+	grp := &c.groups[g]
+	if grp.tail < 0 {
+		grp.head = ri
+	} else {
+		c.rows[grp.tail].next = ri
+	}
+	grp.tail = ri
+	return ri
+}
+
+// gpuModes lists each GPU's mode for its non-container rows.
+func (c *cycle) gpuModes() []string {
+	out := make([]string, len(c.gpus))
+	for i := range c.gpuW {
+		out[i] = c.gpuW[i].mode
+	}
+	return out
+}
+
+func positiveInt(s string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}

@@ -1,0 +1,355 @@
+package attribution
+
+// Sample owners other than a group index.
+const (
+	ownerUnattributed int32 = -1 // host process, unresolved or unknown PID
+	ownerMPSPool      int32 = -2 // the MPS server: its clients' work
+)
+
+// sampleW is one process sample on a whole GPU: its busy fraction of the
+// sample period and who gets it.
+type sampleW struct {
+	at    int64
+	frac  float64
+	owner int32
+	bin   int32
+}
+
+// bin is one driver sample period: the processes' seconds in it and the
+// device's busy seconds, when a device sample covers it.
+type bin struct {
+	sum, cap, factor float64
+	hasCap           bool
+}
+
+// maxBins bounds the sample periods of one cycle; samples with absurd
+// timestamps are folded into the edge periods rather than growing memory.
+const maxBins = 1 << 14
+
+// attributeUsage builds the usage partition of every GPU.
+func (e *Engine) attributeUsage() {
+	c := &e.cy
+	e.collectSamples()
+	for gi := range c.gpus {
+		if c.gpus[gi].MIGEnabled {
+			e.usageMIG(gi)
+		} else {
+			e.usageGPU(gi)
+		}
+	}
+}
+
+// collectSamples sorts the process samples per GPU and resolves their
+// owners once: samples come in runs of one GPU and one PID, so the last
+// lookup is kept.
+func (e *Engine) collectSamples() {
+	c := &e.cy
+	lastGPU, lastGPUIdx := "", -1
+	lastPID, lastOwner := uint32(0), int32(0)
+	haveOwner := false
+	for si := range c.obs.Samples {
+		s := &c.obs.Samples[si]
+		if s.GPU != lastGPU || lastGPUIdx < 0 {
+			gi, ok := c.gpuIdx[s.GPU]
+			if !ok {
+				c.anomaly(AnomalyUnknownGPU, s.GPU, "process samples from GPU "+s.GPU+", which this node does not list")
+				continue
+			}
+			lastGPU, lastGPUIdx, haveOwner = s.GPU, gi, false
+		}
+		if c.gpus[lastGPUIdx].MIGEnabled {
+			continue // NVML has no per-process samples under MIG
+		}
+		if !haveOwner || s.PID != lastPID {
+			lastPID, lastOwner, haveOwner = s.PID, e.sampleOwner(lastGPUIdx, s.PID), true
+		}
+		gw := &c.gpuW[lastGPUIdx]
+		gw.samples = append(gw.samples, sampleW{at: unixNanos(s.At), frac: pct(s.SMUtil), owner: lastOwner})
+	}
+}
+
+// sampleOwner finds who a PID's samples belong to: the running process
+// with that PID on the GPU, else whoever owned the PID there last cycle
+// (samples of a process that exited just before the poll).
+func (e *Engine) sampleOwner(gpu int, pid uint32) int32 {
+	c := &e.cy
+	if pi, ok := c.pidIdx[pidKey(gpu, pid)]; ok {
+		ref := c.procs[pi]
+		switch ref.class {
+		case procContainer:
+			if ref.inst < 0 {
+				return ref.group
+			}
+			// Runs on a MIG instance of a GPU NVML samples as a whole:
+			// charge the container's whole-GPU presence.
+			p := &c.obs.Processes[pi]
+			pod, ci, _ := c.findContainer(int(pi), p.Owner)
+			g := &c.groups[ref.group]
+			return c.runningGroup(pod, ci, gpu, -1, g.ctr, g.team, c.gpus[gpu].UUID)
+		case procMPSServer:
+			return ownerMPSPool
+		}
+		return ownerUnattributed
+	}
+	rec, ok := e.prevOwner(ownerKey{c.gpus[gpu].UUID, pid})
+	if !ok {
+		return ownerUnattributed
+	}
+	switch rec.class {
+	case procContainer:
+		pm := &e.prevPods[rec.pod]
+		ctr := ctrID{pm.Namespace, pm.Name, pm.UID, pm.Containers[rec.ci].Name}
+		pod, ci := c.locate(ctr)
+		return c.runningGroup(pod, ci, gpu, -1, ctr, e.prevTeams[rec.pod], c.gpus[gpu].UUID)
+	case procMPSServer:
+		return ownerMPSPool
+	}
+	return ownerUnattributed
+}
+
+// prevOwner looks a PID up among last cycle's processes; the index is
+// built only when a sample's PID is not running any more.
+func (e *Engine) prevOwner(k ownerKey) (ownerRec, bool) {
+	if !e.prevBuilt {
+		clear(e.prevIdx)
+		for i := range e.prevOwners {
+			if _, dup := e.prevIdx[e.prevOwners[i].key]; !dup {
+				e.prevIdx[e.prevOwners[i].key] = int32(i)
+			}
+		}
+		e.prevBuilt = true
+	}
+	i, ok := e.prevIdx[k]
+	if !ok {
+		return ownerRec{}, false
+	}
+	return e.prevOwners[i], true
+}
+
+// locate finds a container in this cycle's metadata (-1, -1 when it is
+// not listed any more).
+func (c *cycle) locate(ctr ctrID) (pod, ci int) {
+	pi, ok := c.podByName(ctr.ns, ctr.pod)
+	if !ok || c.obs.Metadata.Pods[pi].UID != ctr.podUID {
+		return -1, -1
+	}
+	if ci = containerIndex(&c.obs.Metadata.Pods[pi], ctr.container); ci < 0 {
+		return -1, -1
+	}
+	return pi, ci
+}
+
+// pct turns a percentage from NVML into a fraction in [0, 1].
+func pct(p float64) float64 { return clamp01(p / 100) }
+
+// usageGPU builds the usage partition of a whole (non-MIG) GPU: device
+// busy seconds B from NVML device samples (else DCGM, else the processes'
+// own samples), process samples capped per period by the device's busy
+// time and overall by B, each going to its owner; the rest of B is
+// unattributed and what is left of the window is idle.
+func (e *Engine) usageGPU(gi int) {
+	c := &e.cy
+	g, w := &c.gpus[gi], c.w
+	smp := c.gpuW[gi].samples
+	p := samplePeriod(g, smp, w)
+	devOK := g.DeviceSamplesOK && (len(g.DeviceSamples) > 0 || len(smp) == 0)
+	var busy float64
+	fromProcs := false
+	switch {
+	case devOK:
+		for _, d := range g.DeviceSamples {
+			busy += pct(d.Percent) * p
+		}
+	case g.DCGM != nil:
+		busy = clamp01(g.DCGM.GrEngineActive) * w
+	case len(smp) > 0:
+		fromProcs = true
+	default:
+		// Neither the device nor DCGM nor the processes say anything:
+		// we cannot claim the GPU was idle.
+		e.closeUsage(gi, w)
+		return
+	}
+	total := c.binSamples(g, smp, p, devOK)
+	if fromProcs {
+		busy = total
+	}
+	busy = min(busy, w)
+	scale := 1.0
+	if total > busy {
+		scale = busy / total
+	}
+	var unattr, pool float64
+	for _, s := range smp {
+		sec := s.frac * p * scale * c.bins[s.bin].factor
+		switch s.owner {
+		case ownerUnattributed:
+			unattr += sec
+		case ownerMPSPool:
+			pool += sec
+		default:
+			c.groups[s.owner].used += sec
+		}
+	}
+	if pool > 0 {
+		unattr += pool - e.splitPool(gi, pool)
+	}
+	unattr += max(busy-total*scale, 0)
+	e.closeUsage(gi, unattr)
+}
+
+// samplePeriod is the driver's sample period in seconds: as NVML
+// reported it, else the spacing of the device samples, else of the
+// process samples, else the window shared among the device samples.
+func samplePeriod(g *GPU, smp []sampleW, w float64) float64 {
+	if g.SamplePeriod > 0 {
+		return g.SamplePeriod.Seconds()
+	}
+	var best int64
+	for i := 1; i < len(g.DeviceSamples); i++ {
+		best = minPositive(best, unixNanos(g.DeviceSamples[i].At)-unixNanos(g.DeviceSamples[i-1].At))
+	}
+	if best == 0 {
+		for i := 1; i < len(smp); i++ {
+			best = minPositive(best, smp[i].at-smp[i-1].at)
+		}
+	}
+	switch {
+	case best > 0:
+		return float64(best) / 1e9
+	case len(g.DeviceSamples) > 0:
+		return w / float64(len(g.DeviceSamples))
+	}
+	return w
+}
+
+func minPositive(best, d int64) int64 {
+	if d < 0 {
+		d = -d
+	}
+	if d > 0 && (best == 0 || d < best) {
+		return d
+	}
+	return best
+}
+
+// binSamples groups a GPU's process samples by driver sample period and
+// caps each period's process seconds at the device's busy seconds for it
+// (MPS overlap, rounding), where a device sample covers it. It returns the
+// capped total and leaves each period's factor in c.bins.
+func (c *cycle) binSamples(g *GPU, smp []sampleW, p float64, useDev bool) float64 {
+	c.bins = c.bins[:0]
+	if len(smp) == 0 {
+		return 0
+	}
+	pns := int64(p * 1e9)
+	if pns <= 0 {
+		pns = 1
+	}
+	ref := smp[0].at
+	if useDev && len(g.DeviceSamples) > 0 {
+		ref = unixNanos(g.DeviceSamples[0].At)
+	}
+	idx := func(at int64) int64 { return floorDiv(at-ref+pns/2, pns) }
+	lo, hi := idx(smp[0].at), idx(smp[0].at)
+	for _, s := range smp {
+		i := idx(s.at)
+		lo, hi = min(lo, i), max(hi, i)
+	}
+	if useDev {
+		for _, d := range g.DeviceSamples {
+			i := idx(unixNanos(d.At))
+			lo, hi = min(lo, i), max(hi, i)
+		}
+	}
+	n := hi - lo + 1
+	if n <= 0 || n > maxBins {
+		n = maxBins
+	}
+	for int64(cap(c.bins)) < n {
+		c.bins = append(c.bins[:cap(c.bins)], bin{})
+	}
+	c.bins = c.bins[:n]
+	clear(c.bins)
+	at := func(t int64) int32 { return int32(min(max(idx(t)-lo, 0), n-1)) }
+	for si := range smp {
+		b := at(smp[si].at)
+		smp[si].bin = b
+		c.bins[b].sum += smp[si].frac * p
+	}
+	if useDev {
+		for _, d := range g.DeviceSamples {
+			b := &c.bins[at(unixNanos(d.At))]
+			b.cap, b.hasCap = max(b.cap, pct(d.Percent)*p), true
+		}
+	}
+	var total float64
+	for b := range c.bins {
+		bn := &c.bins[b]
+		bn.factor = 1
+		if bn.hasCap && bn.sum > bn.cap {
+			bn.factor = bn.cap / bn.sum
+		}
+		total += bn.sum * bn.factor
+	}
+	return total
+}
+
+// splitPool shares the MPS server's seconds among the containers holding
+// a slice of the GPU that have processes running on it, by allocation
+// share (an estimate: NVML cannot see the clients' activity). It returns
+// what it gave away; the rest is unattributed.
+func (e *Engine) splitPool(gi int, pool float64) float64 {
+	c := &e.cy
+	var tot float64
+	for i := range c.groups {
+		if g := &c.groups[i]; g.gpu == gi && g.hasSlice && g.running {
+			tot += g.shareSum
+		}
+	}
+	if !(tot > 0) {
+		return 0
+	}
+	for i := range c.groups {
+		if g := &c.groups[i]; g.gpu == gi && g.hasSlice && g.running {
+			g.used += pool * g.shareSum / tot
+			g.estimated = true
+		}
+	}
+	return pool
+}
+
+// closeUsage finishes a GPU's usage partition: used is what its groups
+// got; used+unattributed is clamped to the window and idle is the rest.
+func (e *Engine) closeUsage(gi int, unattr float64) {
+	c := &e.cy
+	gw, w := &c.gpuW[gi], c.w
+	var used float64
+	for i := range c.groups {
+		if c.groups[i].gpu == gi {
+			used += c.groups[i].used
+		}
+	}
+	unattr = max(unattr, 0)
+	if t := used + unattr; t > w {
+		f := w / t
+		used, unattr = 0, unattr*f
+		for i := range c.groups {
+			if g := &c.groups[i]; g.gpu == gi {
+				g.used *= f
+				used += g.used
+			}
+		}
+	}
+	gw.unattr = unattr
+	gw.idle = max(w-used-unattr, 0)
+}
+
+// floorDiv divides rounding towards minus infinity.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

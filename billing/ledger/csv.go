@@ -1,0 +1,103 @@
+// Package ledger persists and exports ledger rows and findings
+// (contract: shared/contracts/ledger.md). This file holds the CSV forms,
+// ledger.csv and flags.csv, written by `simulate` and `ledger export`.
+package ledger
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+)
+
+// LedgerHeader is the header row of ledger.csv, in contract order.
+var LedgerHeader = []string{
+	"interval_start", "interval_end", "node", "gpu_uuid", "gpu_model", "slice_id",
+	"sharing_mode", "kind", "namespace", "pod", "pod_uid", "container", "team",
+	"allocated_gpu_seconds", "used_gpu_seconds", "memory_mib_seconds", "energy_joules", "method",
+}
+
+// FlagsHeader is the header row of flags.csv.
+var FlagsHeader = []string{"start", "end", "kind", "node", "gpu_uuid", "namespace", "pod", "container", "detail"}
+
+// CSVWriter writes ledger rows as RFC 4180 CSV with a header row.
+type CSVWriter struct {
+	w   *csv.Writer
+	rec []string
+}
+
+// NewCSVWriter writes the ledger.csv header to w.
+func NewCSVWriter(w io.Writer) (*CSVWriter, error) {
+	cw := &CSVWriter{w: csv.NewWriter(w), rec: make([]string, len(LedgerHeader))}
+	if err := cw.w.Write(LedgerHeader); err != nil {
+		return nil, fmt.Errorf("cannot write ledger header: %w", err)
+	}
+	return cw, nil
+}
+
+// Write appends rows.
+func (c *CSVWriter) Write(rows []attribution.Row) error {
+	for i := range rows {
+		r := &rows[i]
+		c.rec = append(c.rec[:0],
+			FormatTime(r.IntervalStart), FormatTime(r.IntervalEnd), r.Node, r.GPUUUID, r.GPUModel, r.SliceID,
+			r.SharingMode, string(r.Kind), r.Namespace, r.Pod, r.PodUID, r.Container, r.Team,
+			FormatFloat(r.AllocatedGPUSeconds), FormatFloat(r.UsedGPUSeconds),
+			FormatFloat(r.MemoryMiBSeconds), FormatFloat(r.EnergyJoules), r.Method)
+		if err := c.w.Write(c.rec); err != nil {
+			return fmt.Errorf("cannot write ledger row: %w", err)
+		}
+	}
+	return nil
+}
+
+// Flush flushes buffered rows and reports any write error.
+func (c *CSVWriter) Flush() error {
+	c.w.Flush()
+	if err := c.w.Error(); err != nil {
+		return fmt.Errorf("cannot flush ledger csv: %w", err)
+	}
+	return nil
+}
+
+// FlagsWriter writes findings as flags.csv.
+type FlagsWriter struct{ w *csv.Writer }
+
+// NewFlagsWriter writes the flags.csv header to w.
+func NewFlagsWriter(w io.Writer) (*FlagsWriter, error) {
+	fw := &FlagsWriter{w: csv.NewWriter(w)}
+	if err := fw.w.Write(FlagsHeader); err != nil {
+		return nil, fmt.Errorf("cannot write flags header: %w", err)
+	}
+	return fw, nil
+}
+
+// Write appends findings.
+func (f *FlagsWriter) Write(fs []attribution.Finding) error {
+	for _, x := range fs {
+		rec := []string{FormatTime(x.Start), FormatTime(x.End), x.Kind, x.Node, x.GPUUUID, x.Namespace, x.Pod, x.Container, x.Detail}
+		if err := f.w.Write(rec); err != nil {
+			return fmt.Errorf("cannot write flag row: %w", err)
+		}
+	}
+	return nil
+}
+
+// Flush flushes buffered findings.
+func (f *FlagsWriter) Flush() error {
+	f.w.Flush()
+	if err := f.w.Error(); err != nil {
+		return fmt.Errorf("cannot flush flags csv: %w", err)
+	}
+	return nil
+}
+
+// FormatTime renders a UTC RFC 3339 time, with sub-second digits only when
+// the time has them.
+func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// FormatFloat renders a number with '.' and no exponent, shortest exact form.
+func FormatFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/collector/dcgmsource"
+	"github.com/gpuledger/gpuledger/collector/exposition"
+	"github.com/gpuledger/gpuledger/collector/kubemeta"
+	"github.com/gpuledger/gpuledger/collector/nvmlsource"
+	"github.com/gpuledger/gpuledger/collector/podresources"
+	"github.com/gpuledger/gpuledger/collector/procfs"
+)
+
+type collectFlags struct {
+	node, kubeletSocket, procRoot, kubeconfig, listen string
+	dcgmMode, dcgmAddress, teamLabel, dataDir         string
+	poll, ledgerInterval                              time.Duration
+}
+
+func parseCollectFlags(args []string) (collectFlags, error) {
+	var f collectFlags
+	fs := flag.NewFlagSet("collect", flag.ContinueOnError)
+	fs.StringVar(&f.node, "node", envDefault("NODE_NAME", ""), "this node's name (env NODE_NAME, from the downward API)")
+	fs.StringVar(&f.kubeletSocket, "kubelet-socket", envDefault("GPULEDGER_KUBELET_SOCKET", podresources.DefaultSocket), "kubelet pod-resources socket (env GPULEDGER_KUBELET_SOCKET)")
+	fs.StringVar(&f.procRoot, "proc-root", envDefault("GPULEDGER_PROC_ROOT", "/proc"), "host procfs root; needs hostPID (env GPULEDGER_PROC_ROOT)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", envDefault("KUBECONFIG", ""), "kubeconfig; empty means in-cluster config")
+	fs.StringVar(&f.listen, "listen", envDefault("GPULEDGER_LISTEN", ":9400"), "address for /metrics and /healthz (env GPULEDGER_LISTEN)")
+	fs.StringVar(&f.dcgmMode, "dcgm", envDefault("GPULEDGER_DCGM", "embedded"), "DCGM mode: embedded, remote or off (env GPULEDGER_DCGM)")
+	fs.StringVar(&f.dcgmAddress, "dcgm-address", envDefault("GPULEDGER_DCGM_ADDRESS", "localhost:5555"), "nv-hostengine address for --dcgm=remote")
+	fs.StringVar(&f.teamLabel, "team-label", envDefault("GPULEDGER_TEAM_LABEL", "team"), "namespace/pod label that names the team")
+	fs.StringVar(&f.dataDir, "data-dir", envDefault("GPULEDGER_DATA_DIR", "/var/lib/gpuledger"), "directory for the node's ledger files")
+	fs.DurationVar(&f.poll, "poll-interval", time.Second, "collection period")
+	fs.DurationVar(&f.ledgerInterval, "ledger-interval", time.Minute, "ledger row interval")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if f.node == "" {
+		return f, errors.New("collect needs --node (or NODE_NAME)")
+	}
+	if f.poll <= 0 || f.ledgerInterval < f.poll {
+		return f, fmt.Errorf("--poll-interval %s must be positive and at most --ledger-interval %s", f.poll, f.ledgerInterval)
+	}
+	return f, nil
+}
+
+func runCollect(ctx context.Context, args []string, _ io.Writer) error {
+	f, err := parseCollectFlags(args)
+	if err != nil {
+		return err
+	}
+	log := slog.Default().With("node", f.node)
+
+	nv := nvmlsource.New(nvml.New(), log)
+	if err := nv.Init(ctx); err != nil {
+		return fmt.Errorf("cannot initialise NVML (is the NVIDIA driver mounted?): %w", err)
+	}
+	defer nv.Close()
+
+	var dcgm *dcgmsource.Source
+	if f.dcgmMode != "off" {
+		client, err := dcgmsource.NewDCGMClient(ctx, f.dcgmMode, f.dcgmAddress, log)
+		if err == nil {
+			err = client.Watch(ctx, f.poll)
+		}
+		if err != nil {
+			log.Warn("DCGM unavailable, running on NVML alone (MIG instance activity is blind without it)", "err", err)
+			client = nil
+		}
+		dcgm = dcgmsource.NewSource(client, log)
+	}
+
+	kube, err := kubeClient(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	meta, err := kubemeta.NewInformerSource(ctx, kube, f.node, log)
+	if err != nil {
+		return fmt.Errorf("cannot start Kubernetes metadata informers: %w", err)
+	}
+	pods := podresources.NewClient(f.kubeletSocket, log)
+	defer pods.Close()
+
+	if err := os.MkdirAll(f.dataDir, 0o750); err != nil {
+		return fmt.Errorf("cannot create data directory: %w", err)
+	}
+	files, err := newCSVSink(f.dataDir)
+	if err != nil {
+		return err
+	}
+	defer files.Close()
+
+	exp := exposition.New(f.node, exposition.Options{BuildVersion: version, BuildRevision: revision})
+	engine := attribution.NewEngine(attribution.Config{Node: f.node, LedgerInterval: f.ledgerInterval, TeamLabel: f.teamLabel})
+	c := collector.New(collector.Config{Node: f.node}, collector.WallClock{}, collector.Sources{
+		NVML: nv, DCGM: dcgm, Pods: pods, Meta: meta, Procs: procfs.NewResolver(f.procRoot),
+	}, engine, exp, []collector.Sink{files}, log)
+
+	srv := &http.Server{Addr: f.listen, Handler: serveMux(exp), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server failed", "err", err)
+		}
+	}()
+	defer srv.Shutdown(context.WithoutCancel(ctx))
+	log.Info("collecting", "poll", f.poll, "ledger_interval", f.ledgerInterval, "listen", f.listen)
+	return c.Run(ctx, f.poll)
+}
+
+func serveMux(exp *exposition.Exporter) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", exp.Handler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	return mux
+}

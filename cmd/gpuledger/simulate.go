@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/collector/dcgmsource"
+	"github.com/gpuledger/gpuledger/collector/exposition"
+	"github.com/gpuledger/gpuledger/collector/nvmlsource"
+	"github.com/gpuledger/gpuledger/collector/podresources"
+	"github.com/gpuledger/gpuledger/collector/procfs"
+	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/collector/sim"
+)
+
+func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	path := fs.String("scenario", "", "scenario file (contract: scenario.md)")
+	out := fs.String("out", "", "output directory for ledger.csv and flags.csv")
+	teamLabel := fs.String("team-label", envDefault("GPULEDGER_TEAM_LABEL", "team"), "namespace/pod label that names the team")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *path == "" || *out == "" {
+		return fmt.Errorf("simulate needs --scenario and --out")
+	}
+	sc, err := scenario.Load(*path)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("cannot create output directory: %w", err)
+	}
+	files, err := newCSVSink(*out)
+	if err != nil {
+		return err
+	}
+	defer files.Close()
+	started := time.Now()
+	if err := simulateScenario(ctx, sc, simOptions{TeamLabel: *teamLabel}, []collector.Sink{files}, nil); err != nil {
+		return err
+	}
+	if err := files.Close(); err != nil {
+		return err
+	}
+	slog.Info("simulation done", "scenario", sc.Name, "simulated", sc.Duration, "took", time.Since(started).Round(time.Millisecond),
+		"rows", files.rows, "findings", files.findings, "out", *out)
+	return nil
+}
+
+type simOptions struct {
+	TeamLabel string
+	// Progress, when set, is called after every cycle with the simulated offset.
+	Progress func(done, total time.Duration)
+}
+
+// simulateScenario runs the real collector pipeline against a simulated node
+// on a virtual clock, as fast as the machine allows.
+func simulateScenario(ctx context.Context, sc *scenario.Scenario, opt simOptions, sinks []collector.Sink, exp *exposition.Exporter) error {
+	node, err := sim.New(ctx, sc, sim.Options{})
+	if err != nil {
+		return fmt.Errorf("cannot start simulated node: %w", err)
+	}
+	defer node.Close()
+	c, closeSrc, err := simulatedCollector(ctx, sc, node, opt, sinks, exp)
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	end := sc.Start.Add(sc.Duration)
+	for t := sc.Start; !t.After(end); t = t.Add(sc.PollInterval) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := node.Advance(t); err != nil {
+			return fmt.Errorf("cannot advance simulated node: %w", err)
+		}
+		if _, err := c.Cycle(ctx); err != nil {
+			return err
+		}
+		if opt.Progress != nil {
+			opt.Progress(t.Sub(sc.Start), sc.Duration)
+		}
+	}
+	_, err = c.Flush(ctx)
+	return err
+}
+
+// simulatedCollector wires the production sources to a simulated node: the
+// same NVML reader, DCGM join, pod-resources gRPC client and procfs parser
+// that run in the DaemonSet.
+func simulatedCollector(ctx context.Context, sc *scenario.Scenario, node *sim.Node, opt simOptions, sinks []collector.Sink, exp *exposition.Exporter) (*collector.Collector, func(), error) {
+	log := slog.Default()
+	nv := nvmlsource.New(node.NVML(), log)
+	if err := nv.Init(ctx); err != nil {
+		return nil, nil, fmt.Errorf("cannot initialise NVML: %w", err)
+	}
+	dc := node.DCGM()
+	if err := dc.Watch(ctx, sc.PollInterval); err != nil {
+		return nil, nil, fmt.Errorf("cannot watch DCGM fields: %w", err)
+	}
+	pods := podresources.NewClient(node.PodResourcesSocket(), log)
+	engine := attribution.NewEngine(attribution.Config{
+		Node:           sc.Node.Name,
+		LedgerInterval: sc.LedgerInterval,
+		TeamLabel:      opt.TeamLabel,
+		IdleWindow:     sc.Detection.IdleWindow,
+		IdleThreshold:  sc.Detection.IdleThreshold,
+		NoisyWindow:    sc.Detection.NoisyWindow,
+	})
+	c := collector.New(collector.Config{Node: sc.Node.Name}, node.Clock(), collector.Sources{
+		NVML:  nv,
+		DCGM:  dcgmsource.NewSource(dc, log),
+		Pods:  pods,
+		Meta:  node.Metadata(),
+		Procs: procfs.NewResolver(node.ProcRoot()),
+	}, engine, exp, sinks, log)
+	return c, func() { pods.Close(); nv.Close() }, nil
+}
+
+// csvSink writes ledger.csv and flags.csv into a directory.
+type csvSink struct {
+	lf, ff         *os.File
+	rows, findings int
+	ledger         *ledger.CSVWriter
+	flags          *ledger.FlagsWriter
+	closed         bool
+}
+
+func newCSVSink(dir string) (*csvSink, error) {
+	lf, err := os.Create(filepath.Join(dir, "ledger.csv"))
+	if err != nil {
+		return nil, fmt.Errorf("cannot create ledger.csv: %w", err)
+	}
+	ff, err := os.Create(filepath.Join(dir, "flags.csv"))
+	if err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("cannot create flags.csv: %w", err)
+	}
+	s := &csvSink{lf: lf, ff: ff}
+	if s.ledger, err = ledger.NewCSVWriter(lf); err == nil {
+		s.flags, err = ledger.NewFlagsWriter(ff)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *csvSink) Write(_ context.Context, rows []attribution.Row, fs []attribution.Finding) error {
+	s.rows += len(rows)
+	s.findings += len(fs)
+	if err := s.ledger.Write(rows); err != nil {
+		return err
+	}
+	return s.flags.Write(fs)
+}
+
+func (s *csvSink) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	if s.ledger != nil {
+		errs = append(errs, s.ledger.Flush())
+	}
+	if s.flags != nil {
+		errs = append(errs, s.flags.Flush())
+	}
+	errs = append(errs, s.lf.Close(), s.ff.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,220 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/collector/dcgmsource"
+	"github.com/gpuledger/gpuledger/collector/exposition"
+	"github.com/gpuledger/gpuledger/collector/kubemeta"
+	"github.com/gpuledger/gpuledger/collector/nvmlsource"
+	"github.com/gpuledger/gpuledger/collector/podresources"
+)
+
+// Source names used in health metrics and Observation.Degraded.
+const (
+	SourceNVML         = "nvml"
+	SourceDCGM         = "dcgm"
+	SourcePodResources = "podresources"
+	SourceKubeMeta     = "kubemeta"
+	SourceProcfs       = "procfs"
+)
+
+// Sources are the collector's inputs. DCGM may be nil (NVML alone).
+type Sources struct {
+	NVML  *nvmlSourceT
+	DCGM  *dcgmsource.Source
+	Pods  podresources.Lister
+	Meta  kubemeta.Source
+	Procs ownerResolver
+}
+
+type nvmlSourceT = nvmlsource.Source
+
+// Sink receives what each cycle produced: closed ledger rows and ended
+// findings. The embedded ledger and the CSV writers are sinks.
+type Sink interface {
+	Write(ctx context.Context, rows []attribution.Row, findings []attribution.Finding) error
+}
+
+// Collector runs collection cycles. It is not safe for concurrent Cycle calls.
+type Collector struct {
+	node   string
+	clock  Clock
+	src    Sources
+	engine *attribution.Engine
+	exp    *exposition.Exporter
+	sinks  []Sink
+	log    *slog.Logger
+
+	owners *ownerCache
+	prev   time.Time
+	health health
+}
+
+// Config holds the collector's own settings.
+type Config struct {
+	Node string
+}
+
+// New wires a collector. exp and sinks may be nil/empty.
+func New(cfg Config, clock Clock, src Sources, engine *attribution.Engine, exp *exposition.Exporter, sinks []Sink, log *slog.Logger) *Collector {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Collector{
+		node: cfg.Node, clock: clock, src: src, engine: engine, exp: exp, sinks: sinks, log: log,
+		owners: newOwnerCache(src.Procs),
+		health: newHealth(log),
+	}
+}
+
+// Cycle reads every source once and attributes the window since the previous
+// cycle. Source failures are counted and logged once per streak; only a sink
+// failure is returned as an error (the rows are still in the result).
+func (c *Collector) Cycle(ctx context.Context) (attribution.CycleResult, error) {
+	began := time.Now() // wall time, for the cycle-duration health metric only
+	obs := c.observe(ctx)
+	res := c.engine.Observe(obs)
+	err := c.emit(ctx, res, obs, time.Since(began))
+	return res, err
+}
+
+// Flush closes the open ledger interval at the last cycle's time and writes
+// what it produced (used at the end of a simulation and on shutdown).
+func (c *Collector) Flush(ctx context.Context) (attribution.CycleResult, error) {
+	res := c.engine.Flush(c.prev)
+	return res, c.writeSinks(ctx, res)
+}
+
+func (c *Collector) observe(ctx context.Context) attribution.Observation {
+	now := c.clock.Now()
+	prev := c.prev
+	if prev.IsZero() {
+		prev = now
+	}
+	c.prev = now
+	obs := attribution.Observation{Node: c.node, Prev: prev, Time: now, Degraded: map[string]bool{}}
+
+	if c.src.NVML != nil {
+		rd, err := c.src.NVML.Read(ctx, now)
+		c.health.report(SourceNVML, err)
+		for _, e := range rd.Errors {
+			c.health.count(SourceNVML, e)
+		}
+		if err != nil {
+			obs.Degraded[SourceNVML] = true
+		}
+		obs.GPUs, obs.Processes, obs.Samples = rd.GPUs, rd.Processes, rd.Samples
+	} else {
+		obs.Degraded[SourceNVML] = true
+	}
+	if c.src.DCGM != nil {
+		vals, err := c.src.DCGM.Read(ctx)
+		c.health.report(SourceDCGM, err)
+		if err != nil {
+			obs.Degraded[SourceDCGM] = true
+		} else if n := dcgmsource.Attach(obs.GPUs, vals); n > 0 {
+			c.health.count(SourceDCGM, fmt.Errorf("%d DCGM entities matched no NVML device", n))
+		}
+	}
+	if c.src.Pods != nil {
+		allocs, err := c.src.Pods.List(ctx)
+		c.health.report(SourcePodResources, err)
+		if err != nil {
+			obs.Degraded[SourcePodResources] = true
+		}
+		obs.Allocations = allocs
+	}
+	if c.src.Meta != nil {
+		meta, err := c.src.Meta.Snapshot(ctx)
+		c.health.report(SourceKubeMeta, err)
+		if err != nil {
+			obs.Degraded[SourceKubeMeta] = true
+		}
+		obs.Metadata = meta
+	}
+	c.resolveOwners(&obs)
+	return obs
+}
+
+// resolveOwners fills Process.Owner through the PID cache. Samples may name
+// PIDs that exited within the cycle; those are resolved from the cache too so
+// the engine can look them up by PID.
+func (c *Collector) resolveOwners(obs *attribution.Observation) {
+	if c.src.Procs == nil {
+		obs.Degraded[SourceProcfs] = true
+		return
+	}
+	var firstErr error
+	for i := range obs.Processes {
+		p := &obs.Processes[i]
+		o, err := c.owners.resolve(p.PID)
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("cannot resolve PID %d on %s: %w", p.PID, p.Device, err)
+		}
+		p.Owner = o
+	}
+	known := make(map[uint32]bool, len(obs.Processes))
+	for _, p := range obs.Processes {
+		known[p.PID] = true
+	}
+	for _, s := range obs.Samples {
+		if known[s.PID] {
+			continue
+		}
+		known[s.PID] = true
+		o := c.owners.lookup(s.PID)
+		// A sampled PID that is no longer running still needs an owner:
+		// hand it to the engine as a process with no memory.
+		obs.Processes = append(obs.Processes, attribution.Process{PID: s.PID, GPU: s.GPU, Device: s.GPU, Owner: o, Exited: true})
+	}
+	c.owners.endCycle()
+	c.health.report(SourceProcfs, firstErr)
+}
+
+func (c *Collector) emit(ctx context.Context, res attribution.CycleResult, obs attribution.Observation, took time.Duration) error {
+	for _, a := range res.Anomalies {
+		c.health.anomaly(a)
+	}
+	err := c.writeSinks(ctx, res)
+	if c.exp != nil {
+		c.exp.Update(res, c.health.meta(obs, took))
+	}
+	return err
+}
+
+func (c *Collector) writeSinks(ctx context.Context, res attribution.CycleResult) error {
+	if len(res.Rows) == 0 && len(res.Findings) == 0 {
+		return nil
+	}
+	var firstErr error
+	for _, s := range c.sinks {
+		if err := s.Write(ctx, res.Rows, res.Findings); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("cannot write ledger rows: %w", err)
+		}
+	}
+	c.health.rowsWritten += uint64(len(res.Rows))
+	return firstErr
+}
+
+// Run cycles every interval on the collector's clock until ctx ends, then
+// flushes. It is the DaemonSet loop; simulations call Cycle directly.
+func (c *Collector) Run(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := c.Cycle(ctx); err != nil {
+			c.log.Error("cycle failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			_, err := c.Flush(context.WithoutCancel(ctx))
+			return err
+		case <-t.C:
+		}
+	}
+}

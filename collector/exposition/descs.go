@@ -1,0 +1,127 @@
+package exposition
+
+import "github.com/prometheus/client_golang/prometheus"
+
+const namespace = "gpuledger"
+
+// Label names of the contract (ledger.md, "Prometheus series the rest of the
+// system relies on"). The node label is a const label of every
+// descriptor (health series too, so several collectors can share one
+// registry, as the demo does), so it is not listed here.
+var (
+	containerLabels = []string{"gpu", "slice", "sharing_mode", "namespace", "pod", "container", "team"}
+	gpuLabels       = []string{"gpu", "model"}
+	findingLabels   = []string{"gpu", "namespace", "pod", "container", "team"}
+)
+
+// descs are the descriptors of every series the Exporter can emit. They are
+// fixed when the Exporter is built (the pod label allowlist is part of the
+// container label set), so Describe is exact and a registry can check every
+// scraped metric against them.
+type descs struct {
+	allocated, used, ratio, memory, energy         *prometheus.Desc
+	capacity, idle, unallocated, unattributed      *prometheus.Desc
+	idleAllocation, noisyNeighbour, starved        *prometheus.Desc
+	buildInfo, gpuInfo, migInfo                    *prometheus.Desc
+	cycleDuration, cycles                          *prometheus.Desc
+	sourceUp, sourceErrors, anomalies, rowsWritten *prometheus.Desc
+	outboxPending, outboxAge                       *prometheus.Desc
+}
+
+func newDescs(node string, podLabelNames []string) descs {
+	onNode := prometheus.Labels{"node": node}
+	cont := concat(containerLabels, podLabelNames)
+	used := concat(concat(containerLabels, []string{"method"}), podLabelNames)
+	d := func(name, help string, labels []string, constLabels prometheus.Labels) *prometheus.Desc {
+		return prometheus.NewDesc(namespace+"_"+name, help, labels, constLabels)
+	}
+	return descs{
+		allocated: d("container_gpu_allocated_seconds_total",
+			"GPU-seconds of allocation the container held on this slice since the collector started: its allocation share of one physical GPU times the seconds it held the slice.",
+			cont, onNode),
+		used: d("container_gpu_used_seconds_total",
+			"GPU-seconds the container's processes kept the GPU busy on this slice since the collector started; method=estimated where busy time was split by allocation share instead of measured per process.",
+			used, onNode),
+		ratio: d("container_gpu_allocation_ratio",
+			"Allocation share of one physical GPU that this slice reserves for the container (1 exclusive, 1/replicas shared, compute slices/7 on MIG).",
+			cont, onNode),
+		memory: d("container_gpu_memory_bytes",
+			"Framebuffer memory used by the container's processes on this device at the end of the last cycle, in bytes.",
+			cont, onNode),
+		energy: d("container_gpu_energy_joules_total",
+			"GPU energy attributed to the container in proportion to its used seconds since the collector started, in joules.",
+			cont, onNode),
+		capacity: d("gpu_capacity_seconds_total",
+			"Seconds the GPU was observed since the collector started; container allocated plus unallocated seconds, and container used plus unattributed plus idle seconds, each add up to it.",
+			gpuLabels, onNode),
+		idle: d("gpu_idle_seconds_total",
+			"Seconds of GPU capacity that were not busy since the collector started.",
+			gpuLabels, onNode),
+		unallocated: d("gpu_unallocated_seconds_total",
+			"GPU-seconds of capacity that no container held an allocation for since the collector started.",
+			gpuLabels, onNode),
+		unattributed: d("gpu_unattributed_seconds_total",
+			"Busy GPU-seconds that could not be attributed to a container (host processes, unresolved PIDs, missing per-process data) since the collector started.",
+			gpuLabels, onNode),
+		idleAllocation: d("idle_allocation",
+			"1 while the container is flagged for holding a GPU allocation it leaves mostly idle over the idle window.",
+			findingLabels, onNode),
+		noisyNeighbour: d("noisy_neighbour",
+			"1 while the container is flagged for using at least twice its allocation share of a GPU shared without hardware isolation while another container gets less than its share.",
+			findingLabels, onNode),
+		starved: d("starved_container",
+			"1 while the container gets less than its allocation share of a busy shared GPU because of the noisy neighbour named in noisy_pod.",
+			concat(findingLabels, []string{"noisy_pod"}), onNode),
+		buildInfo: d("build_info",
+			"Version of the gpuledger collector; always 1.",
+			[]string{"version", "revision", "goversion"}, onNode),
+		gpuInfo: d("gpu_info",
+			"GPU on this node with its index, model and MIG mode; always 1.",
+			[]string{"gpu", "index", "model", "mig_enabled"}, onNode),
+		migInfo: d("mig_instance_info",
+			"MIG GPU instance with its profile and number of compute slices; always 1.",
+			[]string{"gpu", "mig_instance", "profile", "slices"}, onNode),
+		cycleDuration: d("collector_cycle_duration_seconds",
+			"Time the last collection cycle took, in seconds.",
+			nil, onNode),
+		cycles: d("collector_cycles_total",
+			"Collection cycles completed since the collector started.",
+			nil, onNode),
+		sourceUp: d("source_up",
+			"1 if the source (nvml, dcgm, podresources, kubemeta, procfs) was read successfully in the last cycle, 0 if it failed.",
+			[]string{"source"}, onNode),
+		sourceErrors: d("source_errors_total",
+			"Errors reading the source since the collector started.",
+			[]string{"source"}, onNode),
+		anomalies: d("attribution_anomalies_total",
+			"Input problems attribution met since the collector started (unknown or malformed device IDs, HAMi mismatches...), by kind.",
+			[]string{"kind"}, onNode),
+		rowsWritten: d("ledger_rows_written_total",
+			"Ledger rows written to the store since the collector started.",
+			nil, onNode),
+		outboxPending: d("outbox_rows_pending",
+			"Ledger rows waiting in the durable outbox to be shipped.",
+			nil, onNode),
+		outboxAge: d("outbox_oldest_pending_age_seconds",
+			"Age of the oldest row waiting in the outbox, in seconds; 0 when the outbox is empty.",
+			nil, onNode),
+	}
+}
+
+// all lists every descriptor, for Describe.
+func (d *descs) all() []*prometheus.Desc {
+	return []*prometheus.Desc{
+		d.allocated, d.used, d.ratio, d.memory, d.energy,
+		d.capacity, d.idle, d.unallocated, d.unattributed,
+		d.idleAllocation, d.noisyNeighbour, d.starved,
+		d.buildInfo, d.gpuInfo, d.migInfo,
+		d.cycleDuration, d.cycles,
+		d.sourceUp, d.sourceErrors, d.anomalies, d.rowsWritten,
+		d.outboxPending, d.outboxAge,
+	}
+}
+
+func concat(a, b []string) []string {
+	out := make([]string, 0, len(a)+len(b))
+	return append(append(out, a...), b...)
+}

@@ -1,0 +1,77 @@
+package collector
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/collector/exposition"
+)
+
+// health counts source errors and input anomalies and logs each once: a
+// source error once per failure streak, an anomaly once per key, so a bad
+// device ID or a dead kubelet does not flood the log at one line per second.
+type health struct {
+	log         *slog.Logger
+	up          map[string]bool
+	errors      map[string]uint64
+	anomalies   map[string]uint64
+	seenAnomaly map[string]bool
+	rowsWritten uint64
+}
+
+func newHealth(log *slog.Logger) health {
+	return health{
+		log: log, up: map[string]bool{}, errors: map[string]uint64{},
+		anomalies: map[string]uint64{}, seenAnomaly: map[string]bool{},
+	}
+}
+
+// report records a source's outcome for this cycle.
+func (h *health) report(source string, err error) {
+	was, known := h.up[source]
+	if err == nil {
+		if known && !was {
+			h.log.Info("source recovered", "source", source)
+		}
+		h.up[source] = true
+		return
+	}
+	h.errors[source]++
+	if !known || was {
+		h.log.Warn("source failing; its data is degraded until it recovers", "source", source, "err", err)
+	}
+	h.up[source] = false
+}
+
+// count records a partial error of a source that otherwise worked.
+func (h *health) count(source string, err error) {
+	h.errors[source]++
+	key := source + ":" + err.Error()
+	if !h.seenAnomaly[key] {
+		h.seenAnomaly[key] = true
+		h.log.Warn("source problem", "source", source, "err", err)
+	}
+}
+
+func (h *health) anomaly(a attribution.Anomaly) {
+	h.anomalies[a.Kind]++
+	key := a.Kind + ":" + a.Key
+	if h.seenAnomaly[key] {
+		return
+	}
+	h.seenAnomaly[key] = true
+	h.log.Warn("attribution input problem; its capacity stays unallocated or unattributed", "kind", a.Kind, "key", a.Key, "detail", a.Detail)
+}
+
+func (h *health) meta(obs attribution.Observation, took time.Duration) exposition.CycleMeta {
+	return exposition.CycleMeta{
+		GPUs:              obs.GPUs,
+		Pods:              obs.Metadata.Pods,
+		CycleDuration:     took,
+		SourceUp:          h.up,
+		SourceErrors:      h.errors,
+		Anomalies:         h.anomalies,
+		LedgerRowsWritten: h.rowsWritten,
+	}
+}

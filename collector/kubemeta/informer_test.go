@@ -1,0 +1,304 @@
+package kubemeta
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/gpuledger/gpuledger/attribution"
+)
+
+const (
+	thisNode = "gpu-node-a"
+	ctrA     = "3f9a1c0d2b4e6f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708"
+	ctrB     = "b1e2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
+	ctrInit  = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+)
+
+var podStart = time.Date(2026, 11, 1, 0, 0, 5, 0, time.UTC)
+
+func node(name string, labels map[string]string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+func namespace(name string, labels map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+// pod returns a running pod with one "main" container and the given status.
+func pod(ns, name, uid, nodeName string, phase corev1.PodPhase, statuses ...corev1.ContainerStatus) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)},
+		Spec: corev1.PodSpec{
+			NodeName:   nodeName,
+			Containers: []corev1.Container{{Name: "main"}},
+		},
+		Status: corev1.PodStatus{Phase: phase, ContainerStatuses: statuses},
+	}
+}
+
+// trainPod has two containers listed in spec order different from the
+// status order, an init container, labels, annotations and a start time.
+func trainPod() *corev1.Pod {
+	start := metav1.NewTime(podStart)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "team-a", Name: "train-0", UID: "0b5c6d2e-1a2b-4c3d-8e4f-0123456789ab",
+			Labels:        map[string]string{"app": "train", "team": "other"},
+			Annotations:   map[string]string{"hami.io/vgpu-devices-allocated": "GPU-x,NVIDIA,1000,30:;"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:       thisNode,
+			InitContainers: []corev1.Container{{Name: "fetch"}},
+			Containers:     []corev1.Container{{Name: "trainer"}, {Name: "logger"}},
+		},
+		Status: corev1.PodStatus{
+			Phase:     corev1.PodRunning,
+			StartTime: &start,
+			ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "logger", ContainerID: "cri-o://" + ctrB},
+				{Name: "trainer", ContainerID: "containerd://" + ctrA},
+			},
+			InitContainerStatuses: []corev1.ContainerStatus{
+				{Name: "fetch", ContainerID: "docker://" + ctrInit},
+			},
+		},
+	}
+}
+
+func fixtures() []runtime.Object {
+	return []runtime.Object{
+		node(thisNode, map[string]string{"nvidia.com/gpu.replicas": "7"}),
+		node("gpu-node-b", map[string]string{"nvidia.com/gpu.replicas": "2"}),
+		namespace("team-a", map[string]string{"team": "search"}),
+		namespace("team-b", nil),
+		trainPod(),
+		pod("team-b", "pending-0", "uid-p0", thisNode, corev1.PodPending), // not created yet: no ID
+		pod("team-b", "done-0", "uid-d0", thisNode, corev1.PodSucceeded, corev1.ContainerStatus{Name: "main", ContainerID: "containerd://" + ctrB}),
+		pod("team-b", "failed-0", "uid-f0", thisNode, corev1.PodFailed),
+		pod("team-b", "elsewhere-0", "uid-e0", "gpu-node-b", corev1.PodRunning, corev1.ContainerStatus{Name: "main", ContainerID: "containerd://" + ctrB}),
+	}
+}
+
+// wantInitial is fixtures() as this node's metadata, written by hand.
+func wantInitial() attribution.Metadata {
+	return attribution.Metadata{
+		NodeLabels: map[string]string{"nvidia.com/gpu.replicas": "7"},
+		Namespaces: map[string]map[string]string{"team-a": {"team": "search"}, "team-b": nil},
+		Pods: []attribution.PodMeta{
+			{
+				UID: "0b5c6d2e-1a2b-4c3d-8e4f-0123456789ab", Namespace: "team-a", Name: "train-0",
+				Labels:      map[string]string{"app": "train", "team": "other"},
+				Annotations: map[string]string{"hami.io/vgpu-devices-allocated": "GPU-x,NVIDIA,1000,30:;"},
+				StartTime:   podStart,
+				Containers: []attribution.ContainerMeta{
+					{Name: "trainer", ID: ctrA},
+					{Name: "logger", ID: ctrB},
+					{Name: "fetch", ID: ctrInit},
+				},
+			},
+			{
+				UID: "uid-p0", Namespace: "team-b", Name: "pending-0",
+				Containers: []attribution.ContainerMeta{{Name: "main"}},
+			},
+		},
+	}
+}
+
+func newSource(t *testing.T, client *fake.Clientset) *InformerSource {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s, err := NewInformerSource(ctx, client, thisNode, nil)
+	if err != nil {
+		t.Fatalf("NewInformerSource: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func snapshot(t *testing.T, s *InformerSource) attribution.Metadata {
+	t.Helper()
+	m, err := s.Snapshot(context.Background())
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	return m
+}
+
+// eventually polls Snapshot until cond holds; informer events arrive
+// asynchronously.
+func eventually(t *testing.T, s *InformerSource, what string, cond func(attribution.Metadata) bool) attribution.Metadata {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := snapshot(t, s)
+		if cond(m) {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never showed up; last snapshot %+v", what, m)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestInformerSourceSnapshot(t *testing.T) {
+	client := fake.NewClientset(fixtures()...)
+	s := newSource(t, client)
+
+	got := snapshot(t, s)
+	if want := wantInitial(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Snapshot =\n%+v\nwant\n%+v", got, want)
+	}
+
+	// The watches must be scoped to this node on the server side.
+	wantSelectors := map[string]string{"pods": "spec.nodeName=" + thisNode, "nodes": "metadata.name=" + thisNode, "namespaces": ""}
+	listed := map[string]bool{}
+	for _, a := range client.Actions() {
+		l, ok := a.(k8stesting.ListAction)
+		if !ok {
+			continue
+		}
+		res := a.GetResource().Resource
+		listed[res] = true
+		if got := l.GetListRestrictions().Fields.String(); got != wantSelectors[res] {
+			t.Errorf("list %s with field selector %q, want %q", res, got, wantSelectors[res])
+		}
+	}
+	if len(listed) != len(wantSelectors) {
+		t.Errorf("listed %v, want all of %v", listed, wantSelectors)
+	}
+}
+
+func TestInformerSourceCachesUntilEvent(t *testing.T) {
+	client := fake.NewClientset(fixtures()...)
+	s := newSource(t, client)
+
+	first, second := snapshot(t, s), snapshot(t, s)
+	if &first.Pods[0] != &second.Pods[0] {
+		t.Error("Snapshot rebuilt without any informer event")
+	}
+
+	ns := namespace("team-b", map[string]string{"team": "ranking"})
+	if _, err := client.CoreV1().Namespaces().Update(context.Background(), ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, s, "the team-b label", func(m attribution.Metadata) bool {
+		return m.Namespaces["team-b"]["team"] == "ranking"
+	})
+}
+
+func TestInformerSourcePodDeletion(t *testing.T) {
+	client := fake.NewClientset(fixtures()...)
+	s := newSource(t, client)
+	if err := client.CoreV1().Pods("team-a").Delete(context.Background(), "train-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m := eventually(t, s, "deletion of train-0", func(m attribution.Metadata) bool {
+		for _, p := range m.Pods {
+			if p.Name == "train-0" {
+				return false
+			}
+		}
+		return true
+	})
+	if len(m.Pods) != 1 || m.Pods[0].Name != "pending-0" {
+		t.Errorf("pods after deletion = %+v, want only pending-0", m.Pods)
+	}
+}
+
+func TestInformerSourcePodUpdates(t *testing.T) {
+	client := fake.NewClientset(fixtures()...)
+	s := newSource(t, client)
+
+	// pending-0 starts: its container gets an ID.
+	p := pod("team-b", "pending-0", "uid-p0", thisNode, corev1.PodRunning, corev1.ContainerStatus{Name: "main", ContainerID: "containerd://" + ctrB})
+	if _, err := client.CoreV1().Pods("team-b").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, s, "pending-0's container ID", func(m attribution.Metadata) bool {
+		return len(m.Pods) == 2 && m.Pods[1].Containers[0].ID == ctrB
+	})
+
+	// train-0 completes and leaves the snapshot.
+	done := trainPod()
+	done.Status.Phase = corev1.PodSucceeded
+	if _, err := client.CoreV1().Pods("team-a").Update(context.Background(), done, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, s, "train-0 finishing", func(m attribution.Metadata) bool {
+		return len(m.Pods) == 1 && m.Pods[0].Name == "pending-0"
+	})
+
+	// A new pod lands on the node.
+	np := pod("team-a", "new-0", "uid-n0", thisNode, corev1.PodRunning, corev1.ContainerStatus{Name: "main", ContainerID: "containerd://" + ctrA})
+	if _, err := client.CoreV1().Pods("team-a").Create(context.Background(), np, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, s, "new-0", func(m attribution.Metadata) bool {
+		return len(m.Pods) == 2 && m.Pods[0].Name == "new-0" && m.Pods[0].Containers[0].ID == ctrA
+	})
+
+	// The node is relabelled.
+	if _, err := client.CoreV1().Nodes().Update(context.Background(), node(thisNode, map[string]string{"nvidia.com/gpu.replicas": "4"}), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, s, "the node label", func(m attribution.Metadata) bool {
+		return m.NodeLabels["nvidia.com/gpu.replicas"] == "4"
+	})
+}
+
+func TestInformerSourceSnapshotIsolatedFromCache(t *testing.T) {
+	client := fake.NewClientset(fixtures()...)
+	s := newSource(t, client)
+	m := snapshot(t, s)
+	m.Pods[0].Labels["team"] = "mutated"
+	m.NodeLabels["x"] = "y"
+	obj, err := s.pods.Pods("team-a").Get("train-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj.Labels["team"] != "other" {
+		t.Error("changing a snapshot changed the informer cache")
+	}
+	if len(obj.ManagedFields) != 0 {
+		t.Error("managed fields were kept in the cache")
+	}
+}
+
+func TestNewInformerSourceErrors(t *testing.T) {
+	t.Run("empty node name", func(t *testing.T) {
+		if _, err := NewInformerSource(context.Background(), fake.NewClientset(), "", nil); err == nil {
+			t.Error("want an error")
+		}
+	})
+	t.Run("node not found", func(t *testing.T) {
+		_, err := NewInformerSource(context.Background(), fake.NewClientset(node("other", nil)), thisNode, nil)
+		if err == nil || !strings.Contains(err.Error(), thisNode) {
+			t.Errorf("error = %v, want one naming %s", err, thisNode)
+		}
+	})
+	t.Run("API server refuses", func(t *testing.T) {
+		client := fake.NewClientset(fixtures()...)
+		client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, errors.New("pods is forbidden")
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		if _, err := NewInformerSource(ctx, client, thisNode, nil); err == nil {
+			t.Error("want an error when the pod list never succeeds")
+		}
+	})
+}

@@ -1,0 +1,94 @@
+package kubemeta
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gpuledger/gpuledger/attribution"
+)
+
+// build turns the informer caches into a Metadata. Maps are copied: the
+// cached objects belong to the informers.
+func (s *InformerSource) build() (attribution.Metadata, error) {
+	nodeLabels, err := s.nodeLabels()
+	if err != nil {
+		return attribution.Metadata{}, err
+	}
+	nss, err := s.namespaces.List(labels.Everything())
+	if err != nil {
+		return attribution.Metadata{}, fmt.Errorf("cannot list namespaces from the cache: %w", err)
+	}
+	pods, err := s.pods.List(labels.Everything())
+	if err != nil {
+		return attribution.Metadata{}, fmt.Errorf("cannot list pods from the cache: %w", err)
+	}
+	m := attribution.Metadata{
+		NodeLabels: maps.Clone(nodeLabels),
+		Namespaces: make(map[string]map[string]string, len(nss)),
+		Pods:       make([]attribution.PodMeta, 0, len(pods)),
+	}
+	for _, ns := range nss {
+		m.Namespaces[ns.Name] = maps.Clone(ns.Labels)
+	}
+	for _, p := range pods {
+		// The field selector already scopes the watch; checking again keeps
+		// a stray object (or a fake client that ignores selectors) out.
+		if p.Spec.NodeName != s.node || finished(p) {
+			continue
+		}
+		m.Pods = append(m.Pods, podMeta(p))
+	}
+	// Listers return map order; a stable order keeps the output stable.
+	slices.SortFunc(m.Pods, func(a, b attribution.PodMeta) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
+	})
+	return m, nil
+}
+
+// finished reports whether a pod's containers have all terminated for good.
+func finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+func podMeta(p *corev1.Pod) attribution.PodMeta {
+	pm := attribution.PodMeta{
+		UID:         string(p.UID),
+		Namespace:   p.Namespace,
+		Name:        p.Name,
+		Labels:      maps.Clone(p.Labels),
+		Annotations: maps.Clone(p.Annotations),
+		Containers:  make([]attribution.ContainerMeta, 0, len(p.Spec.Containers)+len(p.Spec.InitContainers)),
+	}
+	if p.Status.StartTime != nil {
+		pm.StartTime = p.Status.StartTime.Time
+	}
+	// Init containers come after the regular ones: those hold the GPUs, and
+	// restartable init containers (sidecars) may too.
+	for _, c := range p.Spec.Containers {
+		pm.Containers = append(pm.Containers, attribution.ContainerMeta{Name: c.Name, ID: containerID(p.Status.ContainerStatuses, c.Name)})
+	}
+	for _, c := range p.Spec.InitContainers {
+		pm.Containers = append(pm.Containers, attribution.ContainerMeta{Name: c.Name, ID: containerID(p.Status.InitContainerStatuses, c.Name)})
+	}
+	return pm
+}
+
+// containerID returns the runtime ID of the named container without its
+// "<runtime>://" prefix, or "" before the container was created.
+func containerID(statuses []corev1.ContainerStatus, name string) string {
+	for _, st := range statuses {
+		if st.Name == name {
+			if _, id, ok := strings.Cut(st.ContainerID, "://"); ok {
+				return id
+			}
+			return st.ContainerID
+		}
+	}
+	return ""
+}

@@ -1,0 +1,307 @@
+package podresources
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/gpuledger/gpuledger/attribution"
+)
+
+// fakeKubelet serves a fixed List response, or blocks until the call's
+// context ends when block is set.
+type fakeKubelet struct {
+	podresourcesv1.UnimplementedPodResourcesListerServer
+	resp  *podresourcesv1.ListPodResourcesResponse
+	block bool
+
+	mu    sync.Mutex
+	calls int
+}
+
+func (k *fakeKubelet) List(ctx context.Context, _ *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
+	k.mu.Lock()
+	k.calls++
+	k.mu.Unlock()
+	if k.block {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return k.resp, nil
+}
+
+func (k *fakeKubelet) callCount() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.calls
+}
+
+// serve starts a gRPC server for k on socket and stops it at the end of the
+// test (stopping twice is harmless).
+func serve(t *testing.T, socket string, k *fakeKubelet) *grpc.Server {
+	t.Helper()
+	lis, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatalf("cannot listen on %s: %v", socket, err)
+	}
+	srv := grpc.NewServer()
+	podresourcesv1.RegisterPodResourcesListerServer(srv, k)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return srv
+}
+
+// socketPath returns a short path: unix socket paths are limited to 108
+// bytes and t.TempDir can be longer.
+func socketPath(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "prt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "kubelet.sock")
+}
+
+// fakeClock is a settable clock for the backoff.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+const (
+	gpu0 = "GPU-6f1f0f5e-0000-4000-8000-000000000000"
+	mig0 = "MIG-1c2d0000-0000-4000-8000-000000000001"
+)
+
+var nodeResponse = &podresourcesv1.ListPodResourcesResponse{
+	PodResources: []*podresourcesv1.PodResources{
+		{Name: "infer-0", Namespace: "team-a", Containers: []*podresourcesv1.ContainerResources{
+			{Name: "server", Devices: []*podresourcesv1.ContainerDevices{
+				{ResourceName: "nvidia.com/gpu", DeviceIds: []string{gpu0 + "::0", gpu0 + "::3"}},
+			}},
+			{Name: "sidecar"}, // no devices
+		}},
+		{Name: "train-1", Namespace: "team-b", Containers: []*podresourcesv1.ContainerResources{
+			{Name: "main", CpuIds: []int64{2, 3}, Devices: []*podresourcesv1.ContainerDevices{
+				{ResourceName: "nvidia.com/mig-1g.10gb", DeviceIds: []string{mig0},
+					Topology: &podresourcesv1.TopologyInfo{Nodes: []*podresourcesv1.NUMANode{{ID: 0}}}},
+				{ResourceName: "example.com/nic", DeviceIds: []string{}}, // empty entry
+				{ResourceName: "", DeviceIds: []string{"x"}},             // no resource name
+				{ResourceName: "nvidia.com/gpu", DeviceIds: []string{"", gpu0}},
+			}},
+		}},
+		{Name: "cpu-only", Namespace: "default"},
+	},
+}
+
+// wantAllocations is nodeResponse flattened by hand.
+var wantAllocations = []attribution.Allocation{
+	{Namespace: "team-a", Pod: "infer-0", Container: "server", Resource: "nvidia.com/gpu", DeviceIDs: []string{gpu0 + "::0", gpu0 + "::3"}},
+	{Namespace: "team-b", Pod: "train-1", Container: "main", Resource: "nvidia.com/mig-1g.10gb", DeviceIDs: []string{mig0}},
+	{Namespace: "team-b", Pod: "train-1", Container: "main", Resource: "nvidia.com/gpu", DeviceIDs: []string{gpu0}},
+}
+
+func TestClientList(t *testing.T) {
+	socket := socketPath(t)
+	k := &fakeKubelet{resp: nodeResponse}
+	serve(t, socket, k)
+
+	c := NewClient(socket, nil)
+	defer c.Close()
+	if c.Available() {
+		t.Error("Available before the first List")
+	}
+	for cycle := range 2 {
+		got, err := c.List(context.Background())
+		if err != nil {
+			t.Fatalf("cycle %d: List: %v", cycle, err)
+		}
+		if !reflect.DeepEqual(got, wantAllocations) {
+			t.Errorf("cycle %d: List =\n%+v\nwant\n%+v", cycle, got, wantAllocations)
+		}
+	}
+	if !c.Available() {
+		t.Error("not Available after a successful List")
+	}
+	if n := k.callCount(); n != 2 {
+		t.Errorf("kubelet got %d calls, want 2 (one per List)", n)
+	}
+}
+
+func TestClientEmptyNode(t *testing.T) {
+	socket := socketPath(t)
+	serve(t, socket, &fakeKubelet{resp: &podresourcesv1.ListPodResourcesResponse{}})
+	c := NewClient(socket, nil)
+	defer c.Close()
+	got, err := c.List(context.Background())
+	if err != nil || len(got) != 0 {
+		t.Errorf("List = %v, %v; want nothing and no error", got, err)
+	}
+}
+
+func TestClientMissingSocket(t *testing.T) {
+	socket := socketPath(t)
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	c := NewClient(socket, nil, WithClock(clock.now), WithBackoff(time.Second, 4*time.Second))
+	defer c.Close()
+
+	_, err := c.List(context.Background())
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("List without a socket: error %v, want fs.ErrNotExist", err)
+	}
+	// Within the backoff the client does not even look for the socket.
+	k := &fakeKubelet{resp: nodeResponse}
+	serve(t, socket, k)
+	if _, err := c.List(context.Background()); !errors.Is(err, ErrBackoff) {
+		t.Fatalf("List during backoff: error %v, want ErrBackoff", err)
+	}
+	if k.callCount() != 0 {
+		t.Error("the client reached kubelet during its backoff")
+	}
+	clock.advance(time.Second) // the first wait is at most minBackoff
+	if _, err := c.List(context.Background()); err != nil {
+		t.Fatalf("List after the backoff: %v", err)
+	}
+}
+
+func TestClientReconnects(t *testing.T) {
+	socket := socketPath(t)
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	c := NewClient(socket, nil, WithClock(clock.now), WithBackoff(time.Second, 4*time.Second), WithTimeout(5*time.Second))
+	defer c.Close()
+
+	srv := serve(t, socket, &fakeKubelet{resp: nodeResponse})
+	if _, err := c.List(context.Background()); err != nil {
+		t.Fatalf("List: %v", err)
+	}
+
+	// kubelet restarts: the socket disappears.
+	srv.Stop()
+	if _, err := c.List(context.Background()); err == nil || errors.Is(err, ErrBackoff) {
+		t.Fatalf("List with kubelet down: error %v, want a connection error", err)
+	}
+	if c.Available() {
+		t.Error("Available with kubelet down")
+	}
+	// Failed attempts double the wait: 1 s, 2 s, then the 4 s cap.
+	// The jittered wait lies in [nominal/2, nominal].
+	for attempt, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
+		clock.advance(wait/2 - time.Millisecond)
+		if _, err := c.List(context.Background()); !errors.Is(err, ErrBackoff) {
+			t.Fatalf("attempt %d: List during backoff: error %v, want ErrBackoff", attempt, err)
+		}
+		clock.advance(wait/2 + time.Millisecond)
+		if _, err := c.List(context.Background()); err == nil || errors.Is(err, ErrBackoff) {
+			t.Fatalf("attempt %d: List after %v: error %v, want a new connection error", attempt, wait, err)
+		}
+	}
+
+	srv = serve(t, socket, &fakeKubelet{resp: nodeResponse})
+	if _, err := c.List(context.Background()); !errors.Is(err, ErrBackoff) {
+		t.Fatalf("List right after kubelet came back: error %v, want ErrBackoff", err)
+	}
+	clock.advance(4 * time.Second)
+	got, err := c.List(context.Background())
+	if err != nil {
+		t.Fatalf("List after recovery: %v", err)
+	}
+	if !reflect.DeepEqual(got, wantAllocations) {
+		t.Errorf("List after recovery = %+v, want %+v", got, wantAllocations)
+	}
+	if !c.Available() {
+		t.Error("not Available after recovery")
+	}
+
+	// Success resets the backoff: after the next failure the client tries
+	// again within minBackoff, not the 4 s it had reached.
+	srv.Stop()
+	if _, err := c.List(context.Background()); err == nil || errors.Is(err, ErrBackoff) {
+		t.Fatalf("List with kubelet down again: error %v, want a connection error", err)
+	}
+	clock.advance(time.Second)
+	if _, err := c.List(context.Background()); err == nil || errors.Is(err, ErrBackoff) {
+		t.Fatalf("List 1 s after a fresh failure: error %v, want a new connection error", err)
+	}
+}
+
+func TestClientCallTimeout(t *testing.T) {
+	socket := socketPath(t)
+	k := &fakeKubelet{block: true}
+	serve(t, socket, k)
+	c := NewClient(socket, nil, WithTimeout(50*time.Millisecond))
+	defer c.Close()
+	// The test's own deadline is far longer than the client's: an error
+	// here comes from the per-call timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.List(ctx); err == nil {
+		t.Fatal("List against a hung kubelet returned no error")
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the test's deadline ran out before the client's")
+	}
+	if _, err := c.List(ctx); !errors.Is(err, ErrBackoff) {
+		t.Errorf("a timed-out call should start the backoff, got %v", err)
+	}
+}
+
+func TestClientCallerCancelDoesNotBackOff(t *testing.T) {
+	socket := socketPath(t)
+	serve(t, socket, &fakeKubelet{resp: nodeResponse})
+	c := NewClient(socket, nil)
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.List(ctx); err == nil {
+		t.Fatal("List with a cancelled context returned no error")
+	}
+	if _, err := c.List(context.Background()); err != nil {
+		t.Errorf("List after the caller's cancellation: %v (kubelet was fine)", err)
+	}
+}
+
+func TestBackoffJitter(t *testing.T) {
+	c := NewClient("unused", nil, WithBackoff(time.Second, 30*time.Second))
+	// failures -> nominal wait; the jittered wait lies in [nominal/2, nominal].
+	for failures, nominal := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 5: 16 * time.Second, 6: 30 * time.Second, 40: 30 * time.Second} {
+		c.failures = failures
+		for range 50 {
+			if d := c.backoff(); d < nominal/2 || d > nominal {
+				t.Fatalf("failures=%d: backoff %v outside [%v, %v]", failures, d, nominal/2, nominal)
+			}
+		}
+	}
+}
+
+func TestCloseIdempotent(t *testing.T) {
+	c := NewClient("unused", nil)
+	if err := c.Close(); err != nil {
+		t.Errorf("Close before any List: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}

@@ -1,0 +1,268 @@
+package scenario
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"regexp"
+	"time"
+)
+
+// Defaults the contract gives (or the product uses) for optional fields.
+const (
+	APIVersion                = "gpuledger/v1"
+	KindScenario              = "Scenario"
+	DefaultPollInterval       = time.Second
+	DefaultLedgerInterval     = 60 * time.Second
+	DefaultDriverSamplePeriod = time.Second / 6
+	DefaultIdleWindow         = 10 * time.Minute
+	DefaultIdleThreshold      = 0.05
+	DefaultNoisyWindow        = time.Minute
+	DefaultIdleWatts          = 60.0
+	DefaultMaxWatts           = 400.0
+
+	MPSViewClients = "clients"
+	MPSViewServer  = "server"
+)
+
+const modeNames = "exclusive|timeslicing|mps|mig|hami"
+
+var (
+	gpuUUIDRE     = regexp.MustCompile(`^GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	migUUIDRE     = regexp.MustCompile(`^MIG-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	containerIDRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// converter turns the raw file into clean types, applying defaults and the
+// checks that need only one field or one object at a time. Cross-references
+// are validate's job.
+type converter struct {
+	p   problems
+	dir string
+	dur time.Duration
+}
+
+func (c *converter) scenario(r *rawScenario) *Scenario {
+	s := &Scenario{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, Dir: c.dir}
+	if r.APIVersion != APIVersion {
+		c.p.addf("apiVersion", "%q is not %s", r.APIVersion, APIVersion)
+	}
+	if r.Kind != KindScenario {
+		c.p.addf("kind", "%q is not %s", r.Kind, KindScenario)
+	}
+	s.Start = timeField(&c.p, "start", r.Start)
+	if r.Duration.set() {
+		s.Duration = c.positive("duration", r.Duration, 0)
+	} else {
+		c.p.addf("duration", "is required")
+	}
+	c.dur = s.Duration
+	if c.dur <= 0 {
+		// Every lifetime default and bound derives from the duration;
+		// checking them against a missing one would only add noise.
+		return s
+	}
+	s.PollInterval = c.positive("pollInterval", r.PollInterval, DefaultPollInterval)
+	s.LedgerInterval = c.positive("ledgerInterval", r.LedgerInterval, DefaultLedgerInterval)
+	s.DriverSamplePeriod = c.positive("driverSamplePeriod", r.DriverSamplePeriod, DefaultDriverSamplePeriod)
+	s.Detection = c.detection(r.Detection)
+	s.Node = c.node(r.Node)
+	for i, ns := range r.Namespaces {
+		s.Namespaces = append(s.Namespaces, c.namespace(index("namespaces", i), ns))
+	}
+	for i, g := range r.GPUs {
+		s.GPUs = append(s.GPUs, c.gpu(index("gpus", i), i, g))
+	}
+	for i, pod := range r.Pods {
+		s.Pods = append(s.Pods, c.pod(index("pods", i), pod))
+	}
+	for i, hp := range r.HostProcesses {
+		s.HostProcesses = append(s.HostProcesses, c.process(index("hostProcesses", i), hp, span{0, s.Duration, "the scenario"}))
+	}
+	return s
+}
+
+// positive parses a duration that must be > 0 when given.
+func (c *converter) positive(path string, v rawValue, def time.Duration) time.Duration {
+	d, ok := durationField(&c.p, path, v, def)
+	if ok && d <= 0 {
+		c.p.addf(path, "%s must be greater than zero", d)
+	}
+	return d
+}
+
+func (c *converter) detection(r rawDetection) Detection {
+	d := Detection{
+		IdleWindow:    c.positive("detection.idleWindow", r.IdleWindow, DefaultIdleWindow),
+		IdleThreshold: DefaultIdleThreshold,
+		NoisyWindow:   c.positive("detection.noisyWindow", r.NoisyWindow, DefaultNoisyWindow),
+	}
+	if r.IdleThreshold != nil {
+		d.IdleThreshold = *r.IdleThreshold
+		if !(d.IdleThreshold >= 0 && d.IdleThreshold <= 1) {
+			c.p.addf("detection.idleThreshold", "%v is outside [0,1]", d.IdleThreshold)
+		}
+	}
+	return d
+}
+
+func (c *converter) node(r rawNode) Node {
+	if r.Name == "" {
+		c.p.addf("node.name", "is required")
+	}
+	return Node{Name: r.Name, Labels: r.Labels}
+}
+
+func (c *converter) namespace(path string, r rawNS) Namespace {
+	if r.Name == "" {
+		c.p.addf(field(path, "name"), "is required")
+	}
+	return Namespace{Name: r.Name, Labels: r.Labels}
+}
+
+func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
+	g := GPU{
+		Index:          pos, // the list position unless given
+		UUID:           r.UUID,
+		Model:          r.Model,
+		Mode:           r.Mode,
+		MPSProcessView: r.MPS.ProcessView,
+		IdleWatts:      DefaultIdleWatts,
+		MaxWatts:       DefaultMaxWatts,
+	}
+	idx, _ := intField(&c.p, field(path, "index"), r.Index, int64(pos), 0, math.MaxInt32)
+	g.Index = int(idx)
+	if !gpuUUIDRE.MatchString(r.UUID) {
+		c.p.addf(field(path, "uuid"), "%q is not GPU-<8-4-4-4-12 hex>", r.UUID)
+	}
+	_, knownModel := models[r.Model]
+	if !knownModel {
+		c.p.addf(field(path, "model"), "%q is not one of %s", r.Model, modelNames)
+	}
+	switch r.Mode {
+	case ModeExclusive, ModeTimeslicing, ModeMPS, ModeMIG, ModeHAMi:
+	default:
+		c.p.addf(field(path, "mode"), "%q is not one of %s", r.Mode, modeNames)
+	}
+	switch g.MPSProcessView {
+	case "":
+		g.MPSProcessView = MPSViewClients
+	case MPSViewClients, MPSViewServer:
+	default:
+		c.p.addf(field(path, "mps.processView"), "%q is not one of clients|server", g.MPSProcessView)
+	}
+	c.power(field(path, "power"), r.Power, &g)
+	if len(r.MIGInstances) > 0 && r.Mode != ModeMIG {
+		c.p.addf(field(path, "migInstances"), "given for mode %q; MIG instances need mode mig", r.Mode)
+	}
+	slices := 0
+	for i, m := range r.MIGInstances {
+		mp := index(field(path, "migInstances"), i)
+		if !migUUIDRE.MatchString(m.UUID) {
+			c.p.addf(field(mp, "uuid"), "%q is not MIG-<8-4-4-4-12 hex>", m.UUID)
+		}
+		if prof, ok := lookupProfile(r.Model, m.Profile); ok {
+			slices += prof.Slices
+		} else if knownModel {
+			c.p.addf(field(mp, "profile"), "%q is not a MIG profile of %s", m.Profile, r.Model)
+		}
+		g.MIGInstances = append(g.MIGInstances, MIGInstance(m))
+	}
+	if slices > TotalSlices {
+		c.p.addf(field(path, "migInstances"), "profiles use %d compute slices, more than the %d a GPU has", slices, TotalSlices)
+	}
+	return g
+}
+
+func (c *converter) power(path string, r rawPower, g *GPU) {
+	if r.IdleWatts != nil {
+		g.IdleWatts = *r.IdleWatts
+	}
+	if r.MaxWatts != nil {
+		g.MaxWatts = *r.MaxWatts
+	}
+	ok := true
+	for _, w := range []struct {
+		name string
+		v    float64
+	}{{"idleWatts", g.IdleWatts}, {"maxWatts", g.MaxWatts}} {
+		if !(w.v >= 0) || math.IsInf(w.v, 0) {
+			c.p.addf(field(path, w.name), "%v must be a finite number >= 0", w.v)
+			ok = false
+		}
+	}
+	if ok && g.IdleWatts > g.MaxWatts {
+		c.p.addf(field(path, "idleWatts"), "%v is above maxWatts %v", g.IdleWatts, g.MaxWatts)
+	}
+}
+
+func (c *converter) pod(path string, r rawPod) Pod {
+	pod := Pod{
+		UID: r.UID, Namespace: r.Namespace, Name: r.Name,
+		Labels: r.Labels, Annotations: r.Annotations,
+	}
+	var okStart, okEnd bool
+	pod.Start, okStart = durationField(&c.p, field(path, "start"), r.Start, 0)
+	pod.End, okEnd = durationField(&c.p, field(path, "end"), r.End, c.dur)
+	for _, f := range []struct{ name, v string }{{"uid", r.UID}, {"namespace", r.Namespace}, {"name", r.Name}} {
+		if f.v == "" {
+			c.p.addf(field(path, f.name), "is required")
+		}
+	}
+	switch {
+	case !okStart || !okEnd:
+	case pod.End > c.dur:
+		c.p.addf(field(path, "end"), "%s is after the scenario's duration %s", pod.End, c.dur)
+	case pod.Start >= pod.End:
+		c.p.addf(field(path, "start"), "%s is not before the pod's end %s", pod.Start, pod.End)
+	}
+	life := span{pod.Start, pod.End, "the pod"}
+	for i, rc := range r.Containers {
+		pod.Containers = append(pod.Containers, c.container(index(field(path, "containers"), i), r.UID, rc, life))
+	}
+	return pod
+}
+
+func (c *converter) container(path, podUID string, r rawContainer, life span) Container {
+	ct := Container{Name: r.Name, ID: r.ID}
+	if r.Name == "" {
+		c.p.addf(field(path, "name"), "is required")
+	}
+	if ct.ID == "" {
+		ct.ID = ContainerID(podUID, r.Name)
+	} else if !containerIDRE.MatchString(ct.ID) {
+		c.p.addf(field(path, "id"), "%q is not 64 lowercase hex digits", ct.ID)
+	}
+	for i, d := range r.Devices {
+		dp := index(field(path, "devices"), i)
+		if d.Resource == "" {
+			c.p.addf(field(dp, "resource"), "is required")
+		}
+		if len(d.IDs) == 0 {
+			c.p.addf(field(dp, "ids"), "must list at least one device ID")
+		}
+		for j, id := range d.IDs {
+			if id == "" {
+				c.p.addf(index(field(dp, "ids"), j), "%q is empty", id)
+			}
+		}
+		ct.Devices = append(ct.Devices, DeviceRequest(d))
+	}
+	for i, rp := range r.Processes {
+		ct.Processes = append(ct.Processes, c.process(index(field(path, "processes"), i), rp, life))
+	}
+	return ct
+}
+
+// ContainerID is the ID a container gets when the scenario gives none:
+// hex(sha256(podUID + "/" + name)), stable across runs.
+func ContainerID(podUID, name string) string {
+	sum := sha256.Sum256([]byte(podUID + "/" + name))
+	return hex.EncodeToString(sum[:])
+}
+
+// span is the lifetime a process must fit in, with a name for messages.
+type span struct {
+	start, end time.Duration
+	what       string
+}

@@ -1,0 +1,66 @@
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Load reads a scenario file, loads its busy traces (relative to the file's
+// directory) and validates it.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read scenario: %w", err)
+	}
+	s, err := Parse(data, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("invalid scenario %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Parse reads a scenario from YAML. dir is where busyTrace paths are
+// resolved from ("" means the working directory).
+func Parse(data []byte, dir string) (*Scenario, error) {
+	var raw rawScenario
+	if err := decode(data, &raw); err != nil {
+		return nil, err
+	}
+	c := converter{dir: dir}
+	s := c.scenario(&raw)
+	if err := c.p.err(); err != nil {
+		return nil, err
+	}
+	if err := validate(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// decode reads exactly one YAML document into raw, rejecting unknown fields
+// so that a misspelt key is an error instead of a silently ignored default.
+func decode(data []byte, raw *rawScenario) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	err := dec.Decode(raw)
+	if errors.Is(err, io.EOF) {
+		return errors.New("empty scenario: no YAML document")
+	}
+	if err != nil {
+		return explainYAML(data, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return fmt.Errorf("cannot parse YAML after the first document: %w", err)
+		}
+		return fmt.Errorf("line %d: a scenario file holds one YAML document, found another", extra.Line)
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package groundtruth
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gpuledger/gpuledger/collector/scenario"
+)
+
+func FuzzParseHAMi(f *testing.F) {
+	f.Add(gpuA + ",NVIDIA,20000,25:;")
+	f.Add(gpuA + ",NVIDIA,0,30:" + gpuB + ",NVIDIA,1000,0:;" + gpuB + ",NVIDIA,5,5:")
+	f.Add(";;,,,:::")
+	f.Add(gpuA + ",NVIDIA,-1,101:")
+	f.Fuzz(func(t *testing.T, annotation string) {
+		parts := parseHAMi(annotation)
+		if len(parts) != strings.Count(annotation, ";")+1 {
+			t.Fatalf("%d parts for %d separators", len(parts), strings.Count(annotation, ";"))
+		}
+		for _, p := range parts {
+			for uuid, e := range p {
+				if e.cores < 0 || e.cores > 100 || e.memMiB < 0 || strings.ContainsAny(uuid, ",:;") {
+					t.Fatalf("accepted entry %q %+v", uuid, e)
+				}
+			}
+		}
+	})
+}
+
+// FuzzReadJSON: any input either fails cleanly or survives a write/read
+// round trip unchanged.
+func FuzzReadJSON(f *testing.F) {
+	entries, _ := filepath.Glob(filepath.Join(corpusDir, "*", "truth.json"))
+	for _, path := range entries {
+		if b, err := os.ReadFile(path); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"containers":{"a/b/c":{"method":null}},"gpus":{"g":{"unallocated":0}},"instance_groups":[{"members":null}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := ReadJSON(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		var buf bytes.Buffer
+		if err := tr.WriteJSON(&buf); err != nil {
+			t.Fatal(err)
+		}
+		back, err := ReadJSON(&buf)
+		if err != nil {
+			t.Fatalf("cannot read what was written: %v\n%s", err, buf.String())
+		}
+		norm := func(x *Truth) {
+			x.ExpectFlags, x.ForbidFlags = nonNilFlags(x.ExpectFlags), nonNilFlags(x.ForbidFlags)
+		}
+		norm(tr)
+		norm(back)
+		if !reflect.DeepEqual(tr, back) {
+			t.Fatalf("round trip changed the truth:\n%+v\n%+v", tr, back)
+		}
+	})
+}
+
+// FuzzCompute: whatever the parser accepts, Compute answers without
+// panicking, and its allocation never exceeds a GPU's capacity.
+func FuzzCompute(f *testing.F) {
+	// Small seeds: the fuzzer minimises every interesting input, which is
+	// slow on the corpus's full files (run with -fuzzminimizetime=1s: the
+	// YAML parser finds new coverage often).
+	for _, mode := range []string{"mps", "timeslicing", "hami"} {
+		f.Add([]byte(strings.ReplaceAll(tinyScenario, "MODE", mode)))
+	}
+	f.Add([]byte(tinyMIGScenario))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := scenario.Parse(data, t.TempDir())
+		if err != nil || sc.Duration > 3600e9 || len(sc.Pods) > 50 {
+			return
+		}
+		tr, err := Compute(sc)
+		if err != nil {
+			return
+		}
+		for uuid, g := range tr.GPUs {
+			if g.Unallocated != nil && (*g.Unallocated < 0 || *g.Unallocated > tr.Duration*(1+1e-9)) {
+				t.Fatalf("GPU %s: unallocated %v outside [0, %v]", uuid, *g.Unallocated, tr.Duration)
+			}
+		}
+	})
+}
+
+const tinyScenario = `apiVersion: gpuledger/v1
+kind: Scenario
+name: tiny
+start: 2026-11-01T00:00:00Z
+duration: 10s
+node: {name: n, labels: {nvidia.com/gpu.replicas: "2"}}
+gpus:
+- {index: 0, uuid: GPU-aaaaaaaa-0000-4000-8000-000000000000, model: H100-SXM5-80GB, mode: MODE}
+pods:
+- uid: 00000000-0000-4000-8000-000000000001
+  namespace: ns
+  name: p
+  start: 1.5s
+  annotations: {hami.io/vgpu-devices-allocated: "GPU-aaaaaaaa-0000-4000-8000-000000000000,NVIDIA,100,50:;"}
+  containers:
+  - name: c
+    devices: [{resource: nvidia.com/gpu, ids: ["GPU-aaaaaaaa-0000-4000-8000-000000000000::0", "GPU-aaaaaaaa-0000-4000-8000-000000000000-0"]}]
+    processes:
+    - {pid: 1, device: GPU-aaaaaaaa-0000-4000-8000-000000000000, busy: [{from: 2s, to: 5s, fraction: 0.7}]}
+hostProcesses:
+- {pid: 2, device: GPU-aaaaaaaa-0000-4000-8000-000000000000, busy: [{from: 0s, to: 10s, fraction: 0.2}]}
+`
+
+const tinyMIGScenario = `apiVersion: gpuledger/v1
+kind: Scenario
+name: tiny-mig
+start: 2026-11-01T00:00:00Z
+duration: 10s
+node: {name: n}
+gpus:
+- index: 0
+  uuid: GPU-aaaaaaaa-0000-4000-8000-000000000000
+  model: A100-SXM4-80GB
+  mode: mig
+  migInstances: [{uuid: MIG-11111111-0000-4000-8000-000000000000, profile: 3g.40gb}]
+pods:
+- uid: 00000000-0000-4000-8000-000000000001
+  namespace: ns
+  name: p
+  containers:
+  - name: c
+    devices: [{resource: nvidia.com/mig-3g.40gb, ids: ["MIG-11111111-0000-4000-8000-000000000000::0"]}]
+    processes: [{pid: 1, device: MIG-11111111-0000-4000-8000-000000000000, busy: [{from: 0s, to: 5s, fraction: 1}]}]
+- uid: 00000000-0000-4000-8000-000000000002
+  namespace: ns
+  name: q
+  containers:
+  - name: c
+    devices: [{resource: nvidia.com/mig-3g.40gb, ids: ["MIG-11111111-0000-4000-8000-000000000000::1"]}]
+`
