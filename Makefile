@@ -42,8 +42,10 @@ lint: fmt vet
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+DENSE ?= $(CURDIR)/out/dense
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	$(GO) run ./internal/groundtruth/cmd/genscenarios -dense $(DENSE) -dense-duration 1h
+	GPULEDGER_DENSE_SCENARIO=$(DENSE)/scenario.yaml $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 ## fuzz: a short run of every fuzz target (each FUZZTIME).
 FUZZTIME ?= 20s

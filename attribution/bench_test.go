@@ -79,9 +79,10 @@ func TestDenseNodePartitions(t *testing.T) {
 	for range 70 {
 		res := e.Observe(o)
 		checkCycle(t, res)
-		// Each GPU: 50 pods x 1/50 allocated; 0.9 s busy, processes
-		// 125 x 2% x 0.2 s x 5 = 0.25 s... per GPU 1000/8 = 125
-		// processes: 125 x 0.02 x 1 s = 2.5 s > 0.9 s, so scaled to 0.9.
+		// Each GPU: 50 pods x 1/50 allocated, nothing unallocated. Per
+		// 200 ms period the device is busy 0.18 s while its 125
+		// processes claim 125 x 2% x 0.2 s = 0.5 s, so they are scaled
+		// down to 0.18 s: 0.9 s used, nothing unattributed, 0.1 s idle.
 		for _, g := range res.GPUs {
 			wantResiduals(t, g, 0, 0, 0.1)
 		}

@@ -57,7 +57,6 @@ type gpuW struct {
 	mode                  string // dominant mode of its slices
 	instHost              []bool // per MIG instance: a non-container process runs there
 	samples               []sampleW
-	hasGroups             bool
 	seen, seenHAMi        map[int]struct{} // cached sets of Engine.seenReplicas/seenHAMi
 }
 
@@ -86,9 +85,16 @@ type ownerKey struct {
 }
 
 type ownerRec struct {
-	key     ownerKey
-	class   procClass
-	pod, ci int32 // in that cycle's metadata, for containers
+	key   ownerKey
+	class procClass
+	ctr   int32 // index into that cycle's ownerCtrs, for containers
+}
+
+// ownerCtr is a container that owned processes, copied so that nothing
+// refers to an Observation after Observe returns.
+type ownerCtr struct {
+	ctr  ctrID
+	team string
 }
 
 type nsName struct{ ns, name string }
@@ -100,6 +106,47 @@ type instRef struct{ gpu, inst int }
 type legacyKey struct {
 	parent string
 	gi     int
+}
+
+// gpuByUUID finds a GPU by UUID. Lookups come in runs of one GPU, so the
+// last hit is checked first.
+func (c *cycle) gpuByUUID(uuid string) (int, bool) {
+	if c.lastGPUi >= 0 && uuid == c.lastGPU {
+		return c.lastGPUi, true
+	}
+	gi, ok := c.gpuIdx[uuid]
+	if ok {
+		c.lastGPU, c.lastGPUi = uuid, gi
+	}
+	return gi, ok
+}
+
+// process finds the running process with pid on GPU gpu. Samples tend to
+// follow the process list, so the process after the last match is tried
+// before the index, which is built only when that fails. (A PID repeats on
+// one GPU only across MIG instances, which have no samples.)
+func (c *cycle) process(gpu int, pid uint32) (int, bool) {
+	procs := c.obs.Processes
+	if i := c.pidNext; i < len(procs) && procs[i].PID == pid && c.procs[i].gpu == gpu {
+		c.pidNext = i + 1
+		return i, true
+	}
+	if !c.pidBuilt {
+		clear(c.pidIdx)
+		for i := range procs {
+			if k := pidKey(c.procs[i].gpu, procs[i].PID); c.procs[i].gpu >= 0 {
+				if _, dup := c.pidIdx[k]; !dup {
+					c.pidIdx[k] = int32(i)
+				}
+			}
+		}
+		c.pidBuilt = true
+	}
+	i, ok := c.pidIdx[pidKey(gpu, pid)]
+	if ok {
+		c.pidNext = int(i) + 1
+	}
+	return int(i), ok
 }
 
 // pidKey packs a GPU index and a PID into one map key.
@@ -133,6 +180,7 @@ type cycle struct {
 	podTeams  []string
 	slotBase  []int32 // per pod: its containers' first slot in slots
 	slots     []int32 // per listed container: its first group, or -1
+	slotOwner []int32 // per listed container: its index in Engine.ownerCtrs, or -1
 
 	rows   []rowW
 	groups []groupW
@@ -140,13 +188,20 @@ type cycle struct {
 	// listed ones are found through slots without hashing strings.
 	groupIdx map[groupKey]int32
 	procs    []procRef
-	pidIdx   map[uint64]int32 // pidKey -> process index
+	pidIdx   map[uint64]int32 // pidKey -> process index, built on first use
+	pidBuilt bool
+	pidNext  int // process after the last one a sample run matched
+	lastGPU  string
+	lastGPUi int
+	sidHint  []SliceID // parsed device IDs by position in the allocations
+	sidNext  int
 
 	anomalies  []Anomaly
 	anomalySet map[Anomaly]struct{}
 
-	bins []bin
-	inst []instStat
+	bins  []bin
+	inst  []instStat
+	modes []string
 }
 
 func (c *cycle) init() {
@@ -173,7 +228,7 @@ func (c *cycle) reset(e *Engine, obs *Observation, prev, now int64) {
 	c.rows, c.groups, c.procs = c.rows[:0], c.groups[:0], c.procs[:0]
 	c.anomalies = nil
 	clear(c.groupIdx)
-	clear(c.pidIdx)
+	c.pidBuilt, c.pidNext, c.lastGPU, c.lastGPUi, c.sidNext = false, 0, "", -1, 0
 	clear(c.anomalySet)
 
 	c.indexGPUs(e, obs)
@@ -222,15 +277,24 @@ func (c *cycle) indexGPUs(e *Engine, obs *Observation) {
 
 func (c *cycle) indexPods(obs *Observation) {
 	c.built.pod, c.built.uid, c.built.ctr = false, false, false
-	c.podTeams, c.slotBase, c.slots = c.podTeams[:0], c.slotBase[:0], c.slots[:0]
+	c.podTeams, c.slotBase, c.slots, c.slotOwner = c.podTeams[:0], c.slotBase[:0], c.slots[:0], c.slotOwner[:0]
 	for pi := range obs.Metadata.Pods {
 		p := &obs.Metadata.Pods[pi]
 		c.slotBase = append(c.slotBase, int32(len(c.slots)))
 		for range p.Containers {
 			c.slots = append(c.slots, -1)
+			c.slotOwner = append(c.slotOwner, -1)
 		}
 		c.podTeams = append(c.podTeams, ResolveTeam(obs.Metadata.Namespaces[p.Namespace], p.Labels, p.Namespace, c.teamLabel))
 	}
+}
+
+// release drops the references the scratch space holds into the
+// observation, so the caller may reuse its buffers.
+func (c *cycle) release() {
+	c.obs = nil
+	clear(c.gpus)
+	c.gpus = c.gpus[:0]
 }
 
 // podByName finds a pod by namespace and name.
@@ -343,7 +407,6 @@ func (c *cycle) group(pod, ci, gpu, inst int, ctr ctrID, team string) int32 {
 func (c *cycle) newGroup(gpu, inst int, ctr ctrID, team string) int32 {
 	g := int32(len(c.groups))
 	c.groups = append(c.groups, groupW{gpu: gpu, inst: inst, ctr: ctr, team: team, head: -1, tail: -1, nextSame: -1})
-	c.gpuW[gpu].hasGroups = true
 	return g
 }
 
@@ -364,11 +427,11 @@ func (c *cycle) addRow(g int32, r rowW) int32 {
 
 // gpuModes lists each GPU's mode for its non-container rows.
 func (c *cycle) gpuModes() []string {
-	out := make([]string, len(c.gpus))
-	for i := range c.gpuW {
-		out[i] = c.gpuW[i].mode
+	c.modes = c.modes[:0]
+	for i := range c.gpus {
+		c.modes = append(c.modes, c.gpuW[i].mode)
 	}
-	return out
+	return c.modes
 }
 
 func positiveInt(s string) int {

@@ -404,7 +404,7 @@ func (d *detectors) endVanished(out []Finding) []Finding {
 }
 
 // endAll ends every open episode (Flush).
-func (d *detectors) endAll(_ string, out []Finding) []Finding {
+func (d *detectors) endAll(out []Finding) []Finding {
 	return d.endWhere(out, func(epKey, *episode) bool { return true })
 }
 
@@ -427,7 +427,7 @@ func (ep *episode) finding() Finding {
 }
 
 // active lists the findings flagged right now.
-func (d *detectors) active(string) []Finding {
+func (d *detectors) active() []Finding {
 	var out []Finding
 	for _, ep := range d.episodes {
 		out = append(out, ep.finding())

@@ -169,7 +169,7 @@ func TestDetectorModes(t *testing.T) {
 			}
 			found = d.observe(unixNanos(at(float64(s-1))), unixNanos(at(float64(s))), "n", []GPUCycle{gc}, found)
 		}
-		found = d.endAll("n", found)
+		found = d.endAll(found)
 		if got := len(found) > 0; got != want {
 			t.Errorf("mode %s: flagged %v, want %v (%+v)", mode, got, want, found)
 		}

@@ -27,8 +27,8 @@ type Engine struct {
 	owners, prevOwners []ownerRec
 	prevIdx            map[ownerKey]int32
 	prevBuilt          bool
-	prevPods           []PodMeta // last cycle's metadata, which prevOwners index
-	prevTeams          []string
+	ownerCtrs          []ownerCtr // containers owners refer to
+	prevOwnerCtrs      []ownerCtr
 
 	cy     cycle
 	ledger ledger
@@ -52,9 +52,12 @@ func NewEngine(cfg Config) *Engine {
 	return e
 }
 
-// Observe attributes the window (obs.Prev, obs.Time]. The first
-// observation, or one whose window is empty, only sets baselines (energy
-// counters, PID owners) and returns GPUs with zero capacity.
+// Observe attributes the window (obs.Prev, obs.Time]. An observation with
+// an empty window (Prev equal to Time, or zero Prev), as the collector's
+// first one is, only sets baselines (energy counters, PID owners) and
+// returns GPUs with zero capacity. A window that does not start where the
+// previous one ended first closes the open ledger rows, so no row claims
+// the gap. Observe keeps no reference to obs's slices or maps.
 func (e *Engine) Observe(obs Observation) CycleResult {
 	prev, now := unixNanos(obs.Prev), unixNanos(obs.Time)
 	res := CycleResult{Start: obs.Prev.UTC(), End: obs.Time.UTC()}
@@ -90,15 +93,15 @@ func (e *Engine) Observe(obs Observation) CycleResult {
 		res.Rows = e.ledger.closeBefore(now, res.Rows)
 		res.Findings = e.det.observe(prev, now, e.node(&obs), res.GPUs, res.Findings)
 	}
-	res.Active = e.det.active(e.node(&obs))
+	res.Active = e.det.active()
 
 	e.started = true
 	e.lastTime = now
 	e.rememberGPUs()
 	e.owners, e.prevOwners = e.prevOwners[:0], e.owners
 	e.prevBuilt = false
-	e.prevPods = obs.Metadata.Pods
-	e.prevTeams, e.cy.podTeams = e.cy.podTeams, e.prevTeams[:0]
+	e.ownerCtrs, e.prevOwnerCtrs = e.prevOwnerCtrs[:0], e.ownerCtrs
+	cy.release()
 	return res
 }
 
@@ -111,7 +114,7 @@ func (e *Engine) Flush(end time.Time) CycleResult {
 		res.Start = res.End
 	}
 	res.Rows = e.ledger.closeAll(nil)
-	res.Findings = e.det.endAll(e.cfg.Node, nil)
+	res.Findings = e.det.endAll(nil)
 	return res
 }
 
@@ -157,10 +160,13 @@ func unixNanos(t time.Time) int64 {
 
 // clamp01 keeps a ratio from a source inside [0, 1]; NaN counts as 0.
 func clamp01(x float64) float64 {
-	if !(x > 0) {
+	switch {
+	case !(x > 0):
 		return 0
+	case x > 1:
+		return 1
 	}
-	return math.Min(x, 1)
+	return x
 }
 
 // finite turns NaN and infinities from a source into 0.

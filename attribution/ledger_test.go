@@ -10,7 +10,7 @@ import (
 func halfBusy(prev, now float64, running bool) Observation {
 	g := gpuID(1)
 	o := newObs(at(prev), at(now))
-	n := int(now - prev)
+	n := max(int(now-prev), 0)
 	gp := o.wholeGPU(g, rep(50, n)...)
 	gp.EnergyOK, gp.EnergyMilliJoules = true, uint64(now*1000*100) // 100 W
 	o.pod("a", "pa", uidA, time.Time{}, nil, nil, "c").alloc("a", "pa", "c", "nvidia.com/gpu", g)

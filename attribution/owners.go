@@ -22,16 +22,17 @@ func (e *Engine) resolveProcesses() {
 		rec := ownerRec{key: ownerKey{c.gpus[gpu].UUID, p.PID}}
 		ref.class, ref.group = e.ownerOf(pi, p, gpu, inst, &rec)
 		if ref.group >= 0 {
-			g := &c.groups[ref.group]
-			g.running = true
-			g.mem += float64(p.MemoryMiB)
-		} else if inst >= 0 {
+			// A PID seen only in samples ran during the window but is
+			// gone: it owns its samples, it is not running any more.
+			if !p.Exited {
+				g := &c.groups[ref.group]
+				g.running = true
+				g.mem += float64(p.MemoryMiB)
+			}
+		} else if inst >= 0 && !p.Exited {
 			c.gpuW[gpu].instHost[inst] = true
 		}
 		c.procs = append(c.procs, ref)
-		if _, dup := c.pidIdx[pidKey(gpu, p.PID)]; !dup {
-			c.pidIdx[pidKey(gpu, p.PID)] = int32(pi)
-		}
 		e.owners = append(e.owners, rec)
 	}
 }
@@ -44,10 +45,10 @@ func (c *cycle) resolveProcDevice(p *Process) (gpu, inst int, ok bool) {
 			return r.gpu, r.inst, true
 		}
 	}
-	if gpu, ok := c.gpuIdx[p.GPU]; ok {
+	if gpu, ok := c.gpuByUUID(p.GPU); ok {
 		return gpu, -1, true
 	}
-	gpu, ok = c.gpuIdx[p.Device]
+	gpu, ok = c.gpuByUUID(p.Device)
 	return gpu, -1, ok
 }
 
@@ -76,8 +77,13 @@ func (e *Engine) ownerOf(pi int, p *Process, gpu, inst int, rec *ownerRec) (proc
 		return procUnknown, -1
 	}
 	pm := &c.obs.Metadata.Pods[pod]
-	rec.class, rec.pod, rec.ci = procContainer, int32(pod), int32(ci)
 	ctr := ctrID{pm.Namespace, pm.Name, pm.UID, pm.Containers[ci].Name}
+	slot := &c.slotOwner[int(c.slotBase[pod])+ci]
+	if *slot < 0 {
+		*slot = int32(len(e.ownerCtrs))
+		e.ownerCtrs = append(e.ownerCtrs, ownerCtr{ctr, c.podTeams[pod]})
+	}
+	rec.class, rec.ctr = procContainer, *slot
 	return procContainer, c.runningGroup(pod, ci, gpu, inst, ctr, c.podTeams[pod], deviceOf(p))
 }
 

@@ -111,7 +111,7 @@ func (n *randomNode) observe(prev, now time.Time) Observation {
 	if r.IntN(15) == 0 {
 		o.Degraded = map[string]bool{"nvml": true}
 	}
-	w := now.Sub(prev)
+	w := max(now.Sub(prev), 0)
 	for gi, g := range n.gpus {
 		if r.IntN(20) == 0 || o.Degraded["nvml"] {
 			continue // GPU missing from this cycle
@@ -209,7 +209,7 @@ func (n *randomNode) observe(prev, now time.Time) Observation {
 
 // at picks a sample time, usually on a 100 ms grid inside the window.
 func (n *randomNode) at(prev, now time.Time) time.Time {
-	w := now.Sub(prev)
+	w := max(now.Sub(prev), 0)
 	if n.r.IntN(30) == 0 {
 		return prev.Add(-time.Duration(n.r.Int64N(int64(time.Hour))))
 	}
@@ -350,4 +350,24 @@ func epochInterval(t time.Time, l time.Duration) int64 {
 		k--
 	}
 	return k
+}
+
+// FuzzObserve drives random nodes from fuzzer-chosen seeds: the engine
+// must never panic and both partitions must hold every cycle.
+func FuzzObserve(f *testing.F) {
+	f.Add(uint64(1), uint64(2), uint8(10))
+	f.Add(uint64(7), uint64(0), uint8(40))
+	f.Fuzz(func(t *testing.T, s1, s2 uint64, cycles uint8) {
+		r := rand.New(rand.NewPCG(s1, s2))
+		n := newRandomNode(r)
+		e := NewEngine(Config{LedgerInterval: time.Duration(1+r.IntN(120)) * time.Second,
+			IdleWindow: time.Duration(1+r.IntN(300)) * time.Second, NoisyWindow: time.Duration(1+r.IntN(60)) * time.Second})
+		now := t0
+		for range int(cycles % 64) {
+			prev := now
+			now = prev.Add(time.Duration(r.Int64N(int64(90*time.Second))) - time.Second)
+			checkCycle(t, e.Observe(n.observe(prev, now)))
+		}
+		e.Flush(now)
+	})
 }

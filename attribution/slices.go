@@ -31,7 +31,7 @@ func (e *Engine) buildSlices() {
 		ctr := ctrID{a.Namespace, a.Pod, podUID, a.Container}
 		team, overlap := "", c.overlap(pod)
 		for _, raw := range a.DeviceIDs {
-			sid, err := ParseDeviceID(raw)
+			sid, err := c.parseID(raw)
 			if err != nil {
 				c.anomaly(AnomalyBadDeviceID, raw, err.Error())
 				continue
@@ -55,6 +55,22 @@ func (e *Engine) buildSlices() {
 				pod: pod, ctrIndex: ctrIndex, overlap: overlap})
 		}
 	}
+}
+
+// parseID parses a device ID, reusing last cycle's parse of the ID at the
+// same position in the allocations.
+func (c *cycle) parseID(raw string) (SliceID, error) {
+	n := c.sidNext
+	c.sidNext++
+	if n < len(c.sidHint) && c.sidHint[n].Raw == raw && raw != "" {
+		return c.sidHint[n], nil
+	}
+	sid, err := ParseDeviceID(raw)
+	if n >= len(c.sidHint) {
+		c.sidHint = append(c.sidHint, SliceID{})
+	}
+	c.sidHint[n] = sid // zero on error: never matches a non-empty raw
+	return sid, err
 }
 
 func containerIndex(p *PodMeta, name string) int {
@@ -82,7 +98,7 @@ func (c *cycle) holds(g int32, raw string) bool {
 func (c *cycle) resolveSlice(sid SliceID) (gpu, inst int, ok bool) {
 	switch {
 	case sid.Kind == SliceKindGPU:
-		gpu, ok = c.gpuIdx[sid.UUID]
+		gpu, ok = c.gpuByUUID(sid.UUID)
 		return gpu, -1, ok
 	case sid.Legacy:
 		r, ok := c.legacyIdx[legacyKey{sid.Parent, sid.GI}]

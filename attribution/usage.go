@@ -19,8 +19,17 @@ type sampleW struct {
 // device's busy seconds, when a device sample covers it.
 type bin struct {
 	sum, cap, factor float64
+	n                int // process samples in the period
 	hasCap           bool
 }
+
+// roundingSlack is how far a period's process seconds may exceed, or fall
+// short of, the device's busy seconds through NVML's rounding alone: every
+// sample, the device's included, is a whole percent, so each is off by up
+// to half a percent of the period. Within it the samples are left as
+// measured: scaling everyone down for one process's rounding would bias
+// every small tenant on the GPU.
+func roundingSlack(n int, p float64) float64 { return 0.005 * float64(n+1) * p }
 
 // maxBins bounds the sample periods of one cycle; samples with absurd
 // timestamps are folded into the edge periods rather than growing memory.
@@ -50,7 +59,7 @@ func (e *Engine) collectSamples() {
 	for si := range c.obs.Samples {
 		s := &c.obs.Samples[si]
 		if s.GPU != lastGPU || lastGPUIdx < 0 {
-			gi, ok := c.gpuIdx[s.GPU]
+			gi, ok := c.gpuByUUID(s.GPU)
 			if !ok {
 				c.anomaly(AnomalyUnknownGPU, s.GPU, "process samples from GPU "+s.GPU+", which this node does not list")
 				continue
@@ -73,7 +82,7 @@ func (e *Engine) collectSamples() {
 // (samples of a process that exited just before the poll).
 func (e *Engine) sampleOwner(gpu int, pid uint32) int32 {
 	c := &e.cy
-	if pi, ok := c.pidIdx[pidKey(gpu, pid)]; ok {
+	if pi, ok := c.process(gpu, pid); ok {
 		ref := c.procs[pi]
 		switch ref.class {
 		case procContainer:
@@ -97,10 +106,9 @@ func (e *Engine) sampleOwner(gpu int, pid uint32) int32 {
 	}
 	switch rec.class {
 	case procContainer:
-		pm := &e.prevPods[rec.pod]
-		ctr := ctrID{pm.Namespace, pm.Name, pm.UID, pm.Containers[rec.ci].Name}
-		pod, ci := c.locate(ctr)
-		return c.runningGroup(pod, ci, gpu, -1, ctr, e.prevTeams[rec.pod], c.gpus[gpu].UUID)
+		oc := &e.prevOwnerCtrs[rec.ctr]
+		pod, ci := c.locate(oc.ctr)
+		return c.runningGroup(pod, ci, gpu, -1, oc.ctr, oc.team, c.gpus[gpu].UUID)
 	case procMPSServer:
 		return ownerMPSPool
 	}
@@ -170,13 +178,14 @@ func (e *Engine) usageGPU(gi int) {
 		e.closeUsage(gi, w)
 		return
 	}
-	total := c.binSamples(g, smp, p, devOK)
+	total, unexplained := c.binSamples(g, smp, p, devOK)
 	if fromProcs {
 		busy = total
 	}
 	busy = min(busy, w)
 	scale := 1.0
-	if total > busy {
+	if !devOK && total > busy {
+		// Only DCGM's window mean to go by: cap the processes at it.
 		scale = busy / total
 	}
 	var unattr, pool float64
@@ -194,7 +203,12 @@ func (e *Engine) usageGPU(gi int) {
 	if pool > 0 {
 		unattr += pool - e.splitPool(gi, pool)
 	}
-	unattr += max(busy-total*scale, 0)
+	if devOK {
+		// Busy time no process sample explains, beyond rounding.
+		unattr += unexplained
+	} else {
+		unattr += max(busy-total*scale, 0)
+	}
 	e.closeUsage(gi, unattr)
 }
 
@@ -235,23 +249,28 @@ func minPositive(best, d int64) int64 {
 
 // binSamples groups a GPU's process samples by driver sample period and
 // caps each period's process seconds at the device's busy seconds for it
-// (MPS overlap, rounding), where a device sample covers it. It returns the
-// capped total and leaves each period's factor in c.bins.
-func (c *cycle) binSamples(g *GPU, smp []sampleW, p float64, useDev bool) float64 {
+// where they exceed it by more than rounding can explain (MPS overlap),
+// where a device sample covers it. It returns the capped total, the busy
+// seconds of periods that the process samples fall short of by more than
+// rounding (activity no process sample shows), and leaves each period's
+// factor in c.bins.
+func (c *cycle) binSamples(g *GPU, smp []sampleW, p float64, useDev bool) (total, unexplained float64) {
 	c.bins = c.bins[:0]
-	if len(smp) == 0 {
-		return 0
+	if len(smp) == 0 && !(useDev && len(g.DeviceSamples) > 0) {
+		return 0, 0
 	}
 	pns := int64(p * 1e9)
 	if pns <= 0 {
 		pns = 1
 	}
-	ref := smp[0].at
+	var ref int64
 	if useDev && len(g.DeviceSamples) > 0 {
 		ref = unixNanos(g.DeviceSamples[0].At)
+	} else {
+		ref = smp[0].at
 	}
 	idx := func(at int64) int64 { return floorDiv(at-ref+pns/2, pns) }
-	lo, hi := idx(smp[0].at), idx(smp[0].at)
+	lo, hi := int64(0), int64(0)
 	for _, s := range smp {
 		i := idx(s.at)
 		lo, hi = min(lo, i), max(hi, i)
@@ -276,6 +295,7 @@ func (c *cycle) binSamples(g *GPU, smp []sampleW, p float64, useDev bool) float6
 		b := at(smp[si].at)
 		smp[si].bin = b
 		c.bins[b].sum += smp[si].frac * p
+		c.bins[b].n++
 	}
 	if useDev {
 		for _, d := range g.DeviceSamples {
@@ -283,16 +303,19 @@ func (c *cycle) binSamples(g *GPU, smp []sampleW, p float64, useDev bool) float6
 			b.cap, b.hasCap = max(b.cap, pct(d.Percent)*p), true
 		}
 	}
-	var total float64
 	for b := range c.bins {
 		bn := &c.bins[b]
 		bn.factor = 1
-		if bn.hasCap && bn.sum > bn.cap {
+		slack := roundingSlack(bn.n, p)
+		if bn.hasCap && bn.sum > bn.cap+slack {
 			bn.factor = bn.cap / bn.sum
 		}
 		total += bn.sum * bn.factor
+		if bn.hasCap && bn.cap-bn.sum > slack {
+			unexplained += bn.cap - bn.sum
+		}
 	}
-	return total
+	return total, unexplained
 }
 
 // splitPool shares the MPS server's seconds among the containers holding

@@ -9,6 +9,7 @@ type instStat struct {
 	replicaShare float64 // share of one replica of the instance
 	busy, total  float64 // busy seconds; summed participant weights
 	split        bool    // busy is split among participants
+	shared       bool    // several participants: every holder's use is an estimate
 }
 
 // usageMIG builds the usage partition of a MIG-enabled GPU from DCGM's
@@ -41,7 +42,9 @@ func (e *Engine) usageMIG(gi int) {
 			c.groups[s.lone].used += s.busy
 		case !(s.runShare > 0):
 			unattr += s.busy
+			s.shared = true
 		default:
+			s.shared = true
 			rs := s.replicaShare
 			if !(rs > 0) {
 				rs = wi
@@ -56,7 +59,15 @@ func (e *Engine) usageMIG(gi int) {
 	}
 	for i := range c.groups {
 		grp := &c.groups[i]
-		if grp.gpu != gi || grp.inst < 0 || !grp.running || !st[grp.inst].split {
+		if grp.gpu != gi || grp.inst < 0 {
+			continue
+		}
+		if st[grp.inst].shared {
+			// A holder with nothing running gets no seconds, but its
+			// zero is as much an estimate as its neighbours' shares.
+			grp.estimated = true
+		}
+		if !grp.running || !st[grp.inst].split {
 			continue
 		}
 		s := &st[grp.inst]

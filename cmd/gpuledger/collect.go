@@ -102,7 +102,7 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	defer files.Close()
 
 	exp := exposition.New(f.node, exposition.Options{BuildVersion: version, BuildRevision: revision})
-	engine := attribution.NewEngine(attribution.Config{Node: f.node, LedgerInterval: f.ledgerInterval, TeamLabel: f.teamLabel})
+	engine := attribution.NewEngine(attribution.Config{Node: f.node, LedgerInterval: f.ledgerInterval, PollInterval: f.poll, TeamLabel: f.teamLabel})
 	c := collector.New(collector.Config{Node: f.node}, collector.WallClock{}, collector.Sources{
 		NVML: nv, DCGM: dcgm, Pods: pods, Meta: meta, Procs: procfs.NewResolver(f.procRoot),
 	}, engine, exp, []collector.Sink{files}, log)

@@ -60,6 +60,9 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 
 type simOptions struct {
 	TeamLabel string
+	// PodResourcesSocket overrides the simulated kubelet's socket (tests of
+	// a kubelet that is not there).
+	PodResourcesSocket string
 	// Progress, when set, is called after every cycle with the simulated offset.
 	Progress func(done, total time.Duration)
 }
@@ -109,10 +112,15 @@ func simulatedCollector(ctx context.Context, sc *scenario.Scenario, node *sim.No
 	if err := dc.Watch(ctx, sc.PollInterval); err != nil {
 		return nil, nil, fmt.Errorf("cannot watch DCGM fields: %w", err)
 	}
-	pods := podresources.NewClient(node.PodResourcesSocket(), log)
+	socket := node.PodResourcesSocket()
+	if opt.PodResourcesSocket != "" {
+		socket = opt.PodResourcesSocket
+	}
+	pods := podresources.NewClient(socket, log)
 	engine := attribution.NewEngine(attribution.Config{
 		Node:           sc.Node.Name,
 		LedgerInterval: sc.LedgerInterval,
+		PollInterval:   sc.PollInterval,
 		TeamLabel:      opt.TeamLabel,
 		IdleWindow:     sc.Detection.IdleWindow,
 		IdleThreshold:  sc.Detection.IdleThreshold,
