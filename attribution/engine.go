@@ -30,6 +30,8 @@ type Engine struct {
 	ownerCtrs          []ownerCtr // containers owners refer to
 	prevOwnerCtrs      []ownerCtr
 
+	lastPods map[string]PodMeta // last cycle's pods by UID (departed.go)
+
 	cy     cycle
 	ledger ledger
 	det    detectors
@@ -40,6 +42,7 @@ func NewEngine(cfg Config) *Engine {
 	cfg = cfg.withDefaults()
 	e := &Engine{
 		cfg:          cfg,
+		lastPods:     map[string]PodMeta{},
 		seenReplicas: map[string]map[int]struct{}{},
 		seenHAMi:     map[string]map[int]struct{}{},
 		hamiCache:    map[string]hamiParse{},
@@ -77,6 +80,13 @@ func (e *Engine) Observe(obs Observation) CycleResult {
 	}
 	contiguous := e.started && prev == e.lastTime
 
+	listed := len(obs.Metadata.Pods)
+	obs = e.withDeparted(obs)
+	departed := make(map[string]bool, len(obs.Metadata.Pods)-listed)
+	for _, pm := range obs.Metadata.Pods[listed:] {
+		departed[pm.UID] = true
+	}
+
 	cy := &e.cy
 	cy.reset(e, &obs, prev, now)
 	e.buildSlices()
@@ -98,6 +108,7 @@ func (e *Engine) Observe(obs Observation) CycleResult {
 	e.started = true
 	e.lastTime = now
 	e.rememberGPUs()
+	e.rememberPods(&obs, departed)
 	e.owners, e.prevOwners = e.prevOwners[:0], e.owners
 	e.prevBuilt = false
 	e.ownerCtrs, e.prevOwnerCtrs = e.prevOwnerCtrs[:0], e.ownerCtrs

@@ -115,6 +115,11 @@ func (c *Collector) observe(ctx context.Context) attribution.Observation {
 	if c.src.DCGM != nil {
 		vals, err := c.src.DCGM.Read(ctx)
 		c.health.report(SourceDCGM, err)
+		if err == nil && !c.src.DCGM.Available() {
+			// No libdcgm or no host engine: the source logged it once;
+			// source_up{source="dcgm"} says so for as long as it lasts.
+			c.health.up[SourceDCGM] = false
+		}
 		if err != nil {
 			obs.Degraded[SourceDCGM] = true
 		} else if n := dcgmsource.Attach(obs.GPUs, vals); n > 0 {
