@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
@@ -28,6 +31,9 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	path := fs.String("scenario", "", "scenario file (contract: scenario.md)")
 	out := fs.String("out", "", "output directory for ledger.csv and flags.csv")
 	teamLabel := fs.String("team-label", envDefault("GPULEDGER_TEAM_LABEL", "team"), "namespace/pod label that names the team")
+	listen := fs.String("listen", "", "serve the collector's /metrics on this address while simulating (with --speed, for a real Prometheus to scrape)")
+	speed := fs.Float64("speed", 0, "pace the virtual clock at this many simulated seconds per wall second (0: as fast as possible)")
+	linger := fs.Duration("linger", 0, "with --listen, keep serving this long after the scenario ends")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,6 +44,9 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Parsing a large scenario makes far more garbage than the simulation
+	// ever holds; hand it back before the long run.
+	debug.FreeOSMemory()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("cannot create output directory: %w", err)
 	}
@@ -46,9 +55,25 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer files.Close()
+	var exp *exposition.Exporter
+	if *listen != "" {
+		exp = exposition.New(sc.Node.Name, exposition.Options{BuildVersion: version, BuildRevision: revision})
+		stop, err := serveMetrics(ctx, *listen, exp)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	started := time.Now()
-	if err := simulateScenario(ctx, sc, simOptions{TeamLabel: *teamLabel}, []collector.Sink{files}, nil); err != nil {
+	opt := simOptions{TeamLabel: *teamLabel, Speed: *speed}
+	if err := simulateScenario(ctx, sc, opt, []collector.Sink{files}, exp); err != nil {
 		return err
+	}
+	if *listen != "" && *linger > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(*linger):
+		}
 	}
 	if err := files.Close(); err != nil {
 		return err
@@ -65,6 +90,9 @@ type simOptions struct {
 	PodResourcesSocket string
 	// Progress, when set, is called after every cycle with the simulated offset.
 	Progress func(done, total time.Duration)
+	// Speed paces the virtual clock at this many simulated seconds per
+	// wall second; 0 runs as fast as the machine allows.
+	Speed float64
 }
 
 // simulateScenario runs the real collector pipeline against a simulated node
@@ -81,9 +109,18 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, opt simOptions
 	}
 	defer closeSrc()
 	end := sc.Start.Add(sc.Duration)
+	wallStart := time.Now()
 	for t := sc.Start; !t.After(end); t = t.Add(sc.PollInterval) {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if opt.Speed > 0 {
+			due := wallStart.Add(time.Duration(float64(t.Sub(sc.Start)) / opt.Speed))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Until(due)):
+			}
 		}
 		if err := node.Advance(t); err != nil {
 			return fmt.Errorf("cannot advance simulated node: %w", err)
@@ -189,4 +226,20 @@ func (s *csvSink) Close() error {
 	}
 	errs = append(errs, s.lf.Close(), s.ff.Close())
 	return errors.Join(errs...)
+}
+
+// serveMetrics serves exp's /metrics (and /healthz) on addr until stop is
+// called or ctx ends.
+func serveMetrics(ctx context.Context, addr string, exp *exposition.Exporter) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: serveMux(exp), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("metrics server failed", "err", err)
+		}
+	}()
+	return func() { _ = srv.Shutdown(context.WithoutCancel(ctx)) }, nil
 }
