@@ -34,6 +34,7 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	listen := fs.String("listen", "", "serve the collector's /metrics on this address while simulating (with --speed, for a real Prometheus to scrape)")
 	speed := fs.Float64("speed", 0, "pace the virtual clock at this many simulated seconds per wall second (0: as fast as possible)")
 	linger := fs.Duration("linger", 0, "with --listen, keep serving this long after the scenario ends")
+	ledgerDSN := fs.String("ledger", envDefault("GPULEDGER_LEDGER", ""), "also send the rows to this ledger (file path, file:PATH or clickhouse://...)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,6 +56,20 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer files.Close()
+	store, err := ledger.OpenFile(ctx, filepath.Join(*out, "ledger.db"), ledger.FileOptions{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	sinks := []collector.Sink{files, store}
+	if *ledgerDSN != "" {
+		extra, err := ledger.Open(ctx, *ledgerDSN, storeOpenersForWrite())
+		if err != nil {
+			return err
+		}
+		defer extra.Close()
+		sinks = append(sinks, storeSink{extra})
+	}
 	var exp *exposition.Exporter
 	if *listen != "" {
 		exp = exposition.New(sc.Node.Name, exposition.Options{BuildVersion: version, BuildRevision: revision})
@@ -66,7 +81,7 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	started := time.Now()
 	opt := simOptions{TeamLabel: *teamLabel, Speed: *speed}
-	if err := simulateScenario(ctx, sc, opt, []collector.Sink{files}, exp); err != nil {
+	if err := simulateScenario(ctx, sc, opt, sinks, exp); err != nil {
 		return err
 	}
 	if *listen != "" && *linger > 0 {
@@ -76,6 +91,9 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	if err := files.Close(); err != nil {
+		return err
+	}
+	if err := store.Close(); err != nil {
 		return err
 	}
 	slog.Info("simulation done", "scenario", sc.Name, "simulated", sc.Duration, "took", time.Since(started).Round(time.Millisecond),
@@ -242,4 +260,22 @@ func serveMetrics(ctx context.Context, addr string, exp *exposition.Exporter) (s
 		}
 	}()
 	return func() { _ = srv.Shutdown(context.WithoutCancel(ctx)) }, nil
+}
+
+// storeSink adapts any ledger.Store to a collector sink.
+type storeSink struct{ ledger.Store }
+
+func (s storeSink) Write(ctx context.Context, rows []attribution.Row, fs []attribution.Finding) error {
+	return s.Append(ctx, rows, fs)
+}
+
+// storeOpenersForWrite opens ledgers that commands write to: a file that
+// does not exist yet is created.
+func storeOpenersForWrite() map[string]ledger.Opener {
+	m := map[string]ledger.Opener{}
+	for k, v := range storeOpeners {
+		m[k] = v
+	}
+	m[ledger.SchemeFile] = ledger.FileOpener(ledger.FileOptions{})
+	return m
 }

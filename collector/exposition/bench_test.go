@@ -2,18 +2,24 @@ package exposition
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
 )
 
 // denseNode is the dense node of the performance budget: 8 time-sliced GPUs,
 // 400 pods and 1,000 container slices (2-3 containers per pod).
-func denseNode() (attribution.CycleResult, CycleMeta) {
-	const gpus, pods, slices = 8, 400, 1000
+func denseNode() (attribution.CycleResult, CycleMeta) { return nodeWithPods(400) }
+
+// nodeWithPods is a node like the dense one with the given number of pods
+// and 2.5 container slices per pod.
+func nodeWithPods(pods int) (attribution.CycleResult, CycleMeta) {
+	const gpus = 8
+	slices := pods * 5 / 2
 	s, end := window(0)
 	res := attribution.CycleResult{Start: s, End: end}
 	meta := CycleMeta{
@@ -52,27 +58,148 @@ func denseNode() (attribution.CycleResult, CycleMeta) {
 
 var denseOpts = Options{BuildVersion: "bench", PodLabelAllowlist: []string{"app.kubernetes.io/name"}}
 
-// discard is a ResponseWriter that throws the body away.
-type discard struct{ h http.Header }
+// Accept headers of the benchmarks and tests.
+const (
+	acceptText        = "text/plain;version=0.0.4"
+	acceptPrometheus2 = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+	acceptProtobuf    = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3"
+)
 
-func (d *discard) Header() http.Header         { return d.h }
-func (d *discard) Write(b []byte) (int, error) { return io.Discard.Write(b) }
-func (d *discard) WriteHeader(int)             {}
+// discard is a ResponseWriter that counts the body and throws it away.
+type discard struct {
+	h http.Header
+	n int
+}
 
-// BenchmarkScrapeDenseNode is one scrape of the full handler (Go and process
-// collectors included), negotiated as Prometheus does by default.
-func BenchmarkScrapeDenseNode(b *testing.B) {
-	e := New(node, denseOpts)
-	res, meta := denseNode()
-	e.Update(res, meta)
-	h := e.Handler()
+func (d *discard) Header() http.Header { return d.h }
+func (d *discard) Write(b []byte) (int, error) {
+	d.n += len(b)
+	return len(b), nil
+}
+func (d *discard) WriteHeader(int) {}
+
+// scrapeRequest is a GET /metrics with the given Accept and, unless empty,
+// Accept-Encoding.
+func scrapeRequest(accept, encoding string) *http.Request {
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+	req.Header.Set("Accept", accept)
+	if encoding != "" {
+		req.Header.Set("Accept-Encoding", encoding)
+	}
+	return req
+}
+
+// benchScrape scrapes a node with the given number of pods through Handler
+// with the given request headers, reporting the bytes sent per scrape.
+func benchScrape(b *testing.B, pods int, accept, encoding string) {
+	e := New(node, denseOpts)
+	res, meta := nodeWithPods(pods)
+	e.Update(res, meta)
+	h, req := e.Handler(), scrapeRequest(accept, encoding)
 	w := &discard{h: http.Header{}}
 	b.ReportAllocs()
 	for b.Loop() {
 		clear(w.h)
+		w.n = 0
 		h.ServeHTTP(w, req)
+	}
+	b.ReportMetric(float64(w.n), "bytes/scrape")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(w.n), "ns/byte")
+}
+
+// BenchmarkScrapeDenseNode is one scrape of the dense node in the text
+// format 0.0.4, Go and process collectors included.
+func BenchmarkScrapeDenseNode(b *testing.B) { benchScrape(b, 400, acceptText, "") }
+
+// BenchmarkScrapeDenseNodeOpenMetrics negotiates as Prometheus 2.x does by
+// default, which prefers OpenMetrics, without compression.
+func BenchmarkScrapeDenseNodeOpenMetrics(b *testing.B) { benchScrape(b, 400, acceptPrometheus2, "") }
+
+// BenchmarkScrapeDenseNodeGzip is Prometheus's default request: OpenMetrics
+// preferred, gzip accepted.
+func BenchmarkScrapeDenseNodeGzip(b *testing.B) { benchScrape(b, 400, acceptPrometheus2, "gzip") }
+
+// BenchmarkScrapeDenseNodeProtobuf is the registry path (promhttp), for
+// comparison: what every scrape cost before the text writer.
+func BenchmarkScrapeDenseNodeProtobuf(b *testing.B) { benchScrape(b, 400, acceptProtobuf, "") }
+
+// BenchmarkScrapeScaling shows a text scrape's cost against the number of
+// pods: the bytes grow with the pods and the time with the bytes, on top of
+// a fixed cost (the Go and process collectors).
+func BenchmarkScrapeScaling(b *testing.B) {
+	for _, pods := range []int{100, 400, 1600} {
+		b.Run(fmt.Sprintf("pods=%d", pods), func(b *testing.B) { benchScrape(b, pods, acceptText, "") })
+	}
+}
+
+// BenchmarkScrapeDuringUpdates scrapes the dense node while another
+// goroutine runs Update, either back to back (the worst case: every scrape
+// overlaps several cycles and competes with them for the CPU) or once a
+// millisecond (still a thousand times the rate of a 1 s poll), and reports
+// the scrape latency percentiles. Prometheus's request is OpenMetrics with
+// gzip.
+func BenchmarkScrapeDuringUpdates(b *testing.B) {
+	for _, c := range []struct {
+		name             string
+		every            time.Duration
+		accept, encoding string
+	}{
+		{"gzip/back-to-back", 0, acceptPrometheus2, "gzip"},
+		{"gzip/every-1ms", time.Millisecond, acceptPrometheus2, "gzip"},
+		{"text/back-to-back", 0, acceptText, ""},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchScrapeDuringUpdates(b, c.every, c.accept, c.encoding) })
+	}
+}
+
+func benchScrapeDuringUpdates(b *testing.B, every time.Duration, accept, encoding string) {
+	e := New(node, denseOpts)
+	res, meta := denseNode()
+	e.Update(res, meta)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go updateUntil(e, res, meta, every, stop, done)
+	h, req := e.Handler(), scrapeRequest(accept, encoding)
+	w := &discard{h: http.Header{}}
+	var lat []time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		t := time.Now()
+		h.ServeHTTP(w, req)
+		lat = append(lat, time.Since(t))
+	}
+	close(stop)
+	<-done
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// updateUntil runs Update every interval (back to back when 0) until stop
+// is closed, then closes done.
+func updateUntil(e *Exporter, res attribution.CycleResult, meta CycleMeta, every time.Duration, stop, done chan struct{}) {
+	defer close(done)
+	var tick <-chan time.Time
+	if every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		if tick != nil {
+			select {
+			case <-stop:
+				return
+			case <-tick:
+			}
+		} else {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+		e.Update(res, meta)
 	}
 }
 
@@ -86,5 +213,32 @@ func BenchmarkUpdateDenseNode(b *testing.B) {
 	for b.Loop() {
 		e.Update(res, meta)
 	}
-	b.ReportMetric(float64(len(e.snap.Load().metrics)), "series")
+	b.ReportMetric(float64(e.snap.Load().series), "series")
+}
+
+// BenchmarkUpdateChurn is a cycle in which a tenth of the containers are
+// new and as many went away, so series are labelled, sorted and merged in.
+func BenchmarkUpdateChurn(b *testing.B) {
+	e := New(node, denseOpts)
+	res, meta := denseNode()
+	e.Update(res, meta)
+	// Two cycles that differ in a tenth of their containers: alternating
+	// them churns 100 containers each Update.
+	alt, _ := denseNode()
+	for g := range alt.GPUs {
+		cs := slices.Clone(alt.GPUs[g].Containers)
+		for i := range cs {
+			if i%10 == 0 {
+				cs[i].Container += "-new"
+			}
+		}
+		alt.GPUs[g].Containers = cs
+	}
+	cycles := [2]attribution.CycleResult{alt, res}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		e.Update(cycles[i%2], meta)
+		i++
+	}
 }

@@ -1,6 +1,11 @@
 package exposition
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 const namespace = "gpuledger"
 
@@ -14,103 +19,166 @@ var (
 	findingLabels   = []string{"gpu", "namespace", "pod", "container", "team"}
 )
 
-// descs are the descriptors of every series the Exporter can emit. They are
+// metricType is the type of a family; the Exporter emits only these two.
+type metricType int
+
+const (
+	gaugeType metricType = iota
+	counterType
+)
+
+// family is one metric family the Exporter can emit: its descriptor, and
+// its HELP and TYPE lines rendered once in each text format so that a
+// scrape only copies them.
+type family struct {
+	desc     *prometheus.Desc
+	name     string
+	typ      metricType
+	rank     int    // position in name order: a snapshot lists families by rank
+	textHead string // HELP and TYPE lines in the text format 0.0.4
+	omHead   string // the same in OpenMetrics 1.0, where a counter family drops _total
+}
+
+func newFamily(name string, typ metricType, help string, labels []string, constLabels prometheus.Labels) *family {
+	return &family{
+		desc:     prometheus.NewDesc(name, help, labels, constLabels),
+		name:     name,
+		typ:      typ,
+		textHead: textHeader(name, typ, help),
+		omHead:   openMetricsHeader(name, typ, help),
+	}
+}
+
+// textHeader renders the comment lines of a family as expfmt writes them in
+// the text format 0.0.4: HELP escapes backslash and newline only.
+func textHeader(name string, typ metricType, help string) string {
+	t := "gauge"
+	if typ == counterType {
+		t = "counter"
+	}
+	return "# HELP " + name + " " + textHelpEscaper.Replace(help) + "\n# TYPE " + name + " " + t + "\n"
+}
+
+// openMetricsHeader renders the comment lines of a family in OpenMetrics
+// 1.0 as expfmt does: a counter family is named without its _total suffix
+// (its samples keep it), a counter without the suffix is typed unknown, and
+// HELP escapes double quotes as well.
+func openMetricsHeader(name string, typ metricType, help string) string {
+	t := "gauge"
+	if typ == counterType {
+		t = "unknown"
+		if base, ok := strings.CutSuffix(name, "_total"); ok {
+			name, t = base, "counter"
+		}
+	}
+	return "# HELP " + name + " " + labelValueEscaper.Replace(help) + "\n# TYPE " + name + " " + t + "\n"
+}
+
+// descs are the families of every series the Exporter can emit. They are
 // fixed when the Exporter is built (the pod label allowlist is part of the
 // container label set), so Describe is exact and a registry can check every
 // scraped metric against them.
 type descs struct {
-	allocated, used, ratio, memory, energy         *prometheus.Desc
-	capacity, idle, unallocated, unattributed      *prometheus.Desc
-	idleAllocation, noisyNeighbour, starved        *prometheus.Desc
-	buildInfo, gpuInfo, migInfo                    *prometheus.Desc
-	cycleDuration, cycles                          *prometheus.Desc
-	sourceUp, sourceErrors, anomalies, rowsWritten *prometheus.Desc
-	outboxPending, outboxAge                       *prometheus.Desc
+	allocated, used, ratio, memory, energy         *family
+	capacity, idle, unallocated, unattributed      *family
+	idleAllocation, noisyNeighbour, starved        *family
+	buildInfo, gpuInfo, migInfo                    *family
+	cycleDuration, cycles                          *family
+	sourceUp, sourceErrors, anomalies, rowsWritten *family
+	outboxPending, outboxAge                       *family
+
+	byName []*family // every family, sorted by name; family.rank indexes it
 }
 
 func newDescs(node string, podLabelNames []string) descs {
 	onNode := prometheus.Labels{"node": node}
 	cont := concat(containerLabels, podLabelNames)
 	used := concat(concat(containerLabels, []string{"method"}), podLabelNames)
-	d := func(name, help string, labels []string, constLabels prometheus.Labels) *prometheus.Desc {
-		return prometheus.NewDesc(namespace+"_"+name, help, labels, constLabels)
+	d := func(name string, typ metricType, help string, labels []string, constLabels prometheus.Labels) *family {
+		return newFamily(namespace+"_"+name, typ, help, labels, constLabels)
 	}
-	return descs{
-		allocated: d("container_gpu_allocated_seconds_total",
+	ds := descs{
+		allocated: d("container_gpu_allocated_seconds_total", counterType,
 			"GPU-seconds of allocation the container held on this slice since the collector started: its allocation share of one physical GPU times the seconds it held the slice.",
 			cont, onNode),
-		used: d("container_gpu_used_seconds_total",
+		used: d("container_gpu_used_seconds_total", counterType,
 			"GPU-seconds the container's processes kept the GPU busy on this slice since the collector started; method=estimated where busy time was split by allocation share instead of measured per process.",
 			used, onNode),
-		ratio: d("container_gpu_allocation_ratio",
+		ratio: d("container_gpu_allocation_ratio", gaugeType,
 			"Allocation share of one physical GPU that this slice reserves for the container (1 exclusive, 1/replicas shared, compute slices/7 on MIG).",
 			cont, onNode),
-		memory: d("container_gpu_memory_bytes",
+		memory: d("container_gpu_memory_bytes", gaugeType,
 			"Framebuffer memory used by the container's processes on this device at the end of the last cycle, in bytes.",
 			cont, onNode),
-		energy: d("container_gpu_energy_joules_total",
+		energy: d("container_gpu_energy_joules_total", counterType,
 			"GPU energy attributed to the container in proportion to its used seconds since the collector started, in joules.",
 			cont, onNode),
-		capacity: d("gpu_capacity_seconds_total",
+		capacity: d("gpu_capacity_seconds_total", counterType,
 			"Seconds the GPU was observed since the collector started; container allocated plus unallocated seconds, and container used plus unattributed plus idle seconds, each add up to it.",
 			gpuLabels, onNode),
-		idle: d("gpu_idle_seconds_total",
+		idle: d("gpu_idle_seconds_total", counterType,
 			"Seconds of GPU capacity that were not busy since the collector started.",
 			gpuLabels, onNode),
-		unallocated: d("gpu_unallocated_seconds_total",
+		unallocated: d("gpu_unallocated_seconds_total", counterType,
 			"GPU-seconds of capacity that no container held an allocation for since the collector started.",
 			gpuLabels, onNode),
-		unattributed: d("gpu_unattributed_seconds_total",
+		unattributed: d("gpu_unattributed_seconds_total", counterType,
 			"Busy GPU-seconds that could not be attributed to a container (host processes, unresolved PIDs, missing per-process data) since the collector started.",
 			gpuLabels, onNode),
-		idleAllocation: d("idle_allocation",
+		idleAllocation: d("idle_allocation", gaugeType,
 			"1 while the container is flagged for holding a GPU allocation it leaves mostly idle over the idle window.",
 			findingLabels, onNode),
-		noisyNeighbour: d("noisy_neighbour",
+		noisyNeighbour: d("noisy_neighbour", gaugeType,
 			"1 while the container is flagged for using at least twice its allocation share of a GPU shared without hardware isolation while another container gets less than its share.",
 			findingLabels, onNode),
-		starved: d("starved_container",
+		starved: d("starved_container", gaugeType,
 			"1 while the container gets less than its allocation share of a busy shared GPU because of the noisy neighbour named in noisy_pod.",
 			concat(findingLabels, []string{"noisy_pod"}), onNode),
-		buildInfo: d("build_info",
+		buildInfo: d("build_info", gaugeType,
 			"Version of the gpuledger collector; always 1.",
 			[]string{"version", "revision", "goversion"}, onNode),
-		gpuInfo: d("gpu_info",
+		gpuInfo: d("gpu_info", gaugeType,
 			"GPU on this node with its index, model and MIG mode; always 1.",
 			[]string{"gpu", "index", "model", "mig_enabled"}, onNode),
-		migInfo: d("mig_instance_info",
+		migInfo: d("mig_instance_info", gaugeType,
 			"MIG GPU instance with its profile and number of compute slices; always 1.",
 			[]string{"gpu", "mig_instance", "profile", "slices"}, onNode),
-		cycleDuration: d("collector_cycle_duration_seconds",
+		cycleDuration: d("collector_cycle_duration_seconds", gaugeType,
 			"Time the last collection cycle took, in seconds.",
 			nil, onNode),
-		cycles: d("collector_cycles_total",
+		cycles: d("collector_cycles_total", counterType,
 			"Collection cycles completed since the collector started.",
 			nil, onNode),
-		sourceUp: d("source_up",
+		sourceUp: d("source_up", gaugeType,
 			"1 if the source (nvml, dcgm, podresources, kubemeta, procfs) was read successfully in the last cycle, 0 if it failed.",
 			[]string{"source"}, onNode),
-		sourceErrors: d("source_errors_total",
+		sourceErrors: d("source_errors_total", counterType,
 			"Errors reading the source since the collector started.",
 			[]string{"source"}, onNode),
-		anomalies: d("attribution_anomalies_total",
+		anomalies: d("attribution_anomalies_total", counterType,
 			"Input problems attribution met since the collector started (unknown or malformed device IDs, HAMi mismatches...), by kind.",
 			[]string{"kind"}, onNode),
-		rowsWritten: d("ledger_rows_written_total",
+		rowsWritten: d("ledger_rows_written_total", counterType,
 			"Ledger rows written to the store since the collector started.",
 			nil, onNode),
-		outboxPending: d("outbox_rows_pending",
+		outboxPending: d("outbox_rows_pending", gaugeType,
 			"Ledger rows waiting in the durable outbox to be shipped.",
 			nil, onNode),
-		outboxAge: d("outbox_oldest_pending_age_seconds",
+		outboxAge: d("outbox_oldest_pending_age_seconds", gaugeType,
 			"Age of the oldest row waiting in the outbox, in seconds; 0 when the outbox is empty.",
 			nil, onNode),
 	}
+	ds.byName = ds.all()
+	slices.SortFunc(ds.byName, func(a, b *family) int { return strings.Compare(a.name, b.name) })
+	for i, f := range ds.byName {
+		f.rank = i
+	}
+	return ds
 }
 
-// all lists every descriptor, for Describe.
-func (d *descs) all() []*prometheus.Desc {
-	return []*prometheus.Desc{
+// all lists every family, for Describe.
+func (d *descs) all() []*family {
+	return []*family{
 		d.allocated, d.used, d.ratio, d.memory, d.energy,
 		d.capacity, d.idle, d.unallocated, d.unattributed,
 		d.idleAllocation, d.noisyNeighbour, d.starved,

@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gpuledger/gpuledger/attribution"
 )
@@ -44,12 +43,13 @@ type CycleMeta struct {
 }
 
 // Exporter is the collector's Prometheus exposition: a prometheus.Collector
-// that serves the snapshot built by the latest Update.
+// that serves the snapshot built by the latest Update, and an HTTP handler
+// that writes the same snapshot straight into the text formats.
 type Exporter struct {
 	node      string
 	log       *slog.Logger
 	d         descs
-	buildInfo prometheus.Metric // nil when the build labels are invalid
+	buildInfo *labelSet // nil when the build labels are invalid
 
 	// mu serialises Update; scrapes never take it.
 	mu      sync.Mutex
@@ -57,19 +57,13 @@ type Exporter struct {
 	pods    *podLabelIndex
 	scratch scratch
 	cycles  uint64
-	lastLen int
 
 	snap    atomic.Pointer[snapshot]
 	reg     *prometheus.Registry
-	handler http.Handler
+	handler *scrapeHandler
 }
 
 var _ prometheus.Collector = (*Exporter)(nil)
-
-// snapshot is the immutable set of metrics one Update built.
-type snapshot struct {
-	metrics []prometheus.Metric
-}
 
 // New returns an Exporter for node. Until the first Update it serves only
 // gpuledger_build_info.
@@ -77,26 +71,33 @@ func New(node string, opts Options) *Exporter {
 	log := slog.Default().With("component", "exposition")
 	list := newAllowlist(opts.PodLabelAllowlist, log)
 	e := &Exporter{
-		node:    node,
-		log:     log,
-		d:       newDescs(node, list.names),
-		totals:  newTotals(),
-		pods:    newPodLabelIndex(list),
-		scratch: newScratch(),
+		node:   node,
+		log:    log,
+		d:      newDescs(node, list.names),
+		totals: newTotals(),
+		pods:   newPodLabelIndex(list),
 	}
+	e.scratch = newScratch(&e.d)
 	e.buildInfo = e.newBuildInfo(opts)
+	b := newBuilder(&e.d, 0, e.scratch.caches)
+	b.buildInfo(e.buildInfo)
+	e.snap.Store(b.snapshot())
+
+	// The Go and process collectors are registered twice: with the
+	// Exporter in the full registry (Registry, and Handler for the
+	// protobuf formats), and alone in a small one that Handler's text
+	// writer gathers next to the snapshot.
+	goc := collectors.NewGoCollector()
+	proc := collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
 	e.reg = prometheus.NewRegistry()
-	e.reg.MustRegister(e,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	e.handler = promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
-		EnableOpenMetrics: true,
-		ErrorLog:          promLogger{log},
-	})
+	e.reg.MustRegister(e, goc, proc)
+	runtimeReg := prometheus.NewRegistry()
+	runtimeReg.MustRegister(goc, proc)
+	e.handler = newScrapeHandler(e, runtimeReg, e.reg)
 	return e
 }
 
-func (e *Exporter) newBuildInfo(opts Options) prometheus.Metric {
+func (e *Exporter) newBuildInfo(opts Options) *labelSet {
 	version, revision := opts.BuildVersion, opts.BuildRevision
 	if version == "" {
 		version = "unknown"
@@ -104,41 +105,40 @@ func (e *Exporter) newBuildInfo(opts Options) prometheus.Metric {
 	if revision == "" {
 		revision = "unknown"
 	}
-	m, err := prometheus.NewConstMetric(e.d.buildInfo, prometheus.GaugeValue, 1, version, revision, runtime.Version())
-	if err != nil {
-		e.log.Error("cannot build gpuledger_build_info", "version", version, "revision", revision, "err", err)
+	ls := newLabelSet(e.d.buildInfo.desc, time.Time{}, []string{version, revision, runtime.Version()})
+	if ls.err != nil {
+		e.log.Error("cannot build gpuledger_build_info", "version", version, "revision", revision, "err", ls.err)
 		return nil
 	}
-	return m
+	return ls
 }
 
 // Registry returns the registry serving this Exporter together with the Go
-// runtime and process collectors.
+// runtime and process collectors. Handler serves exactly these; a collector
+// registered here later is not served by Handler (serve the registry with
+// promhttp.HandlerFor for that).
 func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 
-// Handler serves the Registry, negotiating OpenMetrics where the scraper
-// asks for it.
+// Handler serves /metrics. The text formats (Prometheus text 0.0.4 and
+// OpenMetrics 1.0, negotiated exactly as promhttp would) are written
+// straight from the snapshot, gzip-compressed when the scraper accepts it;
+// the protobuf formats are served from the Registry through promhttp.
 func (e *Exporter) Handler() http.Handler { return e.handler }
 
 // Describe sends every descriptor the Exporter can emit.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range e.d.all() {
-		ch <- d
+	for _, f := range e.d.all() {
+		ch <- f.desc
 	}
 }
 
 // Collect sends the metrics of the latest snapshot. It does no other work, so
 // a scrape never waits for the sources or for an Update in progress.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
-	if e.buildInfo != nil {
-		ch <- e.buildInfo
-	}
-	s := e.snap.Load()
-	if s == nil {
-		return
-	}
-	for _, m := range s.metrics {
-		ch <- m
+	for _, fs := range e.snap.Load().families {
+		for _, s := range fs.samples {
+			ch <- newMetric(fs.f, s)
+		}
 	}
 }
 
@@ -153,19 +153,18 @@ func (e *Exporter) Update(res attribution.CycleResult, meta CycleMeta) {
 	e.pods.load(meta.Pods)
 	e.totals.add(res, e.pods)
 
-	b := builder{d: &e.d, metrics: make([]prometheus.Metric, 0, e.lastLen)}
-	b.containers(e.totals)
-	b.gpus(e.totals)
-	b.findings(res.Active, &e.scratch)
-	b.inventory(meta.GPUs, &e.scratch)
+	b := newBuilder(&e.d, e.cycles, e.scratch.caches)
+	b.buildInfo(e.buildInfo)
+	b.totals(e.totals)
+	b.findings(res.Active)
+	b.inventory(meta.GPUs, e.scratch.gpus)
 	b.health(meta, e.cycles)
+	e.scratch.sweep(e.cycles)
 	if b.bad > 0 {
 		e.log.Warn("series with invalid label values left out of the exposition",
 			"count", b.bad, "first_err", b.firstErr)
 	}
-
-	e.lastLen = len(b.metrics)
-	e.snap.Store(&snapshot{metrics: b.metrics})
+	e.snap.Store(b.snapshot())
 }
 
 // promLogger sends promhttp's errors to slog.

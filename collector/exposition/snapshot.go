@@ -1,45 +1,67 @@
 package exposition
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuledger/gpuledger/attribution"
 )
 
-// builder builds the metrics of one snapshot.
+// snapshot is the immutable exposition one Update built: the families that
+// have series, in name order, each with its series in the order
+// client_golang would sort them. Both scrape paths read it; neither changes
+// it, so any number of scrapes may share one.
+type snapshot struct {
+	families []familySamples
+	series   int
+}
+
+// familySamples are the series of one family in a snapshot.
+type familySamples struct {
+	f       *family
+	samples []sample
+}
+
+// sample is one series of a snapshot: its cached label set and its value.
+type sample struct {
+	ls *labelSet
+	v  float64
+}
+
+// builder builds the next snapshot.
 type builder struct {
-	d       *descs
-	metrics []prometheus.Metric
-	lv      []string // label value buffer, reused for every series
+	d      *descs
+	cycle  uint64
+	caches []labelCache // by family rank
+	byRank [][]sample   // the series of each family, by rank
+	unsort uint64       // bit per rank: series to sort before the snapshot is done
+	lv     []string     // label value buffer, reused for every series
 
 	bad      int // series left out for invalid label values
 	firstErr error
 }
 
-// scratch holds the de-duplication sets Update reuses across cycles.
+func newBuilder(d *descs, cycle uint64, caches []labelCache) *builder {
+	return &builder{d: d, cycle: cycle, caches: caches, byRank: make([][]sample, len(d.byName))}
+}
+
+// scratch holds what Update reuses across cycles besides the totals.
 type scratch struct {
-	findings map[findingKey]struct{}
-	gpus     map[string]struct{}
+	caches []labelCache        // label sets of the small families, by rank
+	gpus   map[string]struct{} // GPU UUIDs already in the inventory this cycle
 }
 
-func newScratch() scratch {
-	return scratch{findings: make(map[findingKey]struct{}), gpus: make(map[string]struct{})}
+func newScratch(d *descs) scratch {
+	return scratch{caches: make([]labelCache, len(d.byName)), gpus: make(map[string]struct{})}
 }
 
-// findingKey is the label set of one finding gauge.
-type findingKey struct {
-	kind, gpu, namespace, pod, container, team, noisyPod string
-}
-
-func (b *builder) emit(m prometheus.Metric, err error) {
-	if err != nil {
-		b.noteBad(err)
-		return
+// sweep forgets the cached label sets cycle did not emit.
+func (s *scratch) sweep(cycle uint64) {
+	for i := range s.caches {
+		s.caches[i].sweep(cycle)
 	}
-	b.metrics = append(b.metrics, m)
 }
 
 // noteBad counts a series left out. Label values come from the node (pod
@@ -51,144 +73,189 @@ func (b *builder) noteBad(err error) {
 	}
 }
 
-func (b *builder) gauge(desc *prometheus.Desc, v float64, lv ...string) {
-	b.emit(prometheus.NewConstMetric(desc, prometheus.GaugeValue, v, lv...))
-}
-
-func (b *builder) counter(desc *prometheus.Desc, v float64, lv ...string) {
-	b.emit(prometheus.NewConstMetric(desc, prometheus.CounterValue, v, lv...))
-}
-
-// labelSet returns the cached label set of a series key, building it on the
-// key's first emission. A key with invalid label values is reported once,
-// when it is first seen, and emits nothing while it lives.
-func (b *builder) labelSet(ls **labelSet, desc *prometheus.Desc, created time.Time, lv []string) *labelSet {
+// labelSet returns the cached label set of a totals entry, building it on
+// the entry's first emission. An entry with invalid label values is
+// reported once, when it is first seen, and emits nothing while it lives.
+func (b *builder) labelSet(ls **labelSet, f *family, created time.Time, lv []string) {
 	if *ls == nil {
-		*ls = newLabelSet(desc, created, lv)
+		*ls = newLabelSet(f.desc, created, lv)
 		if (*ls).err != nil {
 			b.noteBad((*ls).err)
 		}
 	}
-	return *ls
 }
 
-// containers emits the container series of the keys seen in the latest
-// cycle and forgets every other key.
-func (b *builder) containers(t *totals) {
-	for k, e := range t.containers {
-		if e.seen != t.cycle {
-			delete(t.containers, k)
+// small adds one series of a family with few series. Its label set comes
+// from the family's cache; a series already added this cycle is skipped.
+func (b *builder) small(f *family, v float64, lv ...string) {
+	ls, fresh := b.caches[f.rank].get(f, b.cycle, lv)
+	if ls == nil {
+		return
+	}
+	if ls.err != nil {
+		if fresh {
+			b.noteBad(ls.err)
+		}
+		return
+	}
+	b.byRank[f.rank] = append(b.byRank[f.rank], sample{ls, v})
+	b.unsort |= 1 << f.rank
+}
+
+// set gives a family its series, already in order.
+func (b *builder) set(f *family, samples []sample) {
+	b.byRank[f.rank] = samples
+}
+
+// snapshot finishes the snapshot: families by name, series sorted.
+func (b *builder) snapshot() *snapshot {
+	s := &snapshot{families: make([]familySamples, 0, len(b.byRank))}
+	for rank, samples := range b.byRank {
+		if len(samples) == 0 {
 			continue
 		}
-		lv := append(b.lv[:0], k.gpu, k.slice, k.mode, k.namespace, k.pod, k.container, k.team)
-		lv = append(lv, e.podLabels...)
-		// allocated, energy, ratio and memory share label names, so one
-		// label set serves all four.
-		if ls := b.labelSet(&e.labels, b.d.allocated, e.created, lv); ls.err == nil {
-			b.metrics = append(b.metrics,
-				newCounterSample(b.d.allocated, ls, e.allocated),
-				newCounterSample(b.d.energy, ls, e.energy),
-				newGaugeSample(b.d.ratio, ls, e.share),
-				newGaugeSample(b.d.memory, ls, e.memBytes))
+		if b.unsort&(1<<rank) != 0 {
+			slices.SortFunc(samples, func(x, y sample) int { return strings.Compare(x.ls.key, y.ls.key) })
 		}
-		for i := range e.used {
-			u := &e.used[i]
+		s.families = append(s.families, familySamples{f: b.d.byName[rank], samples: samples})
+		s.series += len(samples)
+	}
+	return s
+}
+
+// buildInfo adds gpuledger_build_info; ls is nil when its labels are invalid.
+func (b *builder) buildInfo(ls *labelSet) {
+	if ls != nil {
+		b.set(b.d.buildInfo, []sample{{ls, 1}})
+	}
+}
+
+// totals prunes the keys the latest cycle did not see, labels the new ones
+// and puts the rest back in order.
+func (b *builder) totals(t *totals) {
+	t.prune()
+	for _, e := range t.containerOrder {
+		if e.labels == nil {
+			b.lv = append(b.lv[:0], e.key.gpu, e.key.slice, e.key.mode, e.key.namespace, e.key.pod, e.key.container, e.key.team)
+			b.lv = append(b.lv, e.podLabels...)
+			// allocated, energy, ratio and memory share label names, so
+			// one label set serves all four.
+			b.labelSet(&e.labels, b.d.allocated, e.created, b.lv)
+		}
+		for _, u := range e.used {
 			if u.labels == nil {
-				lv = append(lv[:len(containerLabels)], u.method)
-				lv = append(lv, e.podLabels...)
-			}
-			if ls := b.labelSet(&u.labels, b.d.used, u.created, lv); ls.err == nil {
-				b.metrics = append(b.metrics, newCounterSample(b.d.used, ls, u.total))
+				b.lv = append(b.lv[:0], e.key.gpu, e.key.slice, e.key.mode, e.key.namespace, e.key.pod, e.key.container, e.key.team, u.method)
+				b.lv = append(b.lv, e.podLabels...)
+				b.labelSet(&u.labels, b.d.used, u.created, b.lv)
 			}
 		}
-		b.lv = lv
 	}
+	for _, e := range t.gpuOrder {
+		if e.labels == nil {
+			b.labelSet(&e.labels, b.d.capacity, e.created, append(b.lv[:0], e.key.uuid, e.key.model))
+		}
+	}
+	t.sortOrder()
+	b.containers(t)
+	b.gpus(t)
 }
 
-// gpus emits the per-GPU counters of the GPUs seen in the latest cycle and
-// forgets every other GPU.
-func (b *builder) gpus(t *totals) {
-	for k, e := range t.gpus {
-		if e.seen != t.cycle {
-			delete(t.gpus, k)
-			continue
-		}
-		b.lv = append(b.lv[:0], k.uuid, k.model)
-		if ls := b.labelSet(&e.labels, b.d.capacity, e.created, b.lv); ls.err == nil {
-			b.metrics = append(b.metrics,
-				newCounterSample(b.d.capacity, ls, e.capacity),
-				newCounterSample(b.d.idle, ls, e.idle),
-				newCounterSample(b.d.unallocated, ls, e.unallocated),
-				newCounterSample(b.d.unattributed, ls, e.unattributed))
+// containers emits the container series of the live keys.
+func (b *builder) containers(t *totals) {
+	n := len(t.containerOrder)
+	all := make([]sample, 4*n)
+	allocated, energy, ratio, memory := all[:0:n], all[n:n:2*n], all[2*n:2*n:3*n], all[3*n:3*n:4*n]
+	for _, e := range t.containerOrder {
+		if ls := e.labels; ls.err == nil {
+			allocated = append(allocated, sample{ls, e.allocated})
+			energy = append(energy, sample{ls, e.energy})
+			ratio = append(ratio, sample{ls, e.share})
+			memory = append(memory, sample{ls, e.memBytes})
 		}
 	}
+	b.set(b.d.allocated, allocated)
+	b.set(b.d.energy, energy)
+	b.set(b.d.ratio, ratio)
+	b.set(b.d.memory, memory)
+
+	used := make([]sample, 0, len(t.usedOrder))
+	for _, u := range t.usedOrder {
+		if u.labels.err == nil {
+			used = append(used, sample{u.labels, u.total})
+		}
+	}
+	b.set(b.d.used, used)
+}
+
+// gpus emits the per-GPU counters of the live GPUs.
+func (b *builder) gpus(t *totals) {
+	n := len(t.gpuOrder)
+	all := make([]sample, 4*n)
+	capacity, idle, unallocated, unattributed := all[:0:n], all[n:n:2*n], all[2*n:2*n:3*n], all[3*n:3*n:4*n]
+	for _, e := range t.gpuOrder {
+		if ls := e.labels; ls.err == nil {
+			capacity = append(capacity, sample{ls, e.capacity})
+			idle = append(idle, sample{ls, e.idle})
+			unallocated = append(unallocated, sample{ls, e.unallocated})
+			unattributed = append(unattributed, sample{ls, e.unattributed})
+		}
+	}
+	b.set(b.d.capacity, capacity)
+	b.set(b.d.idle, idle)
+	b.set(b.d.unallocated, unallocated)
+	b.set(b.d.unattributed, unattributed)
 }
 
 // findings emits a 1 for each finding flagged right now. A container flagged
 // twice for the same thing (on two slices of one GPU) is one series.
-func (b *builder) findings(active []attribution.Finding, s *scratch) {
-	clear(s.findings)
+func (b *builder) findings(active []attribution.Finding) {
 	for _, f := range active {
-		k := findingKey{kind: f.Kind, gpu: f.GPUUUID, namespace: f.Namespace, pod: f.Pod, container: f.Container, team: f.Team}
-		var desc *prometheus.Desc
 		switch f.Kind {
 		case attribution.FindingIdleAllocation:
-			desc = b.d.idleAllocation
+			b.small(b.d.idleAllocation, 1, f.GPUUUID, f.Namespace, f.Pod, f.Container, f.Team)
 		case attribution.FindingNoisyNeighbour:
-			desc = b.d.noisyNeighbour
+			b.small(b.d.noisyNeighbour, 1, f.GPUUUID, f.Namespace, f.Pod, f.Container, f.Team)
 		case attribution.FindingStarved:
-			desc = b.d.starved
-			k.noisyPod = f.NoisyPod
-		default:
-			continue
-		}
-		if _, dup := s.findings[k]; dup {
-			continue
-		}
-		s.findings[k] = struct{}{}
-		if desc == b.d.starved {
-			b.gauge(desc, 1, k.gpu, k.namespace, k.pod, k.container, k.team, k.noisyPod)
-		} else {
-			b.gauge(desc, 1, k.gpu, k.namespace, k.pod, k.container, k.team)
+			b.small(b.d.starved, 1, f.GPUUUID, f.Namespace, f.Pod, f.Container, f.Team, f.NoisyPod)
 		}
 	}
 }
 
 // inventory emits gpu_info and mig_instance_info, once per GPU UUID.
-func (b *builder) inventory(gpus []attribution.GPU, s *scratch) {
-	clear(s.gpus)
+func (b *builder) inventory(gpus []attribution.GPU, seen map[string]struct{}) {
+	clear(seen)
 	for _, g := range gpus {
-		if _, dup := s.gpus[g.UUID]; dup {
+		if _, dup := seen[g.UUID]; dup {
 			continue
 		}
-		s.gpus[g.UUID] = struct{}{}
-		b.gauge(b.d.gpuInfo, 1, g.UUID, strconv.Itoa(g.Index), g.Model, strconv.FormatBool(g.MIGEnabled))
+		seen[g.UUID] = struct{}{}
+		b.small(b.d.gpuInfo, 1, g.UUID, strconv.Itoa(g.Index), g.Model, strconv.FormatBool(g.MIGEnabled))
 		for _, m := range g.MIG {
-			if _, dup := s.gpus[m.UUID]; dup {
+			if _, dup := seen[m.UUID]; dup {
 				continue
 			}
-			s.gpus[m.UUID] = struct{}{}
-			b.gauge(b.d.migInfo, 1, g.UUID, m.UUID, m.Profile, strconv.Itoa(m.Slices))
+			seen[m.UUID] = struct{}{}
+			b.small(b.d.migInfo, 1, g.UUID, m.UUID, m.Profile, strconv.Itoa(m.Slices))
 		}
 	}
 }
 
 // health emits the collector's own health series.
 func (b *builder) health(meta CycleMeta, cycles uint64) {
-	b.gauge(b.d.cycleDuration, meta.CycleDuration.Seconds())
-	b.counter(b.d.cycles, float64(cycles))
+	b.small(b.d.cycleDuration, meta.CycleDuration.Seconds())
+	b.small(b.d.cycles, float64(cycles))
 	for src, up := range meta.SourceUp {
-		b.gauge(b.d.sourceUp, boolFloat(up), src)
+		b.small(b.d.sourceUp, boolFloat(up), src)
 	}
 	for src, n := range meta.SourceErrors {
-		b.counter(b.d.sourceErrors, float64(n), src)
+		b.small(b.d.sourceErrors, float64(n), src)
 	}
 	for kind, n := range meta.Anomalies {
-		b.counter(b.d.anomalies, float64(n), kind)
+		b.small(b.d.anomalies, float64(n), kind)
 	}
-	b.counter(b.d.rowsWritten, float64(meta.LedgerRowsWritten))
-	b.gauge(b.d.outboxPending, float64(meta.OutboxPending))
-	b.gauge(b.d.outboxAge, meta.OutboxOldestAge.Seconds())
+	b.small(b.d.rowsWritten, float64(meta.LedgerRowsWritten))
+	b.small(b.d.outboxPending, float64(meta.OutboxPending))
+	b.small(b.d.outboxAge, meta.OutboxOldestAge.Seconds())
 }
 
 func boolFloat(v bool) float64 {

@@ -1,6 +1,8 @@
 package exposition
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
@@ -18,6 +20,7 @@ type containerKey struct {
 
 // containerTotals are one container series' running totals and last gauges.
 type containerTotals struct {
+	key       containerKey
 	seen      uint64    // cycle number that last saw the key
 	created   time.Time // start of the window in which the key appeared
 	podLabels []string  // allowlisted pod label values
@@ -25,13 +28,14 @@ type containerTotals struct {
 
 	allocated, energy float64
 	share, memBytes   float64 // gauges of the latest cycle
-	used              []methodTotal
+	used              []*methodTotal
 }
 
 // methodTotal is the used counter of one method. A container keeps the
 // totals of every method it has shown while it lives, so when its method
 // flips both series stay, each monotonic, and their sum is its used seconds.
 type methodTotal struct {
+	owner   *containerTotals
 	method  string
 	total   float64
 	created time.Time
@@ -43,6 +47,7 @@ type gpuKey struct{ uuid, model string }
 
 // gpuTotals are one GPU's running totals.
 type gpuTotals struct {
+	key                                       gpuKey
 	seen                                      uint64
 	created                                   time.Time
 	labels                                    *labelSet // built on first emission
@@ -51,12 +56,34 @@ type gpuTotals struct {
 
 // totals are the running counters, keyed by label set. The maps live across
 // cycles so a steady node allocates nothing for them; keys absent from a
-// cycle are deleted when the snapshot is built.
+// cycle are dropped when the snapshot is built.
+//
+// The live entries are also kept in lists in exposition order (by label
+// set, as client_golang sorts series). Dropping keeps a list in order and a
+// new entry is appended, so each Update only sorts the entries new in its
+// cycle and merges them in: a steady node never sorts, and a scrape never
+// does.
 type totals struct {
 	cycle      uint64
 	containers map[containerKey]*containerTotals
 	gpus       map[gpuKey]*gpuTotals
+
+	containerOrder []*containerTotals
+	usedOrder      []*methodTotal
+	gpuOrder       []*gpuTotals
+	added          [3]int // entries appended to each list since it was last in order
+
+	containerSpare []*containerTotals // backing arrays for the next merge
+	usedSpare      []*methodTotal
+	gpuSpare       []*gpuTotals
 }
+
+// Indexes of totals.added.
+const (
+	addedContainers = iota
+	addedUsed
+	addedGPUs
+)
 
 func newTotals() *totals {
 	return &totals{
@@ -93,8 +120,10 @@ func (t *totals) addGPU(g *attribution.GPUCycle, start time.Time) {
 	k := gpuKey{g.UUID, g.Model}
 	e := t.gpus[k]
 	if e == nil {
-		e = &gpuTotals{created: start}
+		e = &gpuTotals{key: k, created: start}
 		t.gpus[k] = e
+		t.gpuOrder = append(t.gpuOrder, e)
+		t.added[addedGPUs]++
 	}
 	e.seen = t.cycle
 	e.capacity += g.Capacity
@@ -112,8 +141,10 @@ func (t *totals) addContainer(gpu string, c *attribution.ContainerCycle, pods *p
 	}
 	e := t.containers[k]
 	if e == nil {
-		e = &containerTotals{created: start}
+		e = &containerTotals{key: k, created: start}
 		t.containers[k] = e
+		t.containerOrder = append(t.containerOrder, e)
+		t.added[addedContainers]++
 	}
 	if e.seen != t.cycle {
 		e.seen = t.cycle
@@ -124,17 +155,99 @@ func (t *totals) addContainer(gpu string, c *attribution.ContainerCycle, pods *p
 	e.energy += c.Energy
 	e.share += c.Share
 	e.memBytes += c.MemoryMiB * mebibyte
-	e.addUsed(c.Method, c.Used, start)
+	t.addUsed(e, c.Method, c.Used, start)
 }
 
 const mebibyte = 1 << 20
 
-func (e *containerTotals) addUsed(method string, seconds float64, start time.Time) {
-	for i := range e.used {
-		if e.used[i].method == method {
-			e.used[i].total += seconds
+func (t *totals) addUsed(e *containerTotals, method string, seconds float64, start time.Time) {
+	for _, u := range e.used {
+		if u.method == method {
+			u.total += seconds
 			return
 		}
 	}
-	e.used = append(e.used, methodTotal{method: method, total: seconds, created: start})
+	u := &methodTotal{owner: e, method: method, total: seconds, created: start}
+	e.used = append(e.used, u)
+	t.usedOrder = append(t.usedOrder, u)
+	t.added[addedUsed]++
+}
+
+// prune forgets every key the latest cycle did not see. The entries added
+// in this cycle, at the tails of the lists, all stay.
+func (t *totals) prune() {
+	live := func(seen uint64) bool { return seen == t.cycle }
+	t.containerOrder = retain(t.containerOrder, func(e *containerTotals) bool {
+		if live(e.seen) {
+			return true
+		}
+		delete(t.containers, e.key)
+		return false
+	})
+	// A used series lives as long as its container.
+	t.usedOrder = retain(t.usedOrder, func(u *methodTotal) bool { return live(u.owner.seen) })
+	t.gpuOrder = retain(t.gpuOrder, func(e *gpuTotals) bool {
+		if live(e.seen) {
+			return true
+		}
+		delete(t.gpus, e.key)
+		return false
+	})
+}
+
+// sortOrder puts the lists back in exposition order by merging in the
+// entries added since the last sort. Every live entry must have its label
+// set by then; one with invalid labels has an empty key and is never
+// emitted.
+func (t *totals) sortOrder() {
+	t.containerOrder, t.containerSpare = mergeTail(t.containerOrder, t.added[addedContainers], t.containerSpare,
+		func(a, b *containerTotals) int { return strings.Compare(a.labels.key, b.labels.key) })
+	t.usedOrder, t.usedSpare = mergeTail(t.usedOrder, t.added[addedUsed], t.usedSpare,
+		func(a, b *methodTotal) int { return strings.Compare(a.labels.key, b.labels.key) })
+	t.gpuOrder, t.gpuSpare = mergeTail(t.gpuOrder, t.added[addedGPUs], t.gpuSpare,
+		func(a, b *gpuTotals) int { return strings.Compare(a.labels.key, b.labels.key) })
+	t.added = [3]int{}
+}
+
+// retain keeps the entries of s for which keep is true, in order. The
+// dropped tail is cleared so the backing array does not keep forgotten
+// entries alive.
+func retain[T any](s []*T, keep func(*T) bool) []*T {
+	out := s[:0]
+	for _, e := range s {
+		if keep(e) {
+			out = append(out, e)
+		}
+	}
+	clear(s[len(out):])
+	return out
+}
+
+// mergeTail sorts the last added entries of s, whose head is already in
+// order, and merges the two runs into spare's backing array. It returns the
+// merged list and the array s used, emptied, as the next spare, so merging
+// allocates only when a list outgrows its arrays.
+func mergeTail[T any](s []*T, added int, spare []*T, cmp func(a, b *T) int) (merged, nextSpare []*T) {
+	if added == 0 {
+		return s, spare
+	}
+	head, tail := s[:len(s)-added], s[len(s)-added:]
+	slices.SortFunc(tail, cmp)
+	if len(head) == 0 || cmp(head[len(head)-1], tail[0]) <= 0 {
+		return s, spare
+	}
+	out := slices.Grow(spare[:0], len(s))
+	i, j := 0, 0
+	for i < len(head) && j < len(tail) {
+		if cmp(tail[j], head[i]) < 0 {
+			out = append(out, tail[j])
+			j++
+		} else {
+			out = append(out, head[i])
+			i++
+		}
+	}
+	out = append(append(out, head[i:]...), tail[j:]...)
+	clear(s)
+	return out, s[:0]
 }

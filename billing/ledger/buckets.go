@@ -1,0 +1,132 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+)
+
+// maxBuckets bounds one aggregate query (a century of hours is ~876k).
+const maxBuckets = 1_000_000
+
+// bucket is one calendar bucket, clipped to the query range as unix
+// nanoseconds [lo, hi).
+type bucket struct {
+	start  time.Time // the calendar bucket's first instant, in the query zone
+	lo, hi int64
+}
+
+// calendarBuckets splits [from, to) into the calendar hours, days or months
+// of loc. Boundaries are computed here, not by SQLite's date functions, so
+// DST is exact: a spring-forward day has 23 hour buckets, a fall-back day 25
+// (the repeated hour is two buckets, one per UTC offset). Buckets are
+// contiguous instant ranges; a row belongs to the one holding its interval
+// start.
+func calendarBuckets(from, to time.Time, loc *time.Location, unit string) ([]bucket, error) {
+	if !from.Before(to) {
+		return nil, fmt.Errorf("empty range [%s, %s)", FormatTime(from), FormatTime(to))
+	}
+	if !storable(from) || !storable(to) {
+		return nil, fmt.Errorf("range [%s, %s) outside 1678-2262", FormatTime(from), FormatTime(to))
+	}
+	var out []bucket
+	for b := floorBucket(from.In(loc), unit); b.Before(to); {
+		n := nextBucket(b, unit)
+		if !n.After(b) {
+			return nil, fmt.Errorf("cannot compute %s buckets in %s after %s", unit, loc, FormatTime(b))
+		}
+		if n.After(from) {
+			out = append(out, bucket{start: b, lo: maxTime(b, from).UnixNano(), hi: minTime(n, to).UnixNano()})
+			if len(out) > maxBuckets {
+				return nil, fmt.Errorf("more than %d %s buckets in [%s, %s)", maxBuckets, unit, FormatTime(from), FormatTime(to))
+			}
+		}
+		b = n
+	}
+	return out, nil
+}
+
+// floorBucket is the first instant of the bucket holding t (t in the zone).
+func floorBucket(t time.Time, unit string) time.Time {
+	switch unit {
+	case BucketHour:
+		s := t.Add(-sinceLocalHour(t))
+		if zs, _ := t.ZoneBounds(); !zs.IsZero() && zs.After(s) {
+			s = zs // the offset changed inside this clock hour
+		}
+		return s
+	case BucketDay:
+		y, m, d := t.Date()
+		return firstInstant(y, m, d, t.Location(), dayKey)
+	default:
+		y, m, _ := t.Date()
+		return firstInstant(y, m, 1, t.Location(), monthKey)
+	}
+}
+
+// nextBucket is the first instant of the bucket after the one starting at b.
+func nextBucket(b time.Time, unit string) time.Time {
+	switch unit {
+	case BucketHour:
+		n := b.Add(time.Hour - sinceLocalHour(b))
+		if _, ze := b.ZoneBounds(); !ze.IsZero() && ze.Before(n) && ze.After(b) {
+			n = ze
+		}
+		return n
+	case BucketDay:
+		y, m, d := b.Date()
+		return firstInstant(y, m, d+1, b.Location(), dayKey)
+	default:
+		y, m, _ := b.Date()
+		return firstInstant(y, m+1, 1, b.Location(), monthKey)
+	}
+}
+
+func sinceLocalHour(t time.Time) time.Duration {
+	return time.Duration(t.Minute())*time.Minute + time.Duration(t.Second())*time.Second + time.Duration(t.Nanosecond())
+}
+
+func dayKey(t time.Time) int {
+	y, m, d := t.Date()
+	return y*10000 + int(m)*100 + d
+}
+
+func monthKey(t time.Time) int {
+	y, m, _ := t.Date()
+	return y*100 + int(m)
+}
+
+// firstInstant is the first instant whose local date reaches y-m-d (day or
+// month, by key). Usually that is local midnight; where midnight does not
+// exist or happens twice (DST at 00:00) time.Date may pick either side, so
+// the boundary is then searched for.
+func firstInstant(y int, m time.Month, d int, loc *time.Location, key func(time.Time) int) time.Time {
+	c := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	target := key(time.Date(y, m, d, 12, 0, 0, 0, time.UTC)) // normalised y-m-d
+	if key(c) == target && key(c.Add(-time.Nanosecond)) < target {
+		return c
+	}
+	lo, hi := c.Add(-48*time.Hour), c.Add(48*time.Hour)
+	for hi.Sub(lo) > time.Nanosecond {
+		mid := lo.Add(hi.Sub(lo) / 2)
+		if key(mid) >= target {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,147 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// FileSchemaVersion is the schema version this build writes, kept in the
+// file's PRAGMA user_version.
+const FileSchemaVersion = 1
+
+// fileApplicationID marks a SQLite file as a gpuledger ledger ("GPUL").
+const fileApplicationID = 0x4750554C
+
+// fileMigrations[v-1] brings a file from version v-1 to v. Each runs inside
+// the migration transaction together with the version bump, so a crash
+// leaves the file at one version or the next, never between.
+var fileMigrations = []string{
+	// 1: rows keyed for idempotent replays, findings, the outbox. A row's
+	// seq is its rowid: writes append to the end of the table b-tree, and
+	// the outbox (NextBatch, Prune) reads and deletes rowid ranges. The
+	// unique key index serves replays and the time-ordered Rows scan.
+	// Team, namespace, GPU model, sharing mode and kind live once in
+	// row_groups (see groupKey); kind stays in the row for the key.
+	`
+CREATE TABLE IF NOT EXISTS row_groups (
+	id           INTEGER PRIMARY KEY,
+	team         TEXT NOT NULL,
+	namespace    TEXT NOT NULL,
+	gpu_model    TEXT NOT NULL,
+	sharing_mode TEXT NOT NULL,
+	kind         TEXT NOT NULL,
+	UNIQUE (team, namespace, gpu_model, sharing_mode, kind)
+);
+
+CREATE TABLE IF NOT EXISTS ledger_rows (
+	seq                   INTEGER PRIMARY KEY,
+	interval_start_ns     INTEGER NOT NULL,
+	node                  TEXT    NOT NULL,
+	gpu_uuid              TEXT    NOT NULL,
+	slice_id              TEXT    NOT NULL,
+	pod_uid               TEXT    NOT NULL,
+	container             TEXT    NOT NULL,
+	kind                  TEXT    NOT NULL,
+	interval_end_ns       INTEGER NOT NULL,
+	grp                   INTEGER NOT NULL REFERENCES row_groups (id),
+	pod                   TEXT    NOT NULL,
+	allocated_gpu_seconds REAL    NOT NULL,
+	used_gpu_seconds      REAL    NOT NULL,
+	memory_mib_seconds    REAL    NOT NULL,
+	energy_joules         REAL    NOT NULL,
+	method                TEXT    NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS ledger_rows_key ON ledger_rows (interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind);
+
+CREATE TABLE IF NOT EXISTS findings (
+	kind      TEXT    NOT NULL,
+	node      TEXT    NOT NULL,
+	gpu_uuid  TEXT    NOT NULL,
+	namespace TEXT    NOT NULL,
+	pod       TEXT    NOT NULL,
+	container TEXT    NOT NULL,
+	start_ns  INTEGER NOT NULL,
+	end_ns    INTEGER NOT NULL,
+	team      TEXT    NOT NULL,
+	detail    TEXT    NOT NULL,
+	noisy_pod TEXT    NOT NULL,
+	seq       INTEGER NOT NULL,
+	PRIMARY KEY (kind, node, gpu_uuid, namespace, pod, container, start_ns)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS findings_seq ON findings (seq);
+CREATE INDEX IF NOT EXISTS findings_start ON findings (start_ns);
+
+-- next_seq is the outbox sequence the next written row gets. It lives here,
+-- not in max(seq), so pruning the newest shipped rows never lets a number
+-- be handed out twice.
+CREATE TABLE IF NOT EXISTS meta (
+	key   TEXT PRIMARY KEY,
+	value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta (key, value) VALUES ('next_seq', 1);
+
+CREATE TABLE IF NOT EXISTS outbox_marks (
+	sink        TEXT PRIMARY KEY,
+	shipped_seq INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
+}
+
+// migrate checks the file is ours and not from a newer gpuledger, then
+// applies the missing migrations in one transaction. Running it again on an
+// up-to-date file changes nothing.
+func (s *FileStore) migrate(ctx context.Context) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("cannot open ledger file %s: %w", s.path, err)
+	}
+	defer tx.Rollback()
+	version, err := s.checkFile(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if version == FileSchemaVersion {
+		return nil
+	}
+	for v := version; v < FileSchemaVersion; v++ {
+		if _, err := tx.ExecContext(ctx, fileMigrations[v]); err != nil {
+			return fmt.Errorf("cannot migrate ledger file %s to schema version %d: %w", s.path, v+1, err)
+		}
+	}
+	// PRAGMA writes go to the file header inside this transaction.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = %d", fileApplicationID, FileSchemaVersion)); err != nil {
+		return fmt.Errorf("cannot set schema version of ledger file %s: %w", s.path, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("cannot migrate ledger file %s: %w", s.path, err)
+	}
+	if version > 0 {
+		s.log.Info("ledger schema migrated", "from", version, "to", FileSchemaVersion)
+	}
+	return nil
+}
+
+// checkFile returns the file's schema version, refusing files that are not
+// ledgers or come from a newer gpuledger.
+func (s *FileStore) checkFile(ctx context.Context, tx *sql.Tx) (int, error) {
+	var appID, version, tables int
+	if err := tx.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return 0, fmt.Errorf("cannot read ledger file %s: %w", s.path, err)
+	}
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return 0, fmt.Errorf("cannot read schema version of ledger file %s: %w", s.path, err)
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
+		return 0, fmt.Errorf("cannot read ledger file %s: %w", s.path, err)
+	}
+	switch {
+	case appID != fileApplicationID && (appID != 0 || tables > 0):
+		return 0, fmt.Errorf("%s is a SQLite file but not a gpuledger ledger (application_id %#x)", s.path, appID)
+	case version > FileSchemaVersion:
+		return 0, fmt.Errorf("ledger file %s has schema version %d, newer than the %d this gpuledger supports: upgrade gpuledger", s.path, version, FileSchemaVersion)
+	case version < 0:
+		return 0, fmt.Errorf("ledger file %s has an invalid schema version %d", s.path, version)
+	}
+	return version, nil
+}

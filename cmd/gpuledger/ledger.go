@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/ledger"
+)
+
+// clickhouseMigrate creates or upgrades the ClickHouse schema; the
+// ClickHouse wiring sets it. Nil means this build cannot reach ClickHouse.
+var clickhouseMigrate func(ctx context.Context, dsn ledger.DSN, cluster string) error
+
+// storeOpeners open the ledgers that reading commands use, by DSN scheme;
+// the ClickHouse wiring adds its own. Reading a file that does not exist is
+// an error, not a new empty ledger.
+var storeOpeners = map[string]ledger.Opener{
+	ledger.SchemeFile: ledger.FileOpener(ledger.FileOptions{MustExist: true}),
+}
+
+const ledgerUsageText = `usage: gpuledger ledger <subcommand> [flags]
+
+subcommands:
+  export   --from T --to T [--format csv|jsonl] [--ledger DSN] [--out FILE]
+           stream the ledger rows of [from, to) as ledger.csv or JSON lines
+  migrate  [--ledger DSN] [--clickhouse-cluster NAME]
+           create or upgrade the ledger schema
+
+DSN (--ledger or env GPULEDGER_LEDGER): PATH, file:PATH or
+clickhouse://user:password@host:9000/database?secure=true
+Times: RFC 3339 or YYYY-MM-DD (midnight UTC).
+`
+
+func runLedger(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, ledgerUsageText)
+		return errors.New("ledger needs a subcommand: export or migrate")
+	}
+	switch args[0] {
+	case "export":
+		return runLedgerExport(ctx, args[1:], stdout)
+	case "migrate":
+		return runLedgerMigrate(ctx, args[1:], stdout)
+	case "-h", "--help", "help":
+		_, err := fmt.Fprint(stdout, ledgerUsageText)
+		return err
+	}
+	fmt.Fprint(os.Stderr, ledgerUsageText)
+	return fmt.Errorf("unknown ledger subcommand %q (want export or migrate)", args[0])
+}
+
+type exportFlags struct {
+	from, to       time.Time
+	format, ledger string
+	out            string
+}
+
+func parseExportFlags(args []string) (exportFlags, error) {
+	var f exportFlags
+	fs := flag.NewFlagSet("ledger export", flag.ContinueOnError)
+	from := fs.String("from", "", "start of the range, inclusive (RFC 3339 or YYYY-MM-DD)")
+	to := fs.String("to", "", "end of the range, exclusive (RFC 3339 or YYYY-MM-DD)")
+	fs.StringVar(&f.format, "format", ledger.FormatCSV, "csv (the ledger.csv contract) or jsonl")
+	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
+	fs.StringVar(&f.out, "out", "", "output file; default stdout")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("ledger export: unexpected argument %q", fs.Arg(0))
+	}
+	if *from == "" || *to == "" {
+		return f, errors.New("ledger export needs --from and --to")
+	}
+	if f.ledger == "" {
+		return f, errors.New("ledger export needs --ledger DSN or GPULEDGER_LEDGER")
+	}
+	if f.format != ledger.FormatCSV && f.format != ledger.FormatJSONL {
+		return f, fmt.Errorf("ledger export: --format %q: want csv or jsonl", f.format)
+	}
+	var err error
+	if f.from, err = ledger.ParseTime(*from); err != nil {
+		return f, fmt.Errorf("ledger export --from: %w", err)
+	}
+	if f.to, err = ledger.ParseTime(*to); err != nil {
+		return f, fmt.Errorf("ledger export --to: %w", err)
+	}
+	if !f.from.Before(f.to) {
+		return f, fmt.Errorf("ledger export: --from %s is not before --to %s", ledger.FormatTime(f.from), ledger.FormatTime(f.to))
+	}
+	return f, nil
+}
+
+func runLedgerExport(ctx context.Context, args []string, stdout io.Writer) error {
+	f, err := parseExportFlags(args)
+	if err != nil {
+		return err
+	}
+	st, err := ledger.Open(ctx, f.ledger, storeOpeners)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	out, commit, err := exportTarget(f.out, stdout)
+	if err != nil {
+		return err
+	}
+	defer commit(false)
+
+	var src ledger.Store = st
+	var bar *progressBar
+	var progress func(int64)
+	if showProgress(f.out, stdout) {
+		bar = &progressBar{w: os.Stderr, from: f.from, to: f.to, began: time.Now()}
+		src = observedStore{Store: st, seen: bar.observe}
+		progress = bar.update
+	}
+	began := time.Now()
+	n, err := ledger.Export(ctx, src, f.from, f.to, f.format, out, progress)
+	if bar != nil {
+		bar.finish(err == nil)
+	}
+	if err != nil {
+		return err
+	}
+	if err := commit(true); err != nil {
+		return err
+	}
+	slog.Info("ledger exported", "rows", n, "format", f.format, "from", ledger.FormatTime(f.from), "to", ledger.FormatTime(f.to),
+		"took", time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// exportTarget returns where the export goes. A file is written beside its
+// final name and renamed into place only when the export succeeded, so a
+// failed export never leaves a truncated file that looks complete.
+func exportTarget(path string, stdout io.Writer) (io.Writer, func(ok bool) error, error) {
+	if path == "" || path == "-" {
+		bw := bufio.NewWriterSize(stdout, 256<<10)
+		return bw, func(ok bool) error {
+			if !ok {
+				return nil
+			}
+			if err := bw.Flush(); err != nil {
+				return fmt.Errorf("cannot write export: %w", err)
+			}
+			return nil
+		}, nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot create export file: %w", err)
+	}
+	bw := bufio.NewWriterSize(tmp, 256<<10)
+	done := false
+	return bw, func(ok bool) error {
+		if done {
+			return nil
+		}
+		done = true
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			return nil
+		}
+		// CreateTemp makes the file 0600; an export is an ordinary file.
+		err := errors.Join(bw.Flush(), tmp.Chmod(0o644), tmp.Sync(), tmp.Close())
+		if err == nil {
+			err = os.Rename(tmp.Name(), path)
+		}
+		if err != nil {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("cannot write export file %s: %w", path, err)
+		}
+		return nil
+	}, nil
+}
+
+// showProgress: a bar on stderr only when a person is watching it, and not
+// when the export itself is scrolling through that same terminal.
+func showProgress(outPath string, stdout io.Writer) bool {
+	if !isTerminal(os.Stderr) {
+		return false
+	}
+	if outPath != "" && outPath != "-" {
+		return true
+	}
+	f, ok := stdout.(*os.File)
+	return ok && !isTerminal(f)
+}
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// observedStore lets the progress bar see each exported row's time.
+type observedStore struct {
+	ledger.Store
+	seen func(attribution.Row)
+}
+
+func (o observedStore) Rows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
+	return o.Store.Rows(ctx, from, to, func(r attribution.Row) error {
+		o.seen(r)
+		return fn(r)
+	})
+}
+
+// progressBar shows how far through [from, to) the export is: rows come in
+// time order, so the last row's interval end measures progress without
+// counting the rows first.
+type progressBar struct {
+	w        io.Writer
+	from, to time.Time
+	began    time.Time
+	last     time.Time
+	done     int64
+	drawn    time.Time
+}
+
+func (p *progressBar) observe(r attribution.Row) { p.last = r.IntervalEnd }
+
+func (p *progressBar) update(done int64) {
+	p.done = done
+	if time.Since(p.drawn) < 200*time.Millisecond {
+		return
+	}
+	p.draw(p.fraction())
+}
+
+func (p *progressBar) fraction() float64 {
+	if p.last.IsZero() {
+		return 0
+	}
+	f := float64(p.last.Sub(p.from)) / float64(p.to.Sub(p.from))
+	return min(1, max(0, f))
+}
+
+func (p *progressBar) draw(f float64) {
+	const width = 30
+	filled := int(f * width)
+	rate := float64(p.done) / max(time.Since(p.began).Seconds(), 1e-3)
+	fmt.Fprintf(p.w, "\rexporting [%s%s] %3.0f%%  %d rows  %.0f rows/s ",
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), f*100, p.done, rate)
+	p.drawn = time.Now()
+}
+
+// finish draws the final state (full when the export succeeded) and ends
+// the line, before anything else is logged.
+func (p *progressBar) finish(ok bool) {
+	f := p.fraction()
+	if ok {
+		f = 1
+	}
+	p.draw(f)
+	fmt.Fprintln(p.w)
+}
+
+func runLedgerMigrate(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("ledger migrate", flag.ContinueOnError)
+	dsn := fs.String("ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
+	cluster := fs.String("clickhouse-cluster", envDefault("GPULEDGER_CLICKHOUSE_CLUSTER", ""),
+		"ClickHouse cluster: create Replicated and Distributed tables ON CLUSTER (env GPULEDGER_CLICKHOUSE_CLUSTER)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("ledger migrate: unexpected argument %q", fs.Arg(0))
+	}
+	if *dsn == "" {
+		return errors.New("ledger migrate needs --ledger DSN or GPULEDGER_LEDGER")
+	}
+	d, err := ledger.ParseDSN(*dsn)
+	if err != nil {
+		return err
+	}
+	switch d.Scheme {
+	case ledger.SchemeFile:
+		if *cluster != "" {
+			return fmt.Errorf("ledger migrate: --clickhouse-cluster applies to ClickHouse ledgers, not %s", d.Redacted())
+		}
+		st, err := ledger.OpenFile(ctx, d.Path, ledger.FileOptions{})
+		if err != nil {
+			return err
+		}
+		if err := st.Close(); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "ledger %s: schema version %d\n", d.Redacted(), ledger.FileSchemaVersion)
+		return err
+	case ledger.SchemeClickHouse:
+		if clickhouseMigrate == nil {
+			return fmt.Errorf("ledger migrate %s: this gpuledger was built without ClickHouse support", d.Redacted())
+		}
+		if err := clickhouseMigrate(ctx, d, *cluster); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "ledger %s: schema up to date\n", d.Redacted())
+		return err
+	}
+	return fmt.Errorf("ledger migrate: unsupported ledger %s", d.Redacted())
+}
