@@ -29,7 +29,7 @@ unit:
 	$(GO) test -count=1 $(PKGS)
 
 race:
-	$(GO) test -count=1 -race ./collector/exposition/ ./collector/podresources/
+	$(GO) test -count=1 -race ./collector/ ./collector/exposition/ ./collector/podresources/ ./collector/kubemeta/ ./billing/ledger/ ./billing/shipper/
 
 contract: build
 	python3 $(SHARED)/contracts/check_ledger.py $(BIN) $(SHARED)/contracts/examples $$(mktemp -d)
