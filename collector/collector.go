@@ -53,11 +53,23 @@ type Collector struct {
 	owners *ownerCache
 	prev   time.Time
 	health health
+	outbox func() OutboxStatus
 }
 
 // Config holds the collector's own settings.
 type Config struct {
 	Node string
+	// Outbox, when set, reports the durable outbox's state each cycle for
+	// the health metrics (rows pending, shipping, rows lost).
+	Outbox func() OutboxStatus
+}
+
+// OutboxStatus is the embedded ledger's outbox as the metrics show it.
+type OutboxStatus struct {
+	Pending                       uint64
+	OldestAge                     time.Duration
+	BatchesShipped, BatchesFailed uint64
+	RowsDropped                   uint64
 }
 
 // New wires a collector. exp and sinks may be nil/empty.
@@ -69,6 +81,7 @@ func New(cfg Config, clock Clock, src Sources, engine *attribution.Engine, exp *
 		node: cfg.Node, clock: clock, src: src, engine: engine, exp: exp, sinks: sinks, log: log,
 		owners: newOwnerCache(src.Procs),
 		health: newHealth(log),
+		outbox: cfg.Outbox,
 	}
 }
 
@@ -187,19 +200,34 @@ func (c *Collector) emit(ctx context.Context, res attribution.CycleResult, obs a
 	}
 	err := c.writeSinks(ctx, res)
 	if c.exp != nil {
-		c.exp.Update(res, c.health.meta(obs, took))
+		meta := c.health.meta(obs, took)
+		if c.outbox != nil {
+			o := c.outbox()
+			meta.OutboxPending, meta.OutboxOldestAge = o.Pending, o.OldestAge
+			meta.OutboxBatchesShipped, meta.OutboxBatchesFailed = o.BatchesShipped, o.BatchesFailed
+			meta.LedgerRowsDropped = o.RowsDropped
+		}
+		c.exp.Update(res, meta)
 	}
 	return err
 }
 
-func (c *Collector) writeSinks(ctx context.Context, res attribution.CycleResult) error {
+func (c *Collector) writeSinks(ctx context.Context, res attribution.CycleResult) (firstErr error) {
 	if len(res.Rows) == 0 && len(res.Findings) == 0 {
 		return nil
 	}
-	var firstErr error
+	defer func() {
+		if firstErr == nil && c.health.writeDown {
+			c.health.writeDown = false
+			c.log.Info("ledger writable again")
+		}
+	}()
 	for _, s := range c.sinks {
-		if err := s.Write(ctx, res.Rows, res.Findings); err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("cannot write ledger rows: %w", err)
+		if err := s.Write(ctx, res.Rows, res.Findings); err != nil {
+			c.health.writeFailed(err)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("cannot write ledger rows: %w", err)
+			}
 		}
 	}
 	c.health.rowsWritten += uint64(len(res.Rows))

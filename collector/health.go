@@ -18,6 +18,8 @@ type health struct {
 	anomalies   map[string]uint64
 	seenAnomaly map[string]bool
 	rowsWritten uint64
+	writeErrors uint64
+	writeDown   bool // the last write failed: log again only after a success
 }
 
 func newHealth(log *slog.Logger) health {
@@ -64,6 +66,15 @@ func (h *health) anomaly(a attribution.Anomaly) {
 	h.log.Warn("attribution input problem; its capacity stays unallocated or unattributed", "kind", a.Kind, "key", a.Key, "detail", a.Detail)
 }
 
+// writeFailed counts a failed ledger write and shouts once per outage.
+func (h *health) writeFailed(err error) {
+	h.writeErrors++
+	if !h.writeDown {
+		h.log.Error("cannot write the ledger; rows are held in memory and retried every cycle, metrics keep being served", "err", err)
+	}
+	h.writeDown = true
+}
+
 func (h *health) meta(obs attribution.Observation, took time.Duration) exposition.CycleMeta {
 	return exposition.CycleMeta{
 		GPUs:              obs.GPUs,
@@ -73,5 +84,6 @@ func (h *health) meta(obs attribution.Observation, took time.Duration) expositio
 		SourceErrors:      h.errors,
 		Anomalies:         h.anomalies,
 		LedgerRowsWritten: h.rowsWritten,
+		LedgerWriteErrors: h.writeErrors,
 	}
 }

@@ -26,6 +26,8 @@ import (
 type collectFlags struct {
 	node, kubeletSocket, procRoot, kubeconfig, listen string
 	dcgmMode, dcgmAddress, teamLabel, dataDir         string
+	ledgerDSN                                         string
+	outboxMaxBytes                                    int64
 	poll, ledgerInterval                              time.Duration
 }
 
@@ -41,6 +43,8 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	fs.StringVar(&f.dcgmAddress, "dcgm-address", envDefault("GPULEDGER_DCGM_ADDRESS", "localhost:5555"), "nv-hostengine address for --dcgm=remote")
 	fs.StringVar(&f.teamLabel, "team-label", envDefault("GPULEDGER_TEAM_LABEL", "team"), "namespace/pod label that names the team")
 	fs.StringVar(&f.dataDir, "data-dir", envDefault("GPULEDGER_DATA_DIR", "/var/lib/gpuledger"), "directory for the node's ledger files")
+	fs.StringVar(&f.ledgerDSN, "ledger", envDefault("GPULEDGER_LEDGER", ""), "cluster ledger to ship to (clickhouse://user@host:9000/db?secure=true; password from GPULEDGER_CLICKHOUSE_PASSWORD_FILE); empty keeps the ledger on the node only")
+	fs.Int64Var(&f.outboxMaxBytes, "outbox-max-bytes", 1<<30, "disk bound of the node's embedded ledger; shipped rows are pruned first, unshipped rows never")
 	fs.DurationVar(&f.poll, "poll-interval", time.Second, "collection period")
 	fs.DurationVar(&f.ledgerInterval, "ledger-interval", time.Minute, "ledger row interval")
 	if err := fs.Parse(args); err != nil {
@@ -95,17 +99,17 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	if err := os.MkdirAll(f.dataDir, 0o750); err != nil {
 		return fmt.Errorf("cannot create data directory: %w", err)
 	}
-	files, err := newCSVSink(f.dataDir)
+	out, err := openOutbox(ctx, f, log)
 	if err != nil {
 		return err
 	}
-	defer files.Close()
+	defer out.Close()
 
 	exp := exposition.New(f.node, exposition.Options{BuildVersion: version, BuildRevision: revision})
 	engine := attribution.NewEngine(attribution.Config{Node: f.node, LedgerInterval: f.ledgerInterval, PollInterval: f.poll, TeamLabel: f.teamLabel})
-	c := collector.New(collector.Config{Node: f.node}, collector.WallClock{}, collector.Sources{
+	c := collector.New(collector.Config{Node: f.node, Outbox: out.status}, collector.WallClock{}, collector.Sources{
 		NVML: nv, DCGM: dcgm, Pods: pods, Meta: meta, Procs: procfs.NewResolver(f.procRoot),
-	}, engine, exp, []collector.Sink{files}, log)
+	}, engine, exp, []collector.Sink{out}, log)
 
 	srv := &http.Server{Addr: f.listen, Handler: serveMux(exp), ReadHeaderTimeout: 5 * time.Second}
 	go func() {

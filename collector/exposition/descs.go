@@ -86,6 +86,8 @@ type descs struct {
 	cycleDuration, cycles                          *family
 	sourceUp, sourceErrors, anomalies, rowsWritten *family
 	outboxPending, outboxAge                       *family
+	batchesShipped, batchesFailed, writeErrors     *family
+	rowsDropped                                    *family
 
 	byName []*family // every family, sorted by name; family.rank indexes it
 }
@@ -167,6 +169,18 @@ func newDescs(node string, podLabelNames []string) descs {
 		outboxAge: d("outbox_oldest_pending_age_seconds", gaugeType,
 			"Age of the oldest row waiting in the outbox, in seconds; 0 when the outbox is empty.",
 			nil, onNode),
+		batchesShipped: d("outbox_batches_shipped_total", counterType,
+			"Outbox batches stored in the cluster ledger (ClickHouse) since the collector started.",
+			nil, onNode),
+		batchesFailed: d("outbox_batches_failed_total", counterType,
+			"Outbox batches the cluster ledger refused or could not be reached for since the collector started; they are retried.",
+			nil, onNode),
+		writeErrors: d("ledger_write_errors_total", counterType,
+			"Failed commits to the node's embedded ledger (disk full, read-only); the rows are held in memory and retried.",
+			nil, onNode),
+		rowsDropped: d("ledger_rows_dropped_total", counterType,
+			"Ledger rows lost because the embedded ledger stayed unwritable longer than the in-memory retry buffer could hold.",
+			nil, onNode),
 	}
 	ds.byName = ds.all()
 	slices.SortFunc(ds.byName, func(a, b *family) int { return strings.Compare(a.name, b.name) })
@@ -186,6 +200,7 @@ func (d *descs) all() []*family {
 		d.cycleDuration, d.cycles,
 		d.sourceUp, d.sourceErrors, d.anomalies, d.rowsWritten,
 		d.outboxPending, d.outboxAge,
+		d.batchesShipped, d.batchesFailed, d.writeErrors, d.rowsDropped,
 	}
 }
 

@@ -38,8 +38,12 @@ type CycleMeta struct {
 	Anomalies     map[string]uint64 // cumulative anomalies by kind
 
 	LedgerRowsWritten uint64
+	LedgerWriteErrors uint64 // failed commits to the embedded ledger
+	LedgerRowsDropped uint64 // rows lost after the retry buffer filled
 	OutboxPending     uint64
 	OutboxOldestAge   time.Duration
+
+	OutboxBatchesShipped, OutboxBatchesFailed uint64
 }
 
 // Exporter is the collector's Prometheus exposition: a prometheus.Collector

@@ -256,6 +256,10 @@ func (b *builder) health(meta CycleMeta, cycles uint64) {
 	b.small(b.d.rowsWritten, float64(meta.LedgerRowsWritten))
 	b.small(b.d.outboxPending, float64(meta.OutboxPending))
 	b.small(b.d.outboxAge, meta.OutboxOldestAge.Seconds())
+	b.small(b.d.batchesShipped, float64(meta.OutboxBatchesShipped))
+	b.small(b.d.batchesFailed, float64(meta.OutboxBatchesFailed))
+	b.small(b.d.writeErrors, float64(meta.LedgerWriteErrors))
+	b.small(b.d.rowsDropped, float64(meta.LedgerRowsDropped))
 }
 
 func boolFloat(v bool) float64 {

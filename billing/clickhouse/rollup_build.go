@@ -1,0 +1,297 @@
+package clickhouse
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// RebuildRollups brings the hourly and daily rollups of the UTC hours and
+// days overlapping [from, to) up to date with the raw rows. Periods whose
+// newest build already covers every write are skipped, so calling it again
+// is cheap, and all stale periods of the range are rebuilt with a fixed
+// number of queries. Callers run it for closed hours that shipped batches
+// touched; correctness never depends on it (Aggregate falls back to raw rows
+// for a period whose rollup is stale), only speed does.
+func (s *Store) RebuildRollups(ctx context.Context, from, to time.Time) error {
+	if !from.Before(to) {
+		return nil
+	}
+	lo, hi := floorUnix(from, 86400), ceilUnix(to, 86400)
+	st, err := s.loadState(ctx, lo, hi)
+	if err != nil {
+		return fmt.Errorf("cannot rebuild rollups: %w", err)
+	}
+	var stale []int64
+	for h := floorUnix(from, 3600); h < ceilUnix(to, 3600); h += 3600 {
+		p := period{grainHour, h}
+		if _, clean := st.clean(p); st.hasMarks(p) && !clean {
+			stale = append(stale, h)
+		}
+	}
+	if err := s.buildHours(ctx, stale); err != nil {
+		return fmt.Errorf("cannot rebuild hourly rollups in [%s, %s): %w", from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), err)
+	}
+	days, err := s.buildDays(ctx, lo, hi)
+	if err != nil {
+		return fmt.Errorf("cannot rebuild daily rollups in [%s, %s): %w", from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), err)
+	}
+	if len(stale)+days > 0 {
+		s.log.Debug("rebuilt ledger rollups", "database", s.db, "hours", len(stale), "days", days,
+			"from", from.UTC(), "to", to.UTC())
+	}
+	return nil
+}
+
+// build is one rollup build about to be written.
+type build struct {
+	period  period
+	version uint64
+	groups  []group
+	cov     map[hourWriter]uint64
+}
+
+// buildHours aggregates the deduplicated raw rows of the given hours. The
+// marks are read before the raw rows, so every mark recorded as covered
+// belongs to a write the aggregation saw.
+func (s *Store) buildHours(ctx context.Context, hours []int64) error {
+	if len(hours) == 0 {
+		return nil
+	}
+	lo, hi := hours[0], hours[len(hours)-1]+3600
+	marks, err := s.readMarks(ctx, lo, hi)
+	if err != nil {
+		return err
+	}
+	versions, err := s.nextVersions(ctx, grainHour, lo, hi)
+	if err != nil {
+		return err
+	}
+	builds := map[int64]*build{}
+	var segs []segment
+	for _, h := range hours {
+		b := &build{period: period{grainHour, h}, version: versions(h), cov: map[hourWriter]uint64{}}
+		for w, seq := range marks[h] {
+			b.cov[hourWriter{h, w}] = seq
+		}
+		builds[h] = b
+		segs = append(segs, segment{level: levelRaw, from: time.Unix(h, 0), to: time.Unix(h+3600, 0)})
+	}
+	segs = mergeSegments(segs)
+	for len(segs) > 0 {
+		n := min(len(segs), rawRangesPerQuery)
+		if err := s.rawHourGroups(ctx, segs[:n], builds); err != nil {
+			return err
+		}
+		segs = segs[n:]
+	}
+	out := make([]*build, 0, len(hours))
+	for _, h := range hours {
+		out = append(out, builds[h])
+	}
+	return s.writeBuilds(ctx, grainHour, out)
+}
+
+// rawHourGroups sums raw rows FINAL per hour and group over the ranges.
+func (s *Store) rawHourGroups(ctx context.Context, segs []segment, builds map[int64]*build) error {
+	conds := make([]string, len(segs))
+	for i, sg := range segs {
+		conds[i] = "(" + timeGE("interval_start", "interval_start_ns", sg.from) + " AND " +
+			timeLT("interval_start", "interval_start_ns", sg.to) + ")"
+	}
+	q := fmt.Sprintf(`SELECT toUInt32(intDiv(toUInt32(interval_start), 3600) * 3600) AS h, team, namespace, gpu_model, sharing_mode, kind,
+	sum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds), sum(energy_joules), count()
+FROM %s FINAL WHERE %s
+GROUP BY h, team, namespace, gpu_model, sharing_mode, kind`, s.table(tableRows), strings.Join(conds, " OR "))
+	return s.query(ctx, "aggregate raw rows for rollups", q, func(rs driver.Rows) error {
+		var h uint32
+		var g group
+		if err := rs.Scan(&h, &g.key.team, &g.key.namespace, &g.key.model, &g.key.mode, &g.key.kind,
+			&g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
+			return scanError{err}
+		}
+		if b := builds[int64(h)]; b != nil {
+			b.groups = append(b.groups, g)
+		}
+		return nil
+	})
+}
+
+// buildDays sums clean hourly builds into daily builds for the days in
+// [lo, hi) that have writes their newest daily build does not cover. A day
+// with a stale hour is left alone: Aggregate then reads it hour by hour.
+func (s *Store) buildDays(ctx context.Context, lo, hi int64) (int, error) {
+	st, err := s.loadState(ctx, lo, hi)
+	if err != nil {
+		return 0, err
+	}
+	use := map[int64]header{} // hourly builds the new daily builds sum
+	var days []int64
+days:
+	for d := lo; d < hi; d += 86400 {
+		p := period{grainDay, d}
+		if _, clean := st.clean(p); !st.hasMarks(p) || clean {
+			continue
+		}
+		dayUse := map[int64]header{}
+		for _, h := range p.hours() {
+			hdr, clean := st.clean(period{grainHour, h})
+			switch {
+			case clean:
+				dayUse[h] = hdr
+			case len(st.marks[h]) > 0:
+				continue days
+			}
+		}
+		for h, hdr := range dayUse {
+			use[h] = hdr
+		}
+		days = append(days, d)
+	}
+	if len(days) == 0 {
+		return 0, nil
+	}
+	byHour, visible, err := s.readRollup(ctx, grainHour, lo, hi, use)
+	if err != nil {
+		return 0, err
+	}
+	versions, err := s.nextVersions(ctx, grainDay, lo, hi)
+	if err != nil {
+		return 0, err
+	}
+	var out []*build
+	for _, d := range days {
+		if b := dayBuild(period{grainDay, d}, versions(d), st, use, byHour, visible); b != nil {
+			out = append(out, b)
+		}
+	}
+	return len(out), s.writeBuilds(ctx, grainDay, out)
+}
+
+// dayBuild sums a day's hourly builds, or returns nil when one of them is
+// not fully visible yet.
+func dayBuild(p period, version uint64, st *rollupState, use map[int64]header, byHour map[int64][]group, visible map[int64]bool) *build {
+	b := &build{period: p, version: version, cov: map[hourWriter]uint64{}}
+	sums := map[groupKey]*group{}
+	var order []groupKey
+	for _, h := range p.hours() {
+		hdr, used := use[h]
+		if !used {
+			continue
+		}
+		if !visible[h] {
+			return nil
+		}
+		for hw, c := range st.coverage[period{grainHour, h}] {
+			if c.build == hdr.build {
+				b.cov[hw] = c.maxSeq
+			}
+		}
+		for _, g := range byHour[h] {
+			acc := sums[g.key]
+			if acc == nil {
+				acc = &group{key: g.key}
+				sums[g.key] = acc
+				order = append(order, g.key)
+			}
+			acc.alloc += g.alloc
+			acc.used += g.used
+			acc.mem += g.mem
+			acc.energy += g.energy
+			acc.rows += g.rows
+		}
+	}
+	for _, k := range order {
+		b.groups = append(b.groups, *sums[k])
+	}
+	return b
+}
+
+// nextVersions returns, per period start of one grain in [lo, hi), a
+// version above every build seen so far, so a new build becomes the
+// newest; wall-clock nanoseconds keep it readable.
+func (s *Store) nextVersions(ctx context.Context, grain string, lo, hi int64) (func(int64) uint64, error) {
+	maxVer := map[int64]uint64{}
+	q := fmt.Sprintf(`SELECT toUInt32(period), max(version) FROM %s WHERE grain = '%s' AND period >= %s AND period < %s GROUP BY period`,
+		s.table(tableBuilds), grain, dt(lo), dt(hi))
+	err := s.query(ctx, "read rollup versions", q, func(rs driver.Rows) error {
+		var p uint32
+		var v uint64
+		if err := rs.Scan(&p, &v); err != nil {
+			return scanError{err}
+		}
+		maxVer[int64(p)] = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	now := uint64(time.Now().UnixNano())
+	return func(start int64) uint64 {
+		if v := maxVer[start]; now <= v {
+			return v + 1
+		}
+		return now
+	}, nil
+}
+
+// writeBuilds writes the builds' rows, then their coverage, then their
+// headers: a header is only visible once everything it vouches for is.
+func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) error {
+	if len(builds) == 0 {
+		return nil
+	}
+	p := period{grain: grain}
+	var (
+		periods          []time.Time
+		versions, ids    []uint64
+		str              [5][]string
+		alloc, used, mem []float64
+		energy           []float64
+		rows             []uint64
+		cg, cw           []string
+		cp, ch           []time.Time
+		cv, cb, cs       []uint64
+		hp               []time.Time
+		hg               []string
+		hv, hb, hn       []uint64
+	)
+	for _, b := range builds {
+		id := rand.Uint64()
+		start := time.Unix(b.period.start, 0).UTC()
+		sort.Slice(b.groups, func(i, j int) bool { return b.groups[i].key.less(b.groups[j].key) })
+		for _, g := range b.groups {
+			periods, versions, ids = append(periods, start), append(versions, b.version), append(ids, id)
+			for j, v := range []string{g.key.team, g.key.namespace, g.key.model, g.key.mode, g.key.kind} {
+				str[j] = append(str[j], v)
+			}
+			alloc, used, mem, energy, rows = append(alloc, g.alloc), append(used, g.used), append(mem, g.mem), append(energy, g.energy), append(rows, g.rows)
+		}
+		for hw, seq := range b.cov {
+			cg, cp, ch, cw = append(cg, grain), append(cp, start), append(ch, time.Unix(hw.hour, 0).UTC()), append(cw, hw.writer)
+			cv, cb, cs = append(cv, b.version), append(cb, id), append(cs, seq)
+		}
+		hg, hp, hv, hb, hn = append(hg, grain), append(hp, start), append(hv, b.version), append(hb, id), append(hn, uint64(len(b.groups)))
+	}
+	if n := len(periods); n > 0 {
+		cols := []string{p.column(), "version", "build", "team", "namespace", "gpu_model", "sharing_mode", "kind",
+			"allocated_gpu_seconds", "used_gpu_seconds", "memory_mib_seconds", "energy_joules", "rows"}
+		vals := []any{periods, versions, ids, str[0], str[1], str[2], str[3], str[4], alloc, used, mem, energy, rows}
+		if err := s.insert(ctx, p.table(), cols, vals, n); err != nil {
+			return err
+		}
+	}
+	if n := len(cg); n > 0 {
+		cols := []string{"grain", "period", "hour", "writer", "version", "build", "max_seq"}
+		if err := s.insert(ctx, tableCoverage, cols, []any{cg, cp, ch, cw, cv, cb, cs}, n); err != nil {
+			return err
+		}
+	}
+	cols := []string{"grain", "period", "version", "build", "groups"}
+	return s.insert(ctx, tableBuilds, cols, []any{hg, hp, hv, hb, hn}, len(hg))
+}

@@ -1,0 +1,73 @@
+package clickhouse
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// readRollup reads the rows of the given builds (period start -> header) of
+// one grain in [from, to). ok[start] says the build's rows are all visible:
+// a build whose rows a newer, not yet visible build replaced in a merge
+// fails this check and its period is read from a finer source instead.
+func (s *Store) readRollup(ctx context.Context, grain string, from, to int64, want map[int64]header) (map[int64][]group, map[int64]bool, error) {
+	rows := map[int64][]group{}
+	ok := map[int64]bool{}
+	if len(want) == 0 {
+		return rows, ok, nil
+	}
+	p := period{grain: grain}
+	seen := map[int64]map[groupKey]bool{}
+	q := fmt.Sprintf(`SELECT toUInt32(%[1]s), build, team, namespace, gpu_model, sharing_mode, kind,
+	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, rows
+FROM %[2]s WHERE %[1]s >= %[3]s AND %[1]s < %[4]s`, p.column(), s.table(p.table()), dt(from), dt(to))
+	err := s.query(ctx, "read rollups", q, func(rs driver.Rows) error {
+		var start uint32
+		var build uint64
+		var g group
+		if err := rs.Scan(&start, &build, &g.key.team, &g.key.namespace, &g.key.model, &g.key.mode, &g.key.kind,
+			&g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
+			return scanError{err}
+		}
+		ps := int64(start)
+		h, wanted := want[ps]
+		if !wanted || h.build != build {
+			return nil // an older build, or a period read elsewhere
+		}
+		// A retried insert can leave the same build row twice until a
+		// merge; it counts once.
+		if seen[ps] == nil {
+			seen[ps] = map[groupKey]bool{}
+		}
+		if seen[ps][g.key] {
+			return nil
+		}
+		seen[ps][g.key] = true
+		rows[ps] = append(rows[ps], g)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for ps, h := range want {
+		ok[ps] = uint64(len(rows[ps])) == h.groups
+	}
+	return rows, ok, nil
+}
+
+func (k groupKey) less(o groupKey) bool {
+	if k.team != o.team {
+		return k.team < o.team
+	}
+	if k.namespace != o.namespace {
+		return k.namespace < o.namespace
+	}
+	if k.model != o.model {
+		return k.model < o.model
+	}
+	if k.mode != o.mode {
+		return k.mode < o.mode
+	}
+	return k.kind < o.kind
+}

@@ -1,0 +1,181 @@
+package clickhouse
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Rollup grains, stored in the builds and coverage tables.
+const (
+	grainHour = "h"
+	grainDay  = "d"
+)
+
+// period is one rollup period: a UTC hour or day, by its unix start.
+type period struct {
+	grain string
+	start int64
+}
+
+func (p period) length() int64 {
+	if p.grain == grainDay {
+		return 86400
+	}
+	return 3600
+}
+
+func (p period) hours() []int64 {
+	out := make([]int64, 0, p.length()/3600)
+	for h := p.start; h < p.start+p.length(); h += 3600 {
+		out = append(out, h)
+	}
+	return out
+}
+
+func (p period) table() string {
+	if p.grain == grainDay {
+		return tableDaily
+	}
+	return tableHourly
+}
+
+func (p period) column() string {
+	if p.grain == grainDay {
+		return "day"
+	}
+	return "hour"
+}
+
+// header is a period's newest build: written last, so its rows and
+// coverage are in place once it is visible.
+type header struct {
+	version, build, groups uint64
+}
+
+type hourWriter struct {
+	hour   int64
+	writer string
+}
+
+type covered struct {
+	build, maxSeq uint64
+}
+
+// rollupState is what the server knows about the rollups of a range.
+type rollupState struct {
+	headers  map[period]header
+	coverage map[period]map[hourWriter]covered
+	marks    map[int64]map[string]uint64 // hour -> writer -> highest seq
+}
+
+// clean returns p's newest build when that build covers every mark written
+// for p's hours, i.e. every completed Append that touched them.
+func (st *rollupState) clean(p period) (header, bool) {
+	h, ok := st.headers[p]
+	if !ok {
+		return header{}, false
+	}
+	cov := st.coverage[p]
+	for _, hour := range p.hours() {
+		for w, seq := range st.marks[hour] {
+			c, ok := cov[hourWriter{hour, w}]
+			if !ok || c.build != h.build || c.maxSeq < seq {
+				return header{}, false
+			}
+		}
+	}
+	return h, true
+}
+
+func (st *rollupState) hasMarks(p period) bool {
+	for _, h := range p.hours() {
+		if len(st.marks[h]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// loadState reads headers, coverage and marks of the periods starting in
+// [from, to) (unix seconds).
+func (s *Store) loadState(ctx context.Context, from, to int64) (*rollupState, error) {
+	st := &rollupState{
+		headers:  map[period]header{},
+		coverage: map[period]map[hourWriter]covered{},
+		marks:    map[int64]map[string]uint64{},
+	}
+	q := fmt.Sprintf(`SELECT grain, toUInt32(period), max(version), argMax(build, version), argMax(groups, version)
+FROM %s WHERE period >= %s AND period < %s GROUP BY grain, period`, s.table(tableBuilds), dt(from), dt(to))
+	err := s.query(ctx, "read rollup builds", q, func(rs driver.Rows) error {
+		var p period
+		var start uint32
+		var h header
+		if err := rs.Scan(&p.grain, &start, &h.version, &h.build, &h.groups); err != nil {
+			return scanError{err}
+		}
+		p.start = int64(start)
+		st.headers[p] = h
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	q = fmt.Sprintf(`SELECT grain, toUInt32(period), toUInt32(hour), writer, argMax(build, version), argMax(max_seq, version)
+FROM %s WHERE period >= %s AND period < %s GROUP BY grain, period, hour, writer`, s.table(tableCoverage), dt(from), dt(to))
+	err = s.query(ctx, "read rollup coverage", q, func(rs driver.Rows) error {
+		var p period
+		var start, hour uint32
+		var w string
+		var c covered
+		if err := rs.Scan(&p.grain, &start, &hour, &w, &c.build, &c.maxSeq); err != nil {
+			return scanError{err}
+		}
+		p.start = int64(start)
+		if st.coverage[p] == nil {
+			st.coverage[p] = map[hourWriter]covered{}
+		}
+		st.coverage[p][hourWriter{int64(hour), w}] = c
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	marks, err := s.readMarks(ctx, from, to)
+	st.marks = marks
+	return st, err
+}
+
+// readMarks returns the highest mark of every writer per hour in [from, to).
+func (s *Store) readMarks(ctx context.Context, from, to int64) (map[int64]map[string]uint64, error) {
+	out := map[int64]map[string]uint64{}
+	q := fmt.Sprintf(`SELECT toUInt32(hour), writer, max(seq) FROM %s WHERE hour >= %s AND hour < %s GROUP BY hour, writer`,
+		s.table(tableMarks), dt(from), dt(to))
+	err := s.query(ctx, "read rollup marks", q, func(rs driver.Rows) error {
+		var hour uint32
+		var w string
+		var seq uint64
+		if err := rs.Scan(&hour, &w, &seq); err != nil {
+			return scanError{err}
+		}
+		if out[int64(hour)] == nil {
+			out[int64(hour)] = map[string]uint64{}
+		}
+		out[int64(hour)][w] = seq
+		return nil
+	})
+	return out, err
+}
+
+// group is one rollup row: the sums of one (team, namespace, model, mode,
+// kind) over a period.
+type group struct {
+	key                      groupKey
+	alloc, used, mem, energy float64
+	rows                     uint64
+}
+
+type groupKey struct {
+	team, namespace, model, mode, kind string
+}

@@ -1,0 +1,258 @@
+package clickhouse
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// SchemaVersion is the newest schema this binary knows. Open refuses a
+// database migrated by a newer binary.
+const SchemaVersion = 1
+
+// Table names. In cluster mode these are the Distributed tables and the
+// replicated storage lives in <name>_local; the store reads and writes the
+// same names either way.
+const (
+	tableMigrations = "schema_migrations"
+	tableRows       = "ledger_rows"
+	tableFindings   = "ledger_findings"
+	tableMarks      = "ledger_rollup_marks"
+	tableBuilds     = "ledger_rollup_builds"
+	tableCoverage   = "ledger_rollup_coverage"
+	tableHourly     = "ledger_rollup_hourly"
+	tableDaily      = "ledger_rollup_daily"
+)
+
+// table describes one table once for both deployment shapes.
+type table struct {
+	name      string
+	columns   string
+	engine    string // MergeTree family member without the Replicated prefix
+	args      string // version column of a ReplacingMergeTree, or ""
+	partition string // PARTITION BY expression, or ""
+	orderBy   string
+	shardKey  string // Distributed sharding key: keeps a dedup key on one shard
+}
+
+const rowsColumns = `interval_start DateTime('UTC'),
+	interval_start_ns UInt32,
+	interval_end DateTime('UTC'),
+	interval_end_ns UInt32,
+	node String,
+	gpu_uuid String,
+	gpu_model String,
+	slice_id String,
+	sharing_mode String,
+	kind String,
+	namespace String,
+	pod String,
+	pod_uid String,
+	container String,
+	team String,
+	allocated_gpu_seconds Float64,
+	used_gpu_seconds Float64,
+	memory_mib_seconds Float64,
+	energy_joules Float64,
+	method String,
+	version UInt64`
+
+const findingsColumns = `start_time DateTime('UTC'),
+	start_ns UInt32,
+	end_time DateTime('UTC'),
+	end_ns UInt32,
+	kind String,
+	node String,
+	gpu_uuid String,
+	namespace String,
+	pod String,
+	container String,
+	team String,
+	detail String,
+	noisy_pod String,
+	version UInt64`
+
+// rollupColumns follow the period column of the hourly and daily rollups.
+const rollupColumns = `version UInt64,
+	build UInt64,
+	team String,
+	namespace String,
+	gpu_model String,
+	sharing_mode String,
+	kind String,
+	allocated_gpu_seconds Float64,
+	used_gpu_seconds Float64,
+	memory_mib_seconds Float64,
+	energy_joules Float64,
+	rows UInt64`
+
+// tables are created in this order by migration 1.
+var tables = []table{
+	{
+		name:    tableRows,
+		columns: rowsColumns,
+		engine:  "ReplacingMergeTree", args: "version",
+		partition: "toYYYYMM(interval_start)",
+		// The deterministic key of ledger.md, led by the hour so that time
+		// ranges (exports, rollup builds, report edges) read only their
+		// granules instead of the whole month.
+		orderBy:  "toStartOfHour(interval_start), node, gpu_uuid, slice_id, pod_uid, container, kind, interval_start, interval_start_ns",
+		shardKey: "cityHash64(node)",
+	},
+	{
+		name:    tableFindings,
+		columns: findingsColumns,
+		engine:  "ReplacingMergeTree", args: "version",
+		partition: "toYYYYMM(start_time)",
+		orderBy:   "kind, node, gpu_uuid, namespace, pod, container, start_time, start_ns",
+		shardKey:  "cityHash64(node)",
+	},
+	{
+		name:    tableMarks,
+		columns: "hour DateTime('UTC'),\n\twriter String,\n\tseq UInt64",
+		engine:  "ReplacingMergeTree", args: "seq",
+		partition: "toYYYYMM(hour)",
+		orderBy:   "hour, writer",
+		shardKey:  "cityHash64(writer)",
+	},
+	{
+		name:    tableBuilds,
+		columns: "grain String,\n\tperiod DateTime('UTC'),\n\tversion UInt64,\n\tbuild UInt64,\n\tgroups UInt64",
+		engine:  "ReplacingMergeTree", args: "version",
+		partition: "toYYYYMM(period)",
+		orderBy:   "grain, period",
+		shardKey:  "toUnixTimestamp(period)",
+	},
+	{
+		name:    tableCoverage,
+		columns: "grain String,\n\tperiod DateTime('UTC'),\n\thour DateTime('UTC'),\n\twriter String,\n\tversion UInt64,\n\tbuild UInt64,\n\tmax_seq UInt64",
+		engine:  "ReplacingMergeTree", args: "version",
+		partition: "toYYYYMM(period)",
+		orderBy:   "grain, period, hour, writer",
+		shardKey:  "toUnixTimestamp(period)",
+	},
+	{
+		name:    tableHourly,
+		columns: "hour DateTime('UTC'),\n\t" + rollupColumns,
+		engine:  "ReplacingMergeTree", args: "version",
+		partition: "toYYYYMM(hour)",
+		orderBy:   "hour, team, namespace, gpu_model, sharing_mode, kind",
+		shardKey:  "toUnixTimestamp(hour)",
+	},
+	{
+		name:    tableDaily,
+		columns: "day DateTime('UTC'),\n\t" + rollupColumns,
+		engine:  "ReplacingMergeTree", args: "version",
+		partition: "toYYYYMM(day)",
+		orderBy:   "day, team, namespace, gpu_model, sharing_mode, kind",
+		shardKey:  "toUnixTimestamp(day)",
+	},
+}
+
+var migrationsTable = table{
+	name:     tableMigrations,
+	columns:  "version UInt32,\n\tdescription String,\n\tapplied_at DateTime('UTC')",
+	engine:   "MergeTree",
+	orderBy:  "version",
+	shardKey: "version",
+}
+
+// clusterName is what we splice into ON CLUSTER and Distributed(): cluster
+// names come from XML element names in the server config.
+var clusterName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// identifier is a database name safe to splice unquoted.
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func validateNames(db, cluster string) error {
+	if !identifier.MatchString(db) {
+		return fmt.Errorf("invalid ClickHouse database name %q (want letters, digits and '_')", db)
+	}
+	if cluster != "" && !clusterName.MatchString(cluster) {
+		return fmt.Errorf("invalid ClickHouse cluster name %q (want letters, digits, '_' and '-')", cluster)
+	}
+	return nil
+}
+
+func onCluster(cluster string) string {
+	if cluster == "" {
+		return ""
+	}
+	return " ON CLUSTER `" + cluster + "`"
+}
+
+// createDatabaseDDL creates the database, on every host in cluster mode.
+func createDatabaseDDL(db, cluster string) string {
+	return "CREATE DATABASE IF NOT EXISTS " + db + onCluster(cluster)
+}
+
+// tableDDL returns the statements creating t: one MergeTree table, or in
+// cluster mode a Replicated table on every host plus a Distributed table of
+// the public name over it.
+func tableDDL(db, cluster string, t table) []string {
+	tail := ""
+	if t.partition != "" {
+		tail += "\nPARTITION BY " + t.partition
+	}
+	tail += "\nORDER BY (" + t.orderBy + ")"
+	if cluster == "" {
+		return []string{fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n\t%s\n) ENGINE = %s(%s)%s",
+			db, t.name, t.columns, t.engine, t.args, tail)}
+	}
+	local := t.name + "_local"
+	// Explicit ZooKeeper path and replica name: 18.16 has no defaults for
+	// them. {shard} and {replica} are the usual server macros.
+	args := fmt.Sprintf("'/clickhouse/tables/{shard}/%s/%s', '{replica}'", db, local)
+	if t.args != "" {
+		args += ", " + t.args
+	}
+	return []string{
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s%s (\n\t%s\n) ENGINE = Replicated%s(%s)%s",
+			db, local, onCluster(cluster), t.columns, t.engine, args, tail),
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s%s AS %s.%s ENGINE = Distributed('%s', '%s', '%s', %s)",
+			db, t.name, onCluster(cluster), db, local, cluster, db, local, t.shardKey),
+	}
+}
+
+// migration is one schema step. Statements must be idempotent (IF NOT
+// EXISTS): a migrate interrupted between a statement and its record in
+// schema_migrations runs the step again.
+type migration struct {
+	version     int
+	description string
+	statements  func(db, cluster string) []string
+}
+
+var migrations = []migration{
+	{
+		version:     1,
+		description: "ledger rows, findings and exact rollups",
+		statements: func(db, cluster string) []string {
+			var out []string
+			for _, t := range tables {
+				out = append(out, tableDDL(db, cluster, t)...)
+			}
+			return out
+		},
+	},
+}
+
+// MigrationDDL returns every statement Migrate would run on an empty
+// database, for review (`gpuledger ledger migrate --print`) and tests.
+func MigrationDDL(db, cluster string) ([]string, error) {
+	if err := validateNames(db, cluster); err != nil {
+		return nil, err
+	}
+	out := []string{createDatabaseDDL(db, cluster)}
+	out = append(out, tableDDL(db, cluster, migrationsTable)...)
+	for _, m := range migrations {
+		out = append(out, m.statements(db, cluster)...)
+	}
+	return out, nil
+}
+
+// qualified names a table of db.
+func qualified(db, name string) string { return db + "." + name }
+
+// oneLine squeezes a statement for log lines.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

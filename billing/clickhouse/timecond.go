@@ -1,0 +1,81 @@
+package clickhouse
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Times are stored as a DateTime second plus a UInt32 of nanoseconds. These
+// helpers write exact comparisons against such a pair as SQL, with literal
+// unix seconds (toDateTime(N) means the same instant on every server
+// whatever its time zone).
+
+// clampSec maps t to DateTime's range; out-of-range bounds become the
+// range's ends, which every stored time is inside.
+func clampSec(t time.Time) (int64, uint32) {
+	u := t.Unix()
+	switch {
+	case u < 0:
+		return 0, 0
+	case u > math.MaxUint32:
+		return math.MaxUint32, 0
+	}
+	return u, uint32(t.Nanosecond())
+}
+
+func dt(sec int64) string { return fmt.Sprintf("toDateTime(%d)", sec) }
+
+// timeGE is "(col, nsCol) >= t".
+func timeGE(col, nsCol string, t time.Time) string {
+	sec, ns := clampSec(t)
+	if ns == 0 {
+		return fmt.Sprintf("%s >= %s", col, dt(sec))
+	}
+	return fmt.Sprintf("(%s > %s OR (%s = %s AND %s >= %d))", col, dt(sec), col, dt(sec), nsCol, ns)
+}
+
+// timeLT is "(col, nsCol) < t".
+func timeLT(col, nsCol string, t time.Time) string {
+	sec, ns := clampSec(t)
+	if ns == 0 {
+		return fmt.Sprintf("%s < %s", col, dt(sec))
+	}
+	return fmt.Sprintf("(%s < %s OR (%s = %s AND %s < %d))", col, dt(sec), col, dt(sec), nsCol, ns)
+}
+
+// timeGT is "(col, nsCol) > t".
+func timeGT(col, nsCol string, t time.Time) string {
+	sec, ns := clampSec(t)
+	return fmt.Sprintf("(%s > %s OR (%s = %s AND %s > %d))", col, dt(sec), col, dt(sec), nsCol, ns)
+}
+
+// openBounds turns the zero times of an open-ended range into DateTime's
+// ends.
+func openBounds(from, to time.Time) (time.Time, time.Time) {
+	if from.IsZero() {
+		from = time.Unix(0, 0)
+	}
+	if to.IsZero() {
+		to = time.Unix(math.MaxUint32, 0)
+	}
+	return from, to
+}
+
+func joinTime(sec time.Time, ns uint32) time.Time {
+	return time.Unix(sec.Unix(), int64(ns)).UTC()
+}
+
+// floorUnix and ceilUnix round t to a multiple of step seconds.
+func floorUnix(t time.Time, step int64) int64 {
+	u := t.Unix()
+	return u - mod(u, step)
+}
+
+func ceilUnix(t time.Time, step int64) int64 {
+	f := floorUnix(t, step)
+	if f == t.Unix() && t.Nanosecond() == 0 {
+		return f
+	}
+	return f + step
+}

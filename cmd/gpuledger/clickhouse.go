@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/gpuledger/gpuledger/billing/clickhouse"
+	"github.com/gpuledger/gpuledger/billing/ledger"
+)
+
+// ClickHouse is wired here so billing/ledger never imports it.
+func init() {
+	storeOpeners[ledger.SchemeClickHouse] = openClickHouse
+	clickhouseMigrate = func(ctx context.Context, d ledger.DSN, cluster string) error {
+		d, err := withPasswordFile(d)
+		if err != nil {
+			return err
+		}
+		return clickhouse.Migrate(ctx, d, cluster)
+	}
+}
+
+func openClickHouse(ctx context.Context, d ledger.DSN) (ledger.Store, error) {
+	d, err := withPasswordFile(d)
+	if err != nil {
+		return nil, err
+	}
+	return clickhouse.Open(ctx, d, clickhouse.Options{Cluster: os.Getenv("GPULEDGER_CLICKHOUSE_CLUSTER")})
+}
+
+// withPasswordFile fills a DSN without a password from the file named by
+// GPULEDGER_CLICKHOUSE_PASSWORD_FILE (a mounted Kubernetes secret), so the
+// password need not sit in a flag or an environment variable.
+func withPasswordFile(d ledger.DSN) (ledger.DSN, error) {
+	path := os.Getenv("GPULEDGER_CLICKHOUSE_PASSWORD_FILE")
+	if d.Password != "" || path == "" {
+		return d, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return d, fmt.Errorf("cannot read ClickHouse password file %s: %w", path, err)
+	}
+	d.Password = strings.TrimRight(string(b), "\r\n")
+	return d, nil
+}
