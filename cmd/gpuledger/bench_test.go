@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/exposition"
 	"github.com/gpuledger/gpuledger/collector/scenario"
 	"github.com/gpuledger/gpuledger/collector/sim"
@@ -23,7 +26,14 @@ import (
 //
 // The scenario comes from `make bench` (GPULEDGER_DENSE_SCENARIO), made by
 // internal/groundtruth/cmd/genscenarios -dense.
-func BenchmarkCycleDenseNode(b *testing.B) {
+func BenchmarkCycleDenseNode(b *testing.B) { benchmarkCycle(b, false) }
+
+// BenchmarkCycleDenseNodeWithOutbox is the same cycle with every closed
+// ledger interval committed to the embedded ledger (the outbox), fsync
+// included: the difference is what the outbox costs a cycle.
+func BenchmarkCycleDenseNodeWithOutbox(b *testing.B) { benchmarkCycle(b, true) }
+
+func benchmarkCycle(b *testing.B, withOutbox bool) {
 	path := os.Getenv("GPULEDGER_DENSE_SCENARIO")
 	if path == "" {
 		b.Skip("set GPULEDGER_DENSE_SCENARIO (make bench does)")
@@ -39,7 +49,16 @@ func BenchmarkCycleDenseNode(b *testing.B) {
 	}
 	defer node.Close()
 	exp := exposition.New(sc.Node.Name, exposition.Options{})
-	c, closeSrc, err := simulatedCollector(ctx, sc, node, simOptions{TeamLabel: "team"}, nil, exp)
+	var sinks []collector.Sink
+	if withOutbox {
+		store, err := ledger.OpenFile(ctx, filepath.Join(b.TempDir(), "ledger.db"), ledger.FileOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer store.Close()
+		sinks = append(sinks, store)
+	}
+	c, closeSrc, err := simulatedCollector(ctx, sc, node, simOptions{TeamLabel: "team"}, sinks, exp)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -93,6 +93,18 @@ type groupKey struct {
 // length, and each GPU is covered for the whole duration.
 func checkPartitions(t *testing.T, sc *scenario.Scenario, rows []attribution.Row) {
 	t.Helper()
+	cover := checkIntervalPartitions(t, rows)
+	for _, g := range sc.GPUs {
+		if math.Abs(cover[g.UUID]-sc.Duration.Seconds()) > 1e-3 {
+			t.Errorf("GPU %s covered %.3fs of %.3fs", g.UUID, cover[g.UUID], sc.Duration.Seconds())
+		}
+	}
+}
+
+// checkIntervalPartitions checks both partitions per (interval, GPU) and
+// returns the seconds each GPU's rows cover.
+func checkIntervalPartitions(t *testing.T, rows []attribution.Row) map[string]float64 {
+	t.Helper()
 	alloc := map[groupKey]float64{}
 	used := map[groupKey]float64{}
 	for _, r := range rows {
@@ -111,11 +123,7 @@ func checkPartitions(t *testing.T, sc *scenario.Scenario, rows []attribution.Row
 			t.Errorf("partition broken for %s %s: allocated %.9f used %.9f of %.9f", k.gpu, k.start.Format(time.RFC3339), a, used[k], d)
 		}
 	}
-	for _, g := range sc.GPUs {
-		if math.Abs(cover[g.UUID]-sc.Duration.Seconds()) > 1e-3 {
-			t.Errorf("GPU %s covered %.3fs of %.3fs", g.UUID, cover[g.UUID], sc.Duration.Seconds())
-		}
-	}
+	return cover
 }
 
 type agg struct {
