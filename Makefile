@@ -55,5 +55,11 @@ fuzz:
 	    echo "== $$p $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
 	  done; done
 
+## dashboards: regenerate the Grafana JSON and the PrometheusRule from code
+## (make test fails when the committed files are stale).
+dashboards:
+	$(GO) run ./dashboards/cmd/gendashboards -out dashboards/json
+	$(GO) run ./alerts/cmd/genrules
+
 clean:
 	rm -rf bin out

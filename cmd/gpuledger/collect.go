@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -26,7 +27,8 @@ import (
 type collectFlags struct {
 	node, kubeletSocket, procRoot, kubeconfig, listen string
 	dcgmMode, dcgmAddress, teamLabel, dataDir         string
-	ledgerDSN                                         string
+	ledgerDSN, webConfig                              string
+	podLabels                                         string
 	outboxMaxBytes                                    int64
 	poll, ledgerInterval                              time.Duration
 }
@@ -45,6 +47,8 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	fs.StringVar(&f.dataDir, "data-dir", envDefault("GPULEDGER_DATA_DIR", "/var/lib/gpuledger"), "directory for the node's ledger files")
 	fs.StringVar(&f.ledgerDSN, "ledger", envDefault("GPULEDGER_LEDGER", ""), "cluster ledger to ship to (clickhouse://user@host:9000/db?secure=true; password from GPULEDGER_CLICKHOUSE_PASSWORD_FILE); empty keeps the ledger on the node only")
 	fs.Int64Var(&f.outboxMaxBytes, "outbox-max-bytes", 1<<30, "disk bound of the node's embedded ledger; shipped rows are pruned first, unshipped rows never")
+	fs.StringVar(&f.webConfig, "web.config.file", envDefault("GPULEDGER_WEB_CONFIG", ""), "Prometheus exporter-toolkit web config file for TLS and basic auth on /metrics")
+	fs.StringVar(&f.podLabels, "pod-label-allowlist", envDefault("GPULEDGER_POD_LABEL_ALLOWLIST", ""), "comma-separated pod labels copied onto container series as label_<name> (empty: none, so cardinality stays bounded)")
 	fs.DurationVar(&f.poll, "poll-interval", time.Second, "collection period")
 	fs.DurationVar(&f.ledgerInterval, "ledger-interval", time.Minute, "ledger row interval")
 	if err := fs.Parse(args); err != nil {
@@ -105,21 +109,40 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	}
 	defer out.Close()
 
-	exp := exposition.New(f.node, exposition.Options{BuildVersion: version, BuildRevision: revision})
+	exp := exposition.New(f.node, exposition.Options{BuildVersion: version, BuildRevision: revision, PodLabelAllowlist: splitList(f.podLabels)})
 	engine := attribution.NewEngine(attribution.Config{Node: f.node, LedgerInterval: f.ledgerInterval, PollInterval: f.poll, TeamLabel: f.teamLabel})
 	c := collector.New(collector.Config{Node: f.node, Outbox: out.status}, collector.WallClock{}, collector.Sources{
 		NVML: nv, DCGM: dcgm, Pods: pods, Meta: meta, Procs: procfs.NewResolver(f.procRoot),
 	}, engine, exp, []collector.Sink{out}, log)
 
-	srv := &http.Server{Addr: f.listen, Handler: serveMux(exp), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: serveMux(exp), ReadHeaderTimeout: 5 * time.Second}
+	// A collector whose metrics cannot be served (bad web config, port in
+	// use) stops rather than collecting blind.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
 	go func() {
-		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server failed", "err", err)
+		err := serveWithWebConfig(runCtx, srv, f.listen, f.webConfig)
+		if err != nil {
+			cancel()
 		}
+		served <- err
 	}()
-	defer srv.Shutdown(context.WithoutCancel(ctx))
 	log.Info("collecting", "poll", f.poll, "ledger_interval", f.ledgerInterval, "listen", f.listen)
-	return c.Run(ctx, f.poll)
+	err = c.Run(runCtx, f.poll)
+	cancel()
+	return errors.Join(err, <-served)
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func serveMux(exp *exposition.Exporter) *http.ServeMux {

@@ -1,0 +1,81 @@
+package dashboards
+
+import "github.com/grafana/grafana-foundation-sdk/go/dashboard"
+
+// Panel IDs of the findings dashboard not named in uids.go.
+const (
+	findingsOverTime = iota + 4
+	findingsInterference
+	findingsIdleUse
+)
+
+// byFinding identifies a flagged container.
+const byFinding = "cluster, node, gpu, namespace, pod, container, team"
+
+// flagged selects the containers a finding series flags right now.
+func flagged(finding string) string {
+	return "(" + sel(finding, ctrFilter) + " == 1)"
+}
+
+// ofFlagged restricts a per-container expression grouped by byFinding to
+// the containers a finding flags.
+func ofFlagged(expr, finding string) string {
+	return expr + " and on (cluster, node, gpu, namespace, pod, container) " + flagged(finding)
+}
+
+// withNoisyPod adds the noisy_pod label of a starved container to a
+// per-container expression grouped by byFinding (one noisy pod per victim
+// is named: topk keeps the match unique).
+func withNoisyPod(expr string) string {
+	starved := "topk by (cluster, node, gpu, namespace, pod, container) (1, max by (" + byFinding + ", noisy_pod) " + flagged(mStarved) + ")"
+	return expr + " * on (cluster, node, gpu, namespace, pod, container) group_left (noisy_pod) " + starved
+}
+
+func findings() *dashboard.DashboardBuilder {
+	used := sumBy(byFinding, rate(sel(mUsed, ctrFilter)))
+	alloc := sumBy(byFinding, rate(sel(mAllocated, ctrFilter)))
+	share := sumBy(byFinding, sel(mRatio, ctrFilter))
+	b := newBoard(UIDFindings, "gpuledger / Findings",
+		"What the detectors flag right now: noisy neighbours on GPUs shared without hardware isolation with the containers they starve, and allocations left idle. Click a row for the GPU's drill-down.")
+
+	b.WithPanel(tableOf(PanelFindingsNoisy, "Noisy neighbours",
+		"Containers using at least twice their allocation share of a GPU that is at least 90% busy while another tenant gets less than its share (time-slicing, MPS, HAMi; never MIG). Used and share are in GPUs.",
+		12, 8, map[string]string{"A": "Flagged", "B": "Used GPUs", "C": "Allocation share"}, []string{"cluster"},
+		q("A", "max by ("+byFinding+") "+flagged(mNoisy), ""),
+		q("B", ofFlagged(used, mNoisy), ""),
+		q("C", ofFlagged(share, mNoisy), "")).
+		DataLinks(drilldownLink()))
+	b.WithPanel(tableOf(PanelFindingsStarved, "Starved containers and their noisy neighbour",
+		"Containers with running processes getting less than their allocation share of a busy shared GPU, with the noisy pod (namespace/pod) that starves them.",
+		12, 8, map[string]string{"A": "Flagged", "B": "Used GPUs", "C": "Allocation share"}, []string{"cluster"},
+		q("A", "max by ("+byFinding+", noisy_pod) "+flagged(mStarved), ""),
+		q("B", withNoisyPod(used), ""),
+		q("C", withNoisyPod(share), "")).
+		DataLinks(drilldownLink()))
+	b.WithPanel(tableOf(PanelFindingsIdle, "Idle allocations",
+		"Containers that have held a GPU allocation for the whole idle window while using less than the idle threshold of it. Allocated and used are in GPUs.",
+		24, 8, map[string]string{"A": "Flagged", "B": "Allocated GPUs", "C": "Used GPUs"}, []string{"cluster"},
+		q("A", "max by ("+byFinding+") "+flagged(mIdleAlloc), ""),
+		q("B", ofFlagged(alloc, mIdleAlloc), ""),
+		q("C", ofFlagged(orZero(used, alloc), mIdleAlloc), "")).
+		DataLinks(drilldownLink()))
+	b.WithPanel(timeSeries(findingsOverTime, "Flagged containers over time",
+		"How many containers each detector flags.",
+		"none", 8, 9,
+		q("A", "count("+flagged(mNoisy)+")", "noisy neighbours"),
+		q("B", "count("+flagged(mStarved)+")", "starved"),
+		q("C", "count("+flagged(mIdleAlloc)+")", "idle allocations")))
+	b.WithPanel(timeSeries(findingsInterference, "Noisy neighbours and victims: used vs share",
+		"GPUs used by the flagged noisy neighbours and their victims, next to their allocation shares: the noisy one far above its share, the victims below theirs.",
+		unitGPUs, 8, 9,
+		q("A", sumBy("cluster, node, namespace, pod", rate(sel(mUsed, ctrFilter)))+
+			" and on (cluster, node, namespace, pod) ("+flagged(mNoisy)+" or "+flagged(mStarved)+")", "{{namespace}}/{{pod}} used"),
+		q("B", sumBy("cluster, node, namespace, pod", sel(mRatio, ctrFilter))+
+			" and on (cluster, node, namespace, pod) ("+flagged(mNoisy)+" or "+flagged(mStarved)+")", "{{namespace}}/{{pod}} share")))
+	b.WithPanel(timeSeries(findingsIdleUse, "Idle allocations: allocated vs used",
+		"GPUs held and GPUs used by the containers flagged for idle allocations.",
+		unitGPUs, 8, 9,
+		q("A", ofFlagged(alloc, mIdleAlloc), "{{namespace}}/{{pod}} allocated"),
+		q("B", ofFlagged(orZero(used, alloc), mIdleAlloc), "{{namespace}}/{{pod}} used")))
+	return b
+}
