@@ -87,7 +87,7 @@ type descs struct {
 	sourceUp, sourceErrors, anomalies, rowsWritten *family
 	outboxPending, outboxAge                       *family
 	batchesShipped, batchesFailed, writeErrors     *family
-	rowsDropped                                    *family
+	rowsDropped, price                             *family
 
 	byName []*family // every family, sorted by name; family.rank indexes it
 }
@@ -178,6 +178,9 @@ func newDescs(node string, podLabelNames []string) descs {
 		writeErrors: d("ledger_write_errors_total", counterType,
 			"Failed commits to the node's embedded ledger (disk full, read-only); the rows are held in memory and retried.",
 			nil, onNode),
+		price: d("price_per_gpu_hour", gaugeType,
+			"Price book rate per physical GPU-hour by GPU model (model=\"default\" for models the book does not list), in the book's currency; the chargeback report uses the same rates.",
+			[]string{"model", "currency"}, onNode),
 		rowsDropped: d("ledger_rows_dropped_total", counterType,
 			"Ledger rows lost because the embedded ledger stayed unwritable longer than the in-memory retry buffer could hold.",
 			nil, onNode),
@@ -201,6 +204,7 @@ func (d *descs) all() []*family {
 		d.sourceUp, d.sourceErrors, d.anomalies, d.rowsWritten,
 		d.outboxPending, d.outboxAge,
 		d.batchesShipped, d.batchesFailed, d.writeErrors, d.rowsDropped,
+		d.price,
 	}
 }
 

@@ -24,6 +24,17 @@ type Options struct {
 	// replaced by _>. Opt-in: each key adds a label to ~5 series per
 	// container slice.
 	PodLabelAllowlist []string
+	// Prices are the price book's rates per physical GPU-hour, exported as
+	// gpuledger_price_per_gpu_hour{model,currency} so dashboards can show
+	// a live cost rate consistent with the chargeback report.
+	Prices []Price
+}
+
+// Price is one rate of the price book. Model "default" carries the
+// book's default rate for models it does not list.
+type Price struct {
+	Model, Currency string
+	PerGPUHour      float64
 }
 
 // CycleMeta is what the collector knows about a cycle beyond attribution's
@@ -54,6 +65,7 @@ type Exporter struct {
 	log       *slog.Logger
 	d         descs
 	buildInfo *labelSet // nil when the build labels are invalid
+	prices    []Price
 
 	// mu serialises Update; scrapes never take it.
 	mu      sync.Mutex
@@ -80,11 +92,13 @@ func New(node string, opts Options) *Exporter {
 		d:      newDescs(node, list.names),
 		totals: newTotals(),
 		pods:   newPodLabelIndex(list),
+		prices: append([]Price(nil), opts.Prices...),
 	}
 	e.scratch = newScratch(&e.d)
 	e.buildInfo = e.newBuildInfo(opts)
 	b := newBuilder(&e.d, 0, e.scratch.caches)
 	b.buildInfo(e.buildInfo)
+	b.prices(e.prices)
 	e.snap.Store(b.snapshot())
 
 	// The Go and process collectors are registered twice: with the
@@ -159,6 +173,7 @@ func (e *Exporter) Update(res attribution.CycleResult, meta CycleMeta) {
 
 	b := newBuilder(&e.d, e.cycles, e.scratch.caches)
 	b.buildInfo(e.buildInfo)
+	b.prices(e.prices)
 	b.totals(e.totals)
 	b.findings(res.Active)
 	b.inventory(meta.GPUs, e.scratch.gpus)

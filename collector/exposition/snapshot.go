@@ -123,6 +123,13 @@ func (b *builder) snapshot() *snapshot {
 	return s
 }
 
+// prices adds the price book's rates.
+func (b *builder) prices(ps []Price) {
+	for _, p := range ps {
+		b.small(b.d.price, p.PerGPUHour, p.Model, p.Currency)
+	}
+}
+
 // buildInfo adds gpuledger_build_info; ls is nil when its labels are invalid.
 func (b *builder) buildInfo(ls *labelSet) {
 	if ls != nil {
