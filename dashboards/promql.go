@@ -32,19 +32,10 @@ const (
 	mOutboxRows   = "gpuledger_outbox_rows_pending"
 	mOutboxAge    = "gpuledger_outbox_oldest_pending_age_seconds"
 
-	// mPrice is the price book exported by the chargeback issue (issue 4)
-	// as gpuledger_price_per_gpu_hour{model,currency}. Until a collector
-	// exports it, the cost panels are empty; PendingSeries lists it.
+	// mPrice is the price book the collector exports with --prices, the
+	// same rates the chargeback report uses.
 	mPrice = "gpuledger_price_per_gpu_hour"
 )
-
-// PendingSeries are series the dashboards and rules read that the
-// collector does not export yet, with who adds them. The reference check
-// accepts them; the end-to-end test expects no data from queries that need
-// them.
-var PendingSeries = map[string]string{
-	mPrice: "the price book export of issue 4 (chargeback)",
-}
 
 // Label filters of the template variables.
 const (

@@ -27,7 +27,7 @@ import (
 type collectFlags struct {
 	node, kubeletSocket, procRoot, kubeconfig, listen string
 	dcgmMode, dcgmAddress, teamLabel, dataDir         string
-	ledgerDSN, webConfig                              string
+	ledgerDSN, webConfig, prices                      string
 	podLabels                                         string
 	outboxMaxBytes                                    int64
 	poll, ledgerInterval                              time.Duration
@@ -47,6 +47,7 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	fs.StringVar(&f.dataDir, "data-dir", envDefault("GPULEDGER_DATA_DIR", "/var/lib/gpuledger"), "directory for the node's ledger files")
 	fs.StringVar(&f.ledgerDSN, "ledger", envDefault("GPULEDGER_LEDGER", ""), "cluster ledger to ship to (clickhouse://user@host:9000/db?secure=true; password from GPULEDGER_CLICKHOUSE_PASSWORD_FILE); empty keeps the ledger on the node only")
 	fs.Int64Var(&f.outboxMaxBytes, "outbox-max-bytes", 1<<30, "disk bound of the node's embedded ledger; shipped rows are pruned first, unshipped rows never")
+	fs.StringVar(&f.prices, "prices", envDefault("GPULEDGER_PRICES", ""), "price book (prices.yaml) exported as gpuledger_price_per_gpu_hour for live cost panels")
 	fs.StringVar(&f.webConfig, "web.config.file", envDefault("GPULEDGER_WEB_CONFIG", ""), "Prometheus exporter-toolkit web config file for TLS and basic auth on /metrics")
 	fs.StringVar(&f.podLabels, "pod-label-allowlist", envDefault("GPULEDGER_POD_LABEL_ALLOWLIST", ""), "comma-separated pod labels copied onto container series as label_<name> (empty: none, so cardinality stays bounded)")
 	fs.DurationVar(&f.poll, "poll-interval", time.Second, "collection period")
@@ -109,7 +110,12 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	}
 	defer out.Close()
 
-	exp := exposition.New(f.node, exposition.Options{BuildVersion: version, BuildRevision: revision, PodLabelAllowlist: splitList(f.podLabels)})
+	book, err := loadPrices(f.prices)
+	if err != nil {
+		return err
+	}
+	exp := exposition.New(f.node, exposition.Options{BuildVersion: version, BuildRevision: revision,
+		PodLabelAllowlist: splitList(f.podLabels), Prices: exportedPrices(book)})
 	engine := attribution.NewEngine(attribution.Config{Node: f.node, LedgerInterval: f.ledgerInterval, PollInterval: f.poll, TeamLabel: f.teamLabel})
 	c := collector.New(collector.Config{Node: f.node, Outbox: out.status}, collector.WallClock{}, collector.Sources{
 		NVML: nv, DCGM: dcgm, Pods: pods, Meta: meta, Procs: procfs.NewResolver(f.procRoot),

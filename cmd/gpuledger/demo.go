@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -23,6 +24,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/exposition"
 	"github.com/gpuledger/gpuledger/collector/scenario"
@@ -58,44 +61,92 @@ func loadDemoScenarios() ([]*scenario.Scenario, error) {
 
 func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	fl := flag.NewFlagSet("demo", flag.ContinueOnError)
-	out := fl.String("out", "out/demo", "directory for each node's ledger.csv and flags.csv")
-	listen := fl.String("listen", envDefault("GPULEDGER_LISTEN", "127.0.0.1:9400"), "address to serve live /metrics on; empty to exit after the summary")
+	out := fl.String("out", "out/demo", "directory for the fleet's ledger.db and the month's chargeback report")
+	days := fl.Int("days", 30, "days of history to backfill")
+	listen := fl.String("listen", envDefault("GPULEDGER_LISTEN", "127.0.0.1:9400"), "address to serve live /metrics on; empty to exit after the report")
 	if err := fl.Parse(args); err != nil {
 		return err
+	}
+	if *days < 1 {
+		return fmt.Errorf("--days %d: need at least one day", *days)
+	}
+	book, err := pricebook.Parse("demo prices", []byte(demoPrices))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("cannot create %s: %w", *out, err)
+	}
+	dbPath := filepath.Join(*out, "ledger.db")
+	_ = os.Remove(dbPath) // a fresh month each run
+	_ = os.Remove(dbPath + "-wal")
+	_ = os.Remove(dbPath + "-shm")
+	store, err := ledger.OpenFile(ctx, dbPath, ledger.FileOptions{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	to := time.Now().UTC().Truncate(24 * time.Hour)
+	from := to.AddDate(0, 0, -*days)
+	sum, err := backfill(ctx, store, from, *days)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Backfilled %d days (%s to %s) of 4 simulated nodes: MIG, time-slicing, MPS and HAMi.\n\n",
+		*days, from.Format("2006-01-02"), to.Format("2006-01-02"))
+	sum.print(stdout)
+
+	csvPath, htmlPath := filepath.Join(*out, "chargeback.csv"), filepath.Join(*out, "chargeback.html")
+	for _, f := range []struct{ format, path string }{{"csv", csvPath}, {"html", htmlPath}} {
+		if _, err := writeReport(ctx, store, book, from, to, f.format, f.path, io.Discard); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "\nLedger:            %s\nFinance CSV:       %s\nChargeback report: %s\n", dbPath, csvPath, htmlPath)
+	if *listen == "" {
+		return nil
 	}
 	scs, err := loadDemoScenarios()
 	if err != nil {
 		return err
 	}
+	return serveLiveDemo(ctx, scs, *listen, exportedPrices(book), stdout)
+}
+
+// backfill simulates the demo fleet over [from, from+days) into store,
+// with a progress line when a person watches stderr.
+func backfill(ctx context.Context, store *ledger.FileStore, from time.Time, days int) (*teamSummary, error) {
+	scs, err := backfillScenarios(from, days)
+	if err != nil {
+		return nil, err
+	}
 	sum := newTeamSummary()
-	for _, sc := range scs {
-		dir := filepath.Join(*out, sc.Node.Name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("cannot create %s: %w", dir, err)
+	show := isTerminal(os.Stderr)
+	began := time.Now()
+	for i, sc := range scs {
+		opt := simOptions{TeamLabel: "team"}
+		if show {
+			opt.Progress = func(done, total time.Duration) {
+				if done%(6*time.Hour) == 0 {
+					f := (float64(i) + float64(done)/float64(total)) / float64(len(scs))
+					fmt.Fprintf(os.Stderr, "\rbackfilling [%-30s] %3.0f%%  %s  %s ", strings.Repeat("#", int(f*30)), f*100, sc.Node.Name, time.Since(began).Round(time.Second))
+				}
+			}
 		}
-		files, err := newCSVSink(dir)
-		if err != nil {
-			return err
-		}
-		err = simulateScenario(ctx, sc, simOptions{TeamLabel: "team"}, []collector.Sink{files, sum}, nil)
-		if cerr := files.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("node %s: %w", sc.Node.Name, err)
+		if err := simulateScenario(ctx, sc, opt, []collector.Sink{store, sum}, nil); err != nil {
+			return nil, fmt.Errorf("node %s: %w", sc.Node.Name, err)
 		}
 	}
-	fmt.Fprintf(stdout, "Simulated %d nodes (MIG, time-slicing, MPS, HAMi), one hour each. Ledgers in %s/<node>/ledger.csv\n\n", len(scs), *out)
-	sum.print(stdout)
-	if *listen == "" {
-		return nil
+	if show {
+		fmt.Fprintf(os.Stderr, "\rbackfilled  [%s] 100%%  %s\n", strings.Repeat("#", 30), time.Since(began).Round(time.Second))
 	}
-	return serveLiveDemo(ctx, scs, *listen, stdout)
+	return sum, nil
 }
 
 // serveLiveDemo replays the demo fleet from now on wall time and serves its
 // metrics until interrupted.
-func serveLiveDemo(ctx context.Context, scs []*scenario.Scenario, listen string, stdout io.Writer) error {
+func serveLiveDemo(ctx context.Context, scs []*scenario.Scenario, listen string, prices []exposition.Price, stdout io.Writer) error {
 	start := time.Now().UTC().Truncate(time.Second)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -104,7 +155,7 @@ func serveLiveDemo(ctx context.Context, scs []*scenario.Scenario, listen string,
 	for _, base := range scs {
 		sc := *base
 		sc.Start = start
-		exp := exposition.New(sc.Node.Name, exposition.Options{BuildVersion: version, BuildRevision: revision})
+		exp := exposition.New(sc.Node.Name, exposition.Options{BuildVersion: version, BuildRevision: revision, Prices: prices})
 		if err := reg.Register(exp); err != nil {
 			return fmt.Errorf("cannot register metrics of %s: %w", sc.Node.Name, err)
 		}
@@ -233,7 +284,7 @@ func (s *teamSummary) print(w io.Writer) {
 	for _, n := range names {
 		t := s.teams[n]
 		eff := "-"
-		if t.allocated > 0 {
+		if t.allocated > 0 && !strings.HasPrefix(n, "(") {
 			eff = fmt.Sprintf("%.0f%%", 100*t.used/t.allocated)
 		}
 		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%s\t%d\t%d\t%d\t\n", n, t.allocated/3600, t.used/3600, eff,

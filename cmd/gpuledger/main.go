@@ -37,6 +37,7 @@ func commands() []command {
 		{"collect", "run the node collector (DaemonSet entry point)", runCollect},
 		{"simulate", "run the collector on a simulated node scenario", runSimulate},
 		{"demo", "simulate a mixed GPU fleet, print a per-team summary, serve /metrics", runDemo},
+		{"report", "chargeback for a period: finance CSV, JSON or HTML from the ledger and a price book", runReport},
 		{"ledger", "ledger export (csv, jsonl) and migrate, on the embedded store or ClickHouse", runLedger},
 		{"version", "print the version", func(_ context.Context, _ []string, w io.Writer) error {
 			_, err := fmt.Fprintf(w, "gpuledger %s (%s)\n", version, revision)

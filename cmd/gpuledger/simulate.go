@@ -34,6 +34,7 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	listen := fs.String("listen", "", "serve the collector's /metrics on this address while simulating (with --speed, for a real Prometheus to scrape)")
 	speed := fs.Float64("speed", 0, "pace the virtual clock at this many simulated seconds per wall second (0: as fast as possible)")
 	linger := fs.Duration("linger", 0, "with --listen, keep serving this long after the scenario ends")
+	prices := fs.String("prices", envDefault("GPULEDGER_PRICES", ""), "price book whose rates /metrics exports as gpuledger_price_per_gpu_hour (with --listen)")
 	ledgerDSN := fs.String("ledger", envDefault("GPULEDGER_LEDGER", ""), "also send the rows to this ledger (file path, file:PATH or clickhouse://...)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -70,9 +71,13 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		defer extra.Close()
 		sinks = append(sinks, storeSink{extra})
 	}
+	book, err := loadPrices(*prices)
+	if err != nil {
+		return err
+	}
 	var exp *exposition.Exporter
 	if *listen != "" {
-		exp = exposition.New(sc.Node.Name, exposition.Options{BuildVersion: version, BuildRevision: revision})
+		exp = exposition.New(sc.Node.Name, exposition.Options{BuildVersion: version, BuildRevision: revision, Prices: exportedPrices(book)})
 		stop, err := serveMetrics(ctx, *listen, exp)
 		if err != nil {
 			return err

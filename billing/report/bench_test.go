@@ -1,0 +1,151 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/ledger"
+)
+
+// BenchmarkMonthlyReport: the March report of 32 GPUs at one-minute ledger
+// resolution (8 copies of monthFleet: MIG, time-slicing, MPS and exclusive
+// GPUs with daily tenants; 44,640 intervals, about 5.9 million rows) from
+// the embedded store, CSV and HTML written. Generating the ledger takes
+// minutes; GPULEDGER_BENCH_REPORT_LEDGER=FILE keeps it for the next run.
+//
+//	GPULEDGER_BENCH_REPORT_LEDGER=/tmp/bench-report.db go test -run '^$' -bench MonthlyReport -benchtime 5x ./billing/report
+func BenchmarkMonthlyReport(b *testing.B) {
+	ctx := context.Background()
+	path := os.Getenv("GPULEDGER_BENCH_REPORT_LEDGER")
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "ledger.db")
+	}
+	from, to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	rows, err := benchLedger(ctx, b, path, from, to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{MustExist: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	bk := monthBook(b, "UTC", "allocation", "shared")
+	b.Run("report", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			r, err := Build(ctx, st, bk, from, to)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := WriteCSV(io.Discard, r); err != nil {
+				b.Fatal(err)
+			}
+			if err := WriteHTML(io.Discard, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(rows), "ledger-rows")
+	})
+	// The store's part: the day aggregates alone.
+	b.Run("store-aggregate", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			q := ledger.AggregateQuery{From: from, To: to, Location: bk.Location, Bucket: ledger.BucketDay}
+			if _, err := st.Aggregate(ctx, q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The report's part: the same aggregates, already read.
+	b.Run("from-aggregates", func(b *testing.B) {
+		q := ledger.AggregateQuery{From: from, To: to, Location: bk.Location, Bucket: ledger.BucketDay}
+		aggs, err := st.Aggregate(ctx, q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		src := fixedSource(aggs)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			r, err := Build(ctx, src, bk, from, to)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := WriteCSV(io.Discard, r); err != nil {
+				b.Fatal(err)
+			}
+			if err := WriteHTML(io.Discard, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(aggs)), "aggregates")
+	})
+}
+
+// fixedSource serves aggregates already read.
+type fixedSource []ledger.Aggregate
+
+func (f fixedSource) Aggregate(context.Context, ledger.AggregateQuery) ([]ledger.Aggregate, error) {
+	return f, nil
+}
+
+func (f fixedSource) Findings(context.Context, time.Time, time.Time, func(attribution.Finding) error) error {
+	return nil
+}
+
+// benchLedger writes the 32-GPU month to path unless it is there already,
+// one day per transaction, and returns its row count.
+func benchLedger(ctx context.Context, b *testing.B, path string, from, to time.Time) (int64, error) {
+	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{})
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	aggs, err := st.Aggregate(ctx, ledger.AggregateQuery{From: from, To: to})
+	if err != nil {
+		return 0, err
+	}
+	var have int64
+	for _, a := range aggs {
+		have += a.Rows
+	}
+	if have > 0 {
+		return have, nil
+	}
+	gpus, tenants := monthFleet(from, to, time.UTC)
+	var fleet []gpu
+	var fleetTenants []tenant
+	for c := 0; c < 8; c++ {
+		for _, g := range gpus {
+			g.node, g.uuid = fmt.Sprintf("%s-%d", g.node, c), fmt.Sprintf("%s-%d", g.uuid, c)
+			fleet = append(fleet, g)
+		}
+		for _, tn := range tenants {
+			tn.gpu += c * len(gpus)
+			tn.pod = fmt.Sprintf("%s-%d", tn.pod, c)
+			fleetTenants = append(fleetTenants, tn)
+		}
+	}
+	began := time.Now()
+	var n int64
+	for day := from; day.Before(to); day = day.AddDate(0, 0, 1) {
+		dayFleet := make([]gpu, len(fleet))
+		for i, g := range fleet {
+			g.from, g.to = day, day.AddDate(0, 0, 1)
+			dayFleet[i] = g
+		}
+		rows := ledgerRows(dayFleet, fleetTenants, time.Minute)
+		if err := st.Append(ctx, rows, nil); err != nil {
+			return 0, err
+		}
+		n += int64(len(rows))
+	}
+	b.Logf("wrote %d ledger rows to %s in %s", n, path, time.Since(began).Round(time.Second))
+	return n, nil
+}

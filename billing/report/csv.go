@@ -1,0 +1,78 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// CSVHeader is the finance CSV's header row (report.md).
+var CSVHeader = []string{"period_start", "period_end", "team", "namespace", "gpu_model", "sharing_mode", "line_type",
+	"allocated_gpu_hours", "used_gpu_hours", "efficiency", "energy_kwh", "rate_per_gpu_hour", "amount", "currency"}
+
+// Decimals of the CSV's (and JSON's) quantities. Hours to 1e-6 (3.6 ms);
+// amounts always to the currency's minor unit.
+const (
+	hoursDecimals      = 6
+	efficiencyDecimals = 4
+	energyDecimals     = 6
+)
+
+// WriteCSV writes the finance CSV: RFC 4180, UTF-8, a header row, one row
+// per line. An empty period is the header alone.
+func WriteCSV(w io.Writer, r *Report) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader); err != nil {
+		return fmt.Errorf("cannot write report CSV: %w", err)
+	}
+	for _, l := range r.Lines {
+		if err := cw.Write(csvRow(r, l)); err != nil {
+			return fmt.Errorf("cannot write report CSV: %w", err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("cannot write report CSV: %w", err)
+	}
+	return nil
+}
+
+func csvRow(r *Report, l Line) []string {
+	f := lineFields(r, l)
+	return []string{f.PeriodStart, f.PeriodEnd, neutralise(l.Team), neutralise(l.Namespace), neutralise(l.GPUModel),
+		neutralise(l.SharingMode), string(l.Type), f.Allocated, f.Used, f.Efficiency, f.Energy, f.Rate, f.Amount, f.Currency}
+}
+
+// fields is a line as text: the CSV, JSON and HTML all print these, so
+// the three show the same numbers.
+type fields struct {
+	PeriodStart, PeriodEnd         string
+	Allocated, Used, Efficiency    string
+	Energy, Rate, Amount, Currency string
+}
+
+func lineFields(r *Report, l Line) fields {
+	f := fields{
+		PeriodStart: r.From.Format(time.RFC3339), PeriodEnd: r.To.Format(time.RFC3339),
+		Allocated: decimal(l.AllocatedHours, hoursDecimals), Used: decimal(l.UsedHours, hoursDecimals),
+		Efficiency: decimal(l.Efficiency, efficiencyDecimals), Energy: decimal(l.EnergyKWh, energyDecimals),
+		Amount: r.Money(l.Amount), Currency: r.Book.Currency.Code,
+	}
+	if l.Rate != nil {
+		f.Rate = l.Rate.Format(r.Book.Currency.MinorUnit)
+	}
+	return f
+}
+
+// neutralise keeps a label from being read as a formula by a spreadsheet
+// (OWASP CSV injection): a cell that starts with = + - @, a tab or a
+// carriage return gets a leading apostrophe. Only label cells come from
+// users; numbers are written by us and left alone.
+func neutralise(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}

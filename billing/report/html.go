@@ -1,0 +1,425 @@
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
+)
+
+//go:embed report.html.tmpl
+var htmlTemplate string
+
+var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"f1": func(v float64) string { return fmt.Sprintf("%.1f", v) },
+}).Parse(htmlTemplate))
+
+// maxChartTeams bounds the bars of the per-team charts; the rest are one
+// "other teams" bar. maxFindingRows bounds each findings table.
+const (
+	maxChartTeams  = 12
+	maxFindingRows = 12
+	maxRelated     = 6
+)
+
+// WriteHTML writes the report as one self-contained HTML page: inline CSS
+// and SVG, no script, and a Content-Security-Policy that forbids fetching
+// anything.
+func WriteHTML(w io.Writer, r *Report) error {
+	if err := pageTemplate.Execute(w, newPage(r)); err != nil {
+		return fmt.Errorf("cannot write report HTML: %w", err)
+	}
+	return nil
+}
+
+type page struct {
+	Title, Period, Range, Zone string
+	Currency, Policy, Idle     string
+	TeamLabel, Generated       string
+	Empty                      bool
+	NoUsage                    string
+	Cards                      []card
+	CostChart, TeamHours       chart
+	ModeHours, Capacity        chart
+	Teams                      []teamRow
+	Platform, Rounding, Total  string
+	TeamTotals                 teamRow
+	Modes                      []modeRow
+	Models                     []modelRow
+	IdleAllocs                 []findingRow
+	IdleMore                   int
+	Noisy                      []findingRow
+	NoisyMore                  int
+	FindingsDropped            int
+	Lines                      []lineRow
+	Explain                    []string
+	Reconcile                  []string
+	Unknown                    []string
+}
+
+type card struct{ Label, Value, Note string }
+
+type teamRow struct {
+	Team, Namespaces                string
+	Allocated, Used, HeldIdle, Eff  string
+	Charge, IdleShare, Total, Share string
+}
+
+type modeRow struct{ Mode, Allocated, Used, Eff, Charge string }
+
+type modelRow struct {
+	Model, Rate, Capacity, Unallocated, Idle, Unattributed string
+	Amount, Unbilled, PaidBy                               string
+	Unknown                                                bool
+}
+
+type findingRow struct {
+	Pod, Container, Team, Where string
+	Episodes, Duration, First   string
+	Last, Related               string
+}
+
+type lineRow struct {
+	Team, Namespace, Model, Mode, Type string
+	Allocated, Used, Eff, Energy       string
+	Rate, Amount                       string
+}
+
+func newPage(r *Report) page {
+	b := r.Book
+	p := page{
+		Title:     "GPU chargeback " + r.PeriodLabel(),
+		Period:    periodTitle(r),
+		Range:     r.From.Format("Mon 2 Jan 2006 15:04") + " – " + r.To.Format("Mon 2 Jan 2006 15:04 MST"),
+		Zone:      b.Timezone,
+		Currency:  b.Currency.Code,
+		Policy:    string(b.Policy),
+		Idle:      string(b.Idle),
+		TeamLabel: b.TeamLabel,
+		Empty:     r.Empty(),
+		NoUsage:   NoUsageMessage,
+		Explain:   explain(b),
+	}
+	if !r.GeneratedAt.IsZero() {
+		p.Generated = r.GeneratedAt.In(b.Location).Format("2 Jan 2006 15:04 MST")
+	}
+	if r.Empty() {
+		return p
+	}
+	money := func(x int64) string { return formatMinor(x, b.Currency.MinorUnit, true) }
+	p.Total, p.Platform, p.Rounding = money(r.Total), money(r.Platform), money(r.Rounding)
+	p.Cards = cards(r, money)
+	p.CostChart = costChart(r, money)
+	p.TeamHours = hoursChart("GPU-hours per team", teamHourInputs(r))
+	p.ModeHours = hoursChart("GPU-hours per sharing mode", modeHourInputs(r))
+	p.Capacity = capacityChart(r)
+	p.Teams, p.TeamTotals = teamRows(r, money)
+	for _, m := range r.Modes {
+		p.Modes = append(p.Modes, modeRow{Mode: m.Mode, Allocated: hoursText(m.AllocatedHours), Used: hoursText(m.UsedHours),
+			Eff: percent(m.Efficiency), Charge: money(m.Charge)})
+	}
+	p.Models = modelRows(r, money)
+	p.IdleAllocs, p.IdleMore = findingRows(r, attribution.FindingIdleAllocation)
+	p.Noisy, p.NoisyMore = findingRows(r, attribution.FindingNoisyNeighbour)
+	p.FindingsDropped = r.FindingsDropped
+	for _, l := range r.Lines {
+		f := lineFields(r, l)
+		p.Lines = append(p.Lines, lineRow{Team: l.Team, Namespace: l.Namespace, Model: l.GPUModel, Mode: l.SharingMode, Type: string(l.Type),
+			Allocated: f.Allocated, Used: f.Used, Eff: f.Efficiency, Energy: f.Energy, Rate: f.Rate, Amount: money(l.Amount)})
+	}
+	for _, m := range r.UnknownModels() {
+		p.Unknown = append(p.Unknown, fmt.Sprintf("%s (%s GPU-hours, %d ledger rows) priced at the default rate %s",
+			m.Model, hoursText(m.CapacityHours), m.Rows, m.Rate.Format(b.Currency.MinorUnit)))
+	}
+	p.Reconcile = reconcile(r, money)
+	return p
+}
+
+func periodTitle(r *Report) string {
+	if isMonth(r.From, r.To, r.Book.Location) {
+		return r.From.Format("January 2006")
+	}
+	return r.From.Format("2 Jan 2006 15:04") + " – " + r.To.Format("2 Jan 2006 15:04")
+}
+
+func cards(r *Report, money func(int64) string) []card {
+	var capH, alloc, used, unalloc, idle = new(big.Rat), new(big.Rat), new(big.Rat), new(big.Rat), new(big.Rat)
+	for _, m := range r.Models {
+		capH.Add(capH, m.CapacityHours)
+		alloc.Add(alloc, m.AllocatedHours)
+		used.Add(used, m.UsedHours)
+		unalloc.Add(unalloc, m.UnallocatedHours)
+		idle.Add(idle, m.IdleHours)
+	}
+	unbilled := r.Platform
+	var shared int64
+	for _, t := range r.Teams {
+		shared += t.IdleShare
+	}
+	note := "on the platform line"
+	if r.Book.Idle == pricebook.IdleShared {
+		unbilled += shared
+		note = "shared over the teams"
+		if r.Platform != 0 {
+			note = "shared, rest on the platform line"
+		}
+	}
+	return []card{
+		{"Total charged", money(r.Total) + " " + r.Book.Currency.Code, fmt.Sprintf("%d teams, %d GPU models", len(r.Teams), len(r.Models))},
+		{"GPU capacity", hoursText(capH) + " h", fmt.Sprintf("%s h allocated, %s h never allocated", hoursText(alloc), hoursText(unalloc))},
+		{"Efficiency", percent(ratio(used, alloc)), fmt.Sprintf("%s of %s allocated GPU-hours used", hoursText(used), hoursText(alloc))},
+		{"Capacity nobody paid for directly", money(unbilled) + " " + r.Book.Currency.Code, note},
+	}
+}
+
+func costChart(r *Report, money func(int64) string) chart {
+	unit := r.Book.Currency.MinorUnit
+	f := func(x int64) float64 { v, _ := new(big.Rat).SetFrac64(x, pow10(unit)).Float64(); return v }
+	var rows []barInput
+	var otherC, otherS int64
+	others := 0
+	for i, t := range r.Teams {
+		if i >= maxChartTeams {
+			otherC, otherS = otherC+t.Charge, otherS+t.IdleShare
+			others++
+			continue
+		}
+		rows = append(rows, barInput{Label: t.Team, Value: money(t.Total), Parts: []barPart{
+			{f(t.Charge), "s-charge", t.Team + ": charge " + money(t.Charge)},
+			{f(t.IdleShare), "s-share", t.Team + ": idle share " + money(t.IdleShare)},
+		}})
+	}
+	if others > 0 {
+		rows = append(rows, barInput{Label: fmt.Sprintf("%d other teams", others), Value: money(otherC + otherS), Parts: []barPart{
+			{f(otherC), "s-charge", "charge " + money(otherC)}, {f(otherS), "s-share", "idle share " + money(otherS)}}})
+	}
+	if r.Platform != 0 {
+		rows = append(rows, barInput{Label: "platform", Value: money(r.Platform), Parts: []barPart{{f(r.Platform), "s-platform", "platform " + money(r.Platform)}}})
+	}
+	legend := []legendItem{{"s-charge", "charge"}}
+	if r.Book.Idle == pricebook.IdleShared {
+		legend = append(legend, legendItem{"s-share", "idle share"})
+	}
+	if r.Platform != 0 {
+		legend = append(legend, legendItem{"s-platform", "platform"})
+	}
+	return layout(wideChart, "Cost per team in "+r.Book.Currency.Code, rows, legend, compact)
+}
+
+func hoursChart(title string, rows []barInput) chart {
+	return layout(narrowChart, title, rows, []legendItem{{"s-alloc", "allocated GPU-hours"}, {"s-used", "used GPU-hours"}}, compact)
+}
+
+func teamHourInputs(r *Report) []barInput {
+	var rows []barInput
+	for i, t := range r.Teams {
+		if i >= maxChartTeams {
+			break
+		}
+		rows = append(rows, hourBar(t.Team, t.AllocatedHours, t.UsedHours, t.Efficiency))
+	}
+	return rows
+}
+
+func modeHourInputs(r *Report) []barInput {
+	var rows []barInput
+	for _, m := range r.Modes {
+		rows = append(rows, hourBar(m.Mode, m.AllocatedHours, m.UsedHours, m.Efficiency))
+	}
+	return rows
+}
+
+func hourBar(label string, alloc, used, eff *big.Rat) barInput {
+	return barInput{Label: label, Overlay: true, Value: percent(eff) + " used", Parts: []barPart{
+		{ratF64(alloc), "s-alloc", label + ": " + hoursText(alloc) + " h allocated"},
+		{ratF64(used), "s-used", label + ": " + hoursText(used) + " h used"},
+	}}
+}
+
+func capacityChart(r *Report) chart {
+	var rows []barInput
+	for _, m := range r.Models {
+		rows = append(rows,
+			barInput{Label: m.Model + " · held", Value: hoursText(m.CapacityHours) + " h", Parts: []barPart{
+				{ratF64(m.AllocatedHours), "s-held", hoursText(m.AllocatedHours) + " h allocated to containers"},
+				{ratF64(m.UnallocatedHours), "s-unalloc", hoursText(m.UnallocatedHours) + " h never allocated"}}},
+			barInput{Label: m.Model + " · busy", Value: percent(ratio(new(big.Rat).Add(m.UsedHours, m.UnattributedHours), m.CapacityHours)) + " busy", Parts: []barPart{
+				{ratF64(m.UsedHours), "s-used", hoursText(m.UsedHours) + " h used by containers"},
+				{ratF64(m.UnattributedHours), "s-unattr", hoursText(m.UnattributedHours) + " h busy, no container"},
+				{ratF64(m.IdleHours), "s-idle", hoursText(m.IdleHours) + " h idle"}}})
+	}
+	return layout(wideChart, "GPU capacity per model", rows, []legendItem{{"s-held", "allocated"}, {"s-unalloc", "never allocated"},
+		{"s-used", "used by containers"}, {"s-unattr", "busy, no container"}, {"s-idle", "idle"}}, compact)
+}
+
+func teamRows(r *Report, money func(int64) string) ([]teamRow, teamRow) {
+	var rows []teamRow
+	alloc, used, held := new(big.Rat), new(big.Rat), new(big.Rat)
+	var charge, share int64
+	for _, t := range r.Teams {
+		rows = append(rows, teamRow{Team: t.Team, Namespaces: strings.Join(t.Namespaces, ", "), Allocated: hoursText(t.AllocatedHours),
+			Used: hoursText(t.UsedHours), HeldIdle: hoursText(t.HeldIdleHours), Eff: percent(t.Efficiency), Charge: money(t.Charge),
+			IdleShare: money(t.IdleShare), Total: money(t.Total), Share: shareOf(t.Total, r.Total)})
+		alloc.Add(alloc, t.AllocatedHours)
+		used.Add(used, t.UsedHours)
+		held.Add(held, t.HeldIdleHours)
+		charge += t.Charge
+		share += t.IdleShare
+	}
+	return rows, teamRow{Allocated: hoursText(alloc), Used: hoursText(used), HeldIdle: hoursText(held), Eff: percent(ratio(used, alloc)),
+		Charge: money(charge), IdleShare: money(share), Total: money(charge + share), Share: shareOf(charge+share, r.Total)}
+}
+
+func modelRows(r *Report, money func(int64) string) []modelRow {
+	var rows []modelRow
+	for _, m := range r.Models {
+		row := modelRow{Model: m.Model, Rate: m.Rate.Format(r.Book.Currency.MinorUnit), Capacity: hoursText(m.CapacityHours),
+			Unallocated: hoursText(m.UnallocatedHours), Idle: hoursText(m.IdleHours), Unattributed: hoursText(m.UnattributedHours),
+			Amount: money(m.Amount), Unbilled: money(m.PlatformAmount + m.IdleShareAmount), Unknown: !m.Known}
+		var payers []string
+		if m.PlatformAmount != 0 {
+			payers = append(payers, "platform "+money(m.PlatformAmount))
+		}
+		for i, p := range m.IdleSharedBy {
+			if i == 3 {
+				payers = append(payers, fmt.Sprintf("%d more teams", len(m.IdleSharedBy)-3))
+				break
+			}
+			payers = append(payers, p.Team+" "+money(p.Amount))
+		}
+		row.PaidBy = strings.Join(payers, " · ")
+		if row.PaidBy == "" {
+			row.PaidBy = "—"
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func findingRows(r *Report, kind string) ([]findingRow, int) {
+	var rows []findingRow
+	more := 0
+	for _, f := range r.Findings {
+		if f.Kind != kind {
+			continue
+		}
+		if len(rows) == maxFindingRows {
+			more++
+			continue
+		}
+		where := f.Node
+		if len(f.GPUs) > 0 {
+			where += " · " + strings.Join(f.GPUs, ", ")
+		}
+		rows = append(rows, findingRow{Pod: f.PodName(), Container: f.Container, Team: f.Team, Where: where,
+			Episodes: fmt.Sprint(f.Episodes), Duration: duration(f.Duration),
+			First: f.First.In(r.Book.Location).Format("2 Jan 15:04"), Last: f.Last.In(r.Book.Location).Format("2 Jan 15:04"),
+			Related: relatedText(f.Related)})
+	}
+	return rows, more
+}
+
+func relatedText(pods []string) string {
+	if len(pods) > maxRelated {
+		return strings.Join(pods[:maxRelated], ", ") + fmt.Sprintf(" and %d more", len(pods)-maxRelated)
+	}
+	return strings.Join(pods, ", ")
+}
+
+func explain(b *pricebook.Book) []string {
+	var out []string
+	switch b.Policy {
+	case pricebook.PolicyUsage:
+		out = append(out, "Policy usage: each team pays for the GPU-hours its containers used (used_gpu_seconds), measured per process where the GPU allows it and estimated by allocation share where it does not (MIG instances shared by replicas, MPS showing only its server).")
+		if b.Idle == pricebook.IdleShared {
+			out = append(out, "Idle shared: GPU time nobody used (idle) and busy time no container explains (unattributed) is spread, day by day, over the teams in proportion to the hours they used on the same GPU model that day (idle_share lines). On a day when nobody used a model, its idle time goes to the platform line.")
+		} else {
+			out = append(out, "Idle on the platform: GPU time nobody used (idle) and busy time no container explains (unattributed) are on the platform line, not on any team's bill.")
+		}
+	default:
+		out = append(out, "Policy allocation: each team pays for the GPU-hours its containers held (allocated_gpu_seconds), whether they used them or not. A whole GPU is 1 GPU-hour per hour; a time-slicing or MPS replica 1/replicas of it; a MIG instance its compute slices / 7; a HAMi share its cores %.")
+		if b.Idle == pricebook.IdleShared {
+			out = append(out, "Idle shared: capacity nobody held (unallocated) is spread, day by day, over the teams in proportion to the hours they held on the same GPU model that day (idle_share lines). On a day when nobody held a model, its capacity goes to the platform line.")
+		} else {
+			out = append(out, "Idle on the platform: capacity nobody held (unallocated) is on the platform line, not on any team's bill.")
+		}
+	}
+	out = append(out, fmt.Sprintf("Rates are per physical GPU-hour, by GPU model; models the price book does not list are charged at the default rate and named at the top of the report. Teams are named by the %q label of the namespace (else of the pod, else the namespace name), as it was when the GPU time was recorded. Periods are calendar months in %s.", b.TeamLabel, b.Timezone))
+	return out
+}
+
+func reconcile(r *Report, money func(int64) string) []string {
+	cur := r.Book.Currency.Code
+	var parts []string
+	for _, m := range r.Models {
+		parts = append(parts, fmt.Sprintf("%s %s h × %s = %s", m.Model, hoursText(m.CapacityHours), m.Rate.Format(r.Book.Currency.MinorUnit), money(m.Amount)))
+	}
+	out := []string{
+		"Capacity × rate, per model, each rounded once: " + strings.Join(parts, "; ") + ".",
+		fmt.Sprintf("The fleet total, rounded once, is %s %s; the rounding line (%s) is the difference, so the lines add up to it exactly. Within a model, lines are rounded by largest remainder: each is its exact amount rounded down or up, and the model's lines add up to its capacity × rate.", money(r.Total), cur, money(r.Rounding)),
+	}
+	return out
+}
+
+func hoursText(x *big.Rat) string {
+	if x == nil {
+		return "—"
+	}
+	s := decimal(x, 1)
+	intPart, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	out := groupThousands(intPart) + "." + frac
+	if neg {
+		out = "-" + out
+	}
+	return out
+}
+
+func percent(x *big.Rat) string {
+	if x == nil {
+		return "—"
+	}
+	return decimal(new(big.Rat).Mul(x, big.NewRat(100, 1)), 0) + "%"
+}
+
+func shareOf(x, total int64) string {
+	if total == 0 {
+		return "—"
+	}
+	return decimal(new(big.Rat).Mul(big.NewRat(x, total), big.NewRat(100, 1)), 1) + "%"
+}
+
+func duration(d time.Duration) string {
+	d = d.Round(time.Minute)
+	days, hours, mins := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case days > 0:
+		return fmt.Sprintf("%dd %dh", days, hours)
+	case hours > 0:
+		return fmt.Sprintf("%dh %02dm", hours, mins)
+	}
+	return fmt.Sprintf("%dm", mins)
+}
+
+func ratF64(x *big.Rat) float64 {
+	if x == nil {
+		return 0
+	}
+	f, _ := x.Float64()
+	return f
+}
+
+func pow10(n int) int64 {
+	p := int64(1)
+	for range n {
+		p *= 10
+	}
+	return p
+}

@@ -1,0 +1,190 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/big"
+	"time"
+)
+
+// The JSON form carries every number as the same decimal text as the CSV
+// (json.Number: a number in the JSON, never through float64).
+
+type jsonReport struct {
+	Period          jsonPeriod    `json:"period"`
+	Currency        string        `json:"currency"`
+	MinorUnit       int           `json:"minor_unit"`
+	Policy          string        `json:"policy"`
+	Idle            string        `json:"idle"`
+	TeamLabel       string        `json:"team_label"`
+	Empty           bool          `json:"empty"`
+	Message         string        `json:"message,omitempty"`
+	Total           json.Number   `json:"total"`
+	Platform        json.Number   `json:"platform"`
+	Rounding        json.Number   `json:"rounding"`
+	Lines           []jsonLine    `json:"lines"`
+	Teams           []jsonTeam    `json:"teams"`
+	SharingModes    []jsonMode    `json:"sharing_modes"`
+	Models          []jsonModel   `json:"gpu_models"`
+	UnknownModels   []string      `json:"unknown_models"`
+	Findings        []jsonFinding `json:"findings"`
+	FindingsDropped int           `json:"findings_dropped,omitempty"`
+	GeneratedAt     string        `json:"generated_at,omitempty"`
+}
+
+type jsonPeriod struct {
+	Label    string `json:"label"`
+	Start    string `json:"start"`
+	End      string `json:"end"`
+	Timezone string `json:"timezone"`
+}
+
+type jsonLine struct {
+	Team           string       `json:"team"`
+	Namespace      string       `json:"namespace"`
+	GPUModel       string       `json:"gpu_model"`
+	SharingMode    string       `json:"sharing_mode"`
+	LineType       string       `json:"line_type"`
+	AllocatedHours *json.Number `json:"allocated_gpu_hours"`
+	UsedHours      *json.Number `json:"used_gpu_hours"`
+	Efficiency     *json.Number `json:"efficiency"`
+	EnergyKWh      *json.Number `json:"energy_kwh"`
+	Rate           *json.Number `json:"rate_per_gpu_hour"`
+	Amount         json.Number  `json:"amount"`
+}
+
+type jsonTeam struct {
+	Team           string       `json:"team"`
+	Namespaces     []string     `json:"namespaces"`
+	AllocatedHours json.Number  `json:"allocated_gpu_hours"`
+	UsedHours      json.Number  `json:"used_gpu_hours"`
+	HeldIdleHours  json.Number  `json:"held_idle_gpu_hours"`
+	Efficiency     *json.Number `json:"efficiency"`
+	Charge         json.Number  `json:"charge"`
+	IdleShare      json.Number  `json:"idle_share"`
+	Total          json.Number  `json:"total"`
+}
+
+type jsonMode struct {
+	Mode           string       `json:"sharing_mode"`
+	AllocatedHours json.Number  `json:"allocated_gpu_hours"`
+	UsedHours      json.Number  `json:"used_gpu_hours"`
+	Efficiency     *json.Number `json:"efficiency"`
+	Charge         json.Number  `json:"charge"`
+}
+
+type jsonModel struct {
+	Model             string      `json:"gpu_model"`
+	Priced            bool        `json:"priced"`
+	Rate              json.Number `json:"rate_per_gpu_hour"`
+	Rows              int64       `json:"ledger_rows"`
+	CapacityHours     json.Number `json:"capacity_gpu_hours"`
+	AllocatedHours    json.Number `json:"allocated_gpu_hours"`
+	UnallocatedHours  json.Number `json:"unallocated_gpu_hours"`
+	UsedHours         json.Number `json:"used_gpu_hours"`
+	UnattributedHours json.Number `json:"unattributed_gpu_hours"`
+	IdleHours         json.Number `json:"idle_gpu_hours"`
+	Amount            json.Number `json:"amount"`
+	PlatformAmount    json.Number `json:"platform_amount"`
+	IdleShareAmount   json.Number `json:"idle_share_amount"`
+}
+
+type jsonFinding struct {
+	Kind      string   `json:"kind"`
+	Namespace string   `json:"namespace"`
+	Pod       string   `json:"pod"`
+	Container string   `json:"container"`
+	Team      string   `json:"team"`
+	Node      string   `json:"node"`
+	GPUs      []string `json:"gpus"`
+	Episodes  int      `json:"episodes"`
+	Seconds   float64  `json:"seconds"`
+	First     string   `json:"first_start"`
+	Last      string   `json:"last_end"`
+	Related   []string `json:"related_pods"`
+}
+
+// NoUsageMessage is what every form says about an empty period.
+const NoUsageMessage = "no usage in this period"
+
+// WriteJSON writes the report as one JSON document with the CSV's numbers.
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(toJSON(r)); err != nil {
+		return fmt.Errorf("cannot write report JSON: %w", err)
+	}
+	return nil
+}
+
+func toJSON(r *Report) jsonReport {
+	j := jsonReport{
+		Period:   jsonPeriod{Label: r.PeriodLabel(), Start: r.From.Format(time.RFC3339), End: r.To.Format(time.RFC3339), Timezone: r.Book.Timezone},
+		Currency: r.Book.Currency.Code, MinorUnit: r.Book.Currency.MinorUnit, Policy: string(r.Book.Policy),
+		Idle: string(r.Book.Idle), TeamLabel: r.Book.TeamLabel, Empty: r.Empty(),
+		Total: num(r.Money(r.Total)), Platform: num(r.Money(r.Platform)), Rounding: num(r.Money(r.Rounding)),
+		Lines: []jsonLine{}, Teams: []jsonTeam{}, SharingModes: []jsonMode{}, Models: []jsonModel{},
+		UnknownModels: []string{}, Findings: []jsonFinding{}, FindingsDropped: r.FindingsDropped,
+	}
+	if r.Empty() {
+		j.Message = NoUsageMessage
+	}
+	if !r.GeneratedAt.IsZero() {
+		j.GeneratedAt = r.GeneratedAt.Format(time.RFC3339)
+	}
+	for _, l := range r.Lines {
+		f := lineFields(r, l)
+		j.Lines = append(j.Lines, jsonLine{Team: l.Team, Namespace: l.Namespace, GPUModel: l.GPUModel, SharingMode: l.SharingMode,
+			LineType: string(l.Type), AllocatedHours: optNum(f.Allocated), UsedHours: optNum(f.Used), Efficiency: optNum(f.Efficiency),
+			EnergyKWh: optNum(f.Energy), Rate: optNum(f.Rate), Amount: num(f.Amount)})
+	}
+	for _, t := range r.Teams {
+		j.Teams = append(j.Teams, jsonTeam{Team: t.Team, Namespaces: t.Namespaces, AllocatedHours: hoursNum(t.AllocatedHours),
+			UsedHours: hoursNum(t.UsedHours), HeldIdleHours: hoursNum(t.HeldIdleHours), Efficiency: optNum(decimal(t.Efficiency, efficiencyDecimals)),
+			Charge: num(r.Money(t.Charge)), IdleShare: num(r.Money(t.IdleShare)), Total: num(r.Money(t.Total))})
+	}
+	for _, m := range r.Modes {
+		j.SharingModes = append(j.SharingModes, jsonMode{Mode: m.Mode, AllocatedHours: hoursNum(m.AllocatedHours), UsedHours: hoursNum(m.UsedHours),
+			Efficiency: optNum(decimal(m.Efficiency, efficiencyDecimals)), Charge: num(r.Money(m.Charge))})
+	}
+	for _, m := range r.Models {
+		j.Models = append(j.Models, jsonModel{Model: m.Model, Priced: m.Known, Rate: num(m.Rate.Format(r.Book.Currency.MinorUnit)), Rows: m.Rows,
+			CapacityHours: hoursNum(m.CapacityHours), AllocatedHours: hoursNum(m.AllocatedHours), UnallocatedHours: hoursNum(m.UnallocatedHours),
+			UsedHours: hoursNum(m.UsedHours), UnattributedHours: hoursNum(m.UnattributedHours), IdleHours: hoursNum(m.IdleHours),
+			Amount: num(r.Money(m.Amount)), PlatformAmount: num(r.Money(m.PlatformAmount)), IdleShareAmount: num(r.Money(m.IdleShareAmount))})
+		if !m.Known {
+			j.UnknownModels = append(j.UnknownModels, m.Model)
+		}
+	}
+	for _, f := range r.Findings {
+		j.Findings = append(j.Findings, jsonFinding{Kind: f.Kind, Namespace: f.Namespace, Pod: f.Pod, Container: f.Container,
+			Team: f.Team, Node: f.Node, GPUs: orEmpty(f.GPUs), Episodes: f.Episodes, Seconds: f.Duration.Seconds(),
+			First: f.First.UTC().Format(time.RFC3339), Last: f.Last.UTC().Format(time.RFC3339), Related: orEmpty(f.Related)})
+	}
+	return j
+}
+
+func num(s string) json.Number { return json.Number(s) }
+
+func optNum(s string) *json.Number {
+	if s == "" {
+		return nil
+	}
+	n := json.Number(s)
+	return &n
+}
+
+func hoursNum(x *big.Rat) json.Number {
+	if x == nil {
+		return "0"
+	}
+	return json.Number(decimal(x, hoursDecimals))
+}
+
+func orEmpty(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}

@@ -1,0 +1,66 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Month returns the calendar month period ("2026-03") in loc: from its
+// first instant to the first instant of the next month.
+func Month(period string, loc *time.Location) (from, to time.Time, err error) {
+	t, err := time.Parse("2006-01", strings.TrimSpace(period))
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("period %q: want a calendar month YYYY-MM", period)
+	}
+	y, m, _ := t.Date()
+	return firstInstant(y, m, 1, loc), firstInstant(y, m+1, 1, loc), nil
+}
+
+// ParseBound reads a --from/--to bound: RFC 3339 (an instant) or a date
+// YYYY-MM-DD, meaning the start of that day in loc (the price book's zone,
+// where invoice periods are cut).
+func ParseBound(s string, loc *time.Location) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.In(loc), nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		y, m, d := t.Date()
+		return firstInstant(y, m, d, loc), nil
+	}
+	return time.Time{}, fmt.Errorf("time %q: want RFC 3339 (2026-03-01T00:00:00Z) or a date (2026-03-01, the start of that day in the price book's time zone)", s)
+}
+
+// firstInstant is the first instant whose local date in loc reaches
+// y-m-d: local midnight, except where DST skips or repeats midnight.
+func firstInstant(y int, m time.Month, d int, loc *time.Location) time.Time {
+	target := dayKey(time.Date(y, m, d, 12, 0, 0, 0, time.UTC)) // normalised y-m-d
+	c := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	if dayKey(c) == target && dayKey(c.Add(-time.Nanosecond)) < target {
+		return c
+	}
+	lo, hi := c.Add(-48*time.Hour), c.Add(48*time.Hour)
+	for hi.Sub(lo) > time.Nanosecond {
+		mid := lo.Add(hi.Sub(lo) / 2)
+		if dayKey(mid) >= target {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+func dayKey(t time.Time) int {
+	y, m, d := t.Date()
+	return y*10000 + int(m)*100 + d
+}
+
+// isMonth reports whether [from, to) is exactly one calendar month in loc.
+func isMonth(from, to time.Time, loc *time.Location) bool {
+	l := from.In(loc)
+	y, m, _ := l.Date()
+	f, t := firstInstant(y, m, 1, loc), firstInstant(y, m+1, 1, loc)
+	return f.Equal(from) && t.Equal(to)
+}

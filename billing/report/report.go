@@ -1,0 +1,190 @@
+package report
+
+import (
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/gpuledger/gpuledger/billing/pricebook"
+)
+
+// LineType is the line_type column of the finance CSV.
+type LineType string
+
+// Line types of the contract, in the order lines are written.
+const (
+	// LineCharge: a team's own allocated (or used) GPU-hours.
+	LineCharge LineType = "charge"
+	// LineIdleShare: a team's share of capacity nobody was charged for,
+	// with idle: shared.
+	LineIdleShare LineType = "idle_share"
+	// LinePlatform: capacity nobody was charged for, with idle: platform.
+	LinePlatform LineType = "platform"
+	// LineRounding: the one line that makes the file add up to the fleet
+	// total rounded once.
+	LineRounding LineType = "rounding"
+)
+
+// Line is one line of the chargeback. Quantities are exact; Amount is the
+// rounded amount in the currency's minor unit.
+type Line struct {
+	Team, Namespace, GPUModel, SharingMode string
+	Type                                   LineType
+	// AllocatedHours and UsedHours are GPU-hours (nil on the rounding
+	// line). The policy's column (allocated under allocation, used under
+	// usage) is what the line pays for.
+	AllocatedHours, UsedHours *big.Rat
+	// Efficiency is used / allocated on charge lines, nil where nothing
+	// was allocated.
+	Efficiency *big.Rat
+	EnergyKWh  *big.Rat // nil on the rounding line
+	Rate       *pricebook.Rate
+	Exact      *big.Rat // the amount before rounding
+	Amount     int64    // minor units
+}
+
+// ChargedHours is the column the policy charges.
+func (l Line) ChargedHours(p pricebook.Policy) *big.Rat {
+	if p == pricebook.PolicyUsage {
+		return l.UsedHours
+	}
+	return l.AllocatedHours
+}
+
+// ModelSummary is one GPU model's capacity, how it was used, and what it
+// cost.
+type ModelSummary struct {
+	Model string
+	Known bool // priced by the book; false: at the default rate
+	Rate  pricebook.Rate
+	Rows  int64 // ledger rows aggregated
+	// CapacityHours is the hours the model's GPUs were observed, measured
+	// by the policy's partition: what is charged, in total.
+	CapacityHours *big.Rat
+	// The two partitions of the ledger contract, summed over the period.
+	AllocatedHours, UnallocatedHours        *big.Rat // containers, nobody
+	UsedHours, UnattributedHours, IdleHours *big.Rat // containers, no container, nobody
+	Exact                                   *big.Rat // capacity x rate
+	Amount                                  int64    // Exact rounded once
+	PlatformAmount, IdleShareAmount         int64    // of Amount: capacity no team was charged for
+	IdleSharedBy                            []Payer  // who took the idle shares, largest first
+}
+
+// Payer is a team and the amount it paid.
+type Payer struct {
+	Team   string
+	Amount int64
+}
+
+// TeamSummary adds up a team's lines.
+type TeamSummary struct {
+	Team       string
+	Namespaces []string
+	// AllocatedHours and UsedHours are its containers' (charge lines).
+	AllocatedHours, UsedHours *big.Rat
+	// HeldIdleHours: allocated hours its containers did not use (per line,
+	// never negative).
+	HeldIdleHours *big.Rat
+	Efficiency    *big.Rat
+	Charge        int64
+	IdleShare     int64
+	Total         int64
+}
+
+// ModeSummary adds up the charge lines of one sharing mode.
+type ModeSummary struct {
+	Mode                      string
+	AllocatedHours, UsedHours *big.Rat
+	Efficiency                *big.Rat
+	Charge                    int64
+}
+
+// Report is the chargeback for one period.
+type Report struct {
+	From, To time.Time // [From, To), in the book's zone
+	Book     *pricebook.Book
+	Lines    []Line
+	Total    int64 // minor units: the sum of every line's Amount
+	// Platform and Rounding are the amounts of those lines.
+	Platform, Rounding int64
+	Models             []ModelSummary
+	Teams              []TeamSummary // largest total first
+	Modes              []ModeSummary
+	// Findings are the period's detector episodes, grouped per container.
+	Findings []FindingSummary
+	// FindingsDropped counts episodes left out: more containers were
+	// flagged than a report lists.
+	FindingsDropped int
+	// GeneratedAt is shown when set; Build leaves it zero.
+	GeneratedAt time.Time
+}
+
+// Empty reports whether the period had no ledger rows.
+func (r *Report) Empty() bool { return len(r.Lines) == 0 }
+
+// UnknownModels are the GPU models seen that the book does not price.
+func (r *Report) UnknownModels() []ModelSummary {
+	var out []ModelSummary
+	for _, m := range r.Models {
+		if !m.Known {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Money writes an amount in minor units as a decimal with the currency's
+// minor unit ("1234.50", "-0.01", "350" for JPY).
+func (r *Report) Money(minor int64) string {
+	return formatMinor(minor, r.Book.Currency.MinorUnit, false)
+}
+
+// PeriodLabel names the period: "2026-03" for a calendar month, else the
+// two bounds.
+func (r *Report) PeriodLabel() string {
+	if isMonth(r.From, r.To, r.Book.Location) {
+		return r.From.Format("2006-01")
+	}
+	return r.From.Format(time.RFC3339) + " – " + r.To.Format(time.RFC3339)
+}
+
+// formatMinor writes minor units with unit decimals, optionally grouping
+// thousands for people.
+func formatMinor(minor int64, unit int, group bool) string {
+	neg := minor < 0
+	var abs big.Int
+	abs.Abs(big.NewInt(minor))
+	s := abs.String()
+	if len(s) <= unit {
+		s = strings.Repeat("0", unit-len(s)+1) + s
+	}
+	intPart, frac := s[:len(s)-unit], s[len(s)-unit:]
+	if group {
+		intPart = groupThousands(intPart)
+	}
+	if unit > 0 {
+		intPart += "." + frac
+	}
+	if neg {
+		return "-" + intPart
+	}
+	return intPart
+}
+
+func groupThousands(s string) string {
+	if len(s) <= 3 {
+		return s
+	}
+	var b strings.Builder
+	lead := len(s) % 3
+	if lead > 0 {
+		b.WriteString(s[:lead])
+	}
+	for i := lead; i < len(s); i += 3 {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s[i : i+3])
+	}
+	return b.String()
+}

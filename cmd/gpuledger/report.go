@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/billing/report"
+)
+
+// Report formats.
+const (
+	reportCSV  = "csv"
+	reportJSON = "json"
+	reportHTML = "html"
+)
+
+const reportUsageText = `usage: gpuledger report (--period YYYY-MM | --from T --to T) --prices FILE
+                        [--format csv|json|html] [--out FILE] [--ledger DSN]
+
+Writes the chargeback for one period from the ledger and a price book
+(contract: shared/contracts/report.md): the finance CSV, the same numbers as
+JSON, or a self-contained HTML report.
+
+  --period   a calendar month in the price book's time zone
+  --from/--to  any other range: RFC 3339, or YYYY-MM-DD for the start of that
+             day in the price book's time zone (--to is exclusive)
+  --prices   the price book, prices.yaml (env GPULEDGER_PRICES)
+  --format   csv (default, or from --out's extension), json or html
+  --out      output file, written only once complete; default stdout
+  --ledger   ledger DSN (env GPULEDGER_LEDGER): PATH, file:PATH or
+             clickhouse://user:password@host:9000/database
+`
+
+type reportFlags struct {
+	period, from, to string
+	prices, format   string
+	out, ledger      string
+}
+
+func parseReportFlags(args []string) (reportFlags, error) {
+	var f reportFlags
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), reportUsageText) }
+	fs.StringVar(&f.period, "period", "", "calendar month YYYY-MM in the price book's time zone")
+	fs.StringVar(&f.from, "from", "", "start of the range, inclusive (RFC 3339 or YYYY-MM-DD)")
+	fs.StringVar(&f.to, "to", "", "end of the range, exclusive (RFC 3339 or YYYY-MM-DD)")
+	fs.StringVar(&f.prices, "prices", envDefault("GPULEDGER_PRICES", ""), "price book (env GPULEDGER_PRICES)")
+	fs.StringVar(&f.format, "format", "", "csv, json or html (default: from --out's extension, else csv)")
+	fs.StringVar(&f.out, "out", "", "output file; default stdout")
+	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("report: unexpected argument %q", fs.Arg(0))
+	}
+	switch {
+	case f.period != "" && (f.from != "" || f.to != ""):
+		return f, errors.New("report: give --period or --from/--to, not both")
+	case f.period == "" && (f.from == "" || f.to == ""):
+		return f, errors.New("report needs --period YYYY-MM, or --from and --to")
+	case f.prices == "":
+		return f, errors.New("report needs --prices FILE (or GPULEDGER_PRICES)")
+	case f.ledger == "":
+		return f, errors.New("report needs --ledger DSN or GPULEDGER_LEDGER")
+	}
+	if f.format == "" {
+		f.format = formatFromName(f.out)
+	}
+	if f.format != reportCSV && f.format != reportJSON && f.format != reportHTML {
+		return f, fmt.Errorf("report: --format %q: want csv, json or html", f.format)
+	}
+	return f, nil
+}
+
+// formatFromName picks the format an output file's extension names.
+func formatFromName(path string) string {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".json":
+		return reportJSON
+	case ".html", ".htm":
+		return reportHTML
+	}
+	return reportCSV
+}
+
+// bounds resolves the flags to [from, to) in the book's zone.
+func (f reportFlags) bounds(loc *time.Location) (from, to time.Time, err error) {
+	if f.period != "" {
+		return report.Month(f.period, loc)
+	}
+	if from, err = report.ParseBound(f.from, loc); err != nil {
+		return from, to, fmt.Errorf("report --from: %w", err)
+	}
+	if to, err = report.ParseBound(f.to, loc); err != nil {
+		return from, to, fmt.Errorf("report --to: %w", err)
+	}
+	if !from.Before(to) {
+		return from, to, fmt.Errorf("report: --from %s is not before --to %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
+	}
+	return from, to, nil
+}
+
+func runReport(ctx context.Context, args []string, stdout io.Writer) error {
+	f, err := parseReportFlags(args)
+	if err != nil {
+		return err
+	}
+	book, err := pricebook.Load(f.prices)
+	if err != nil {
+		return err
+	}
+	from, to, err := f.bounds(book.Location)
+	if err != nil {
+		return err
+	}
+	st, err := ledger.Open(ctx, f.ledger, storeOpeners)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	began := time.Now()
+	rep, err := writeReport(ctx, st, book, from, to, f.format, f.out, stdout)
+	if err != nil {
+		return err
+	}
+	slog.Info("report written", "period", rep.PeriodLabel(), "format", f.format, "lines", len(rep.Lines),
+		"total", rep.Money(rep.Total), "currency", book.Currency.Code, "took", time.Since(began).Round(time.Millisecond))
+	if f.out != "" && f.out != "-" {
+		_, err = fmt.Fprintf(stdout, "%s: chargeback %s, %s %s, %d lines, %d teams\n", f.out, rep.PeriodLabel(),
+			rep.Money(rep.Total), book.Currency.Code, len(rep.Lines), len(rep.Teams))
+	}
+	return err
+}
+
+// writeReport builds the chargeback of [from, to) from st and writes it in
+// format to out (stdout when out is "" or "-"); a file appears only once
+// complete. The demo writes its month's reports through it too.
+func writeReport(ctx context.Context, st report.Source, book *pricebook.Book, from, to time.Time, format, out string, stdout io.Writer) (*report.Report, error) {
+	rep, err := report.Build(ctx, st, book, from, to)
+	if err != nil {
+		return nil, err
+	}
+	rep.GeneratedAt = time.Now()
+	if unknown := rep.UnknownModels(); len(unknown) > 0 {
+		names := make([]string, len(unknown))
+		for i, m := range unknown {
+			names[i] = m.Model
+		}
+		slog.Warn("GPU models missing from the price book are charged at its defaultRate", "models", strings.Join(names, ","),
+			"defaultRate", book.DefaultRate.Format(book.Currency.MinorUnit), "prices", book.Source)
+	}
+	if rep.Empty() {
+		slog.Info("no usage in this period", "from", from.Format(time.RFC3339), "to", to.Format(time.RFC3339))
+	}
+	w, commit, err := exportTarget(out, stdout)
+	if err != nil {
+		return nil, err
+	}
+	defer commit(false)
+	switch format {
+	case reportJSON:
+		err = report.WriteJSON(w, rep)
+	case reportHTML:
+		err = report.WriteHTML(w, rep)
+	default:
+		err = report.WriteCSV(w, rep)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rep, commit(true)
+}
