@@ -125,7 +125,11 @@ func (s *FileStore) commit(ctx context.Context, rows []attribution.Row, findings
 		return fmt.Errorf("cannot read outbox sequence: %w", err)
 	}
 	groups := &groupIDs{cache: s.groups, tx: tx}
-	if seq, err = insertRows(ctx, tx, groups, rows, seq); err != nil {
+	var changed slotSet
+	if seq, err = insertRows(ctx, tx, groups, rows, seq, &changed); err != nil {
+		return err
+	}
+	if err := afterAppend(ctx, tx, changed.sorted()); err != nil {
 		return err
 	}
 	if seq, err = insertFindings(ctx, tx, findings, seq); err != nil {
@@ -142,8 +146,9 @@ func (s *FileStore) commit(ctx context.Context, rows []attribution.Row, findings
 }
 
 // insertRows upserts rows in order, numbering them from seq on; it returns
-// the next free number.
-func insertRows(ctx context.Context, tx *sql.Tx, groups *groupIDs, rows []attribution.Row, seq int64) (int64, error) {
+// the next free number and adds the slots of the rows it inserted or
+// changed to changed (an identical replay changes no row, so no slot).
+func insertRows(ctx context.Context, tx *sql.Tx, groups *groupIDs, rows []attribution.Row, seq int64, changed *slotSet) (int64, error) {
 	if len(rows) == 0 {
 		return seq, nil
 	}
@@ -157,11 +162,16 @@ func insertRows(ctx context.Context, tx *sql.Tx, groups *groupIDs, rows []attrib
 		if err != nil {
 			return 0, err
 		}
-		if _, err := st.ExecContext(ctx,
-			r.IntervalStart.UnixNano(), r.Node, r.GPUUUID, r.SliceID, r.PodUID, r.Container, string(r.Kind),
+		start := r.IntervalStart.UnixNano()
+		res, err := st.ExecContext(ctx,
+			start, r.Node, r.GPUUUID, r.SliceID, r.PodUID, r.Container, string(r.Kind),
 			r.IntervalEnd.UnixNano(), grp, r.Pod, r.AllocatedGPUSeconds, r.UsedGPUSeconds,
-			r.MemoryMiBSeconds, r.EnergyJoules, r.Method, seq); err != nil {
+			r.MemoryMiBSeconds, r.EnergyJoules, r.Method, seq)
+		if err != nil {
 			return 0, fmt.Errorf("cannot insert ledger row: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			changed.add(start) // unknown counts as changed: a needless recompute is harmless
 		}
 		seq++
 	}

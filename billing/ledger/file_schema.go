@@ -4,26 +4,33 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 // FileSchemaVersion is the schema version this build writes, kept in the
 // file's PRAGMA user_version.
-const FileSchemaVersion = 1
+const FileSchemaVersion = 2
 
 // fileApplicationID marks a SQLite file as a gpuledger ledger ("GPUL").
 const fileApplicationID = 0x4750554C
 
+// migration is one schema step: statements, then an optional data step.
+type migration struct {
+	sql  string
+	data func(ctx context.Context, tx *sql.Tx) error
+}
+
 // fileMigrations[v-1] brings a file from version v-1 to v. Each runs inside
 // the migration transaction together with the version bump, so a crash
 // leaves the file at one version or the next, never between.
-var fileMigrations = []string{
+var fileMigrations = []migration{
 	// 1: rows keyed for idempotent replays, findings, the outbox. A row's
 	// seq is its rowid: writes append to the end of the table b-tree, and
 	// the outbox (NextBatch, Prune) reads and deletes rowid ranges. The
 	// unique key index serves replays and the time-ordered Rows scan.
 	// Team, namespace, GPU model, sharing mode and kind live once in
 	// row_groups (see groupKey); kind stays in the row for the key.
-	`
+	{sql: `
 CREATE TABLE IF NOT EXISTS row_groups (
 	id           INTEGER PRIMARY KEY,
 	team         TEXT NOT NULL,
@@ -85,7 +92,26 @@ CREATE TABLE IF NOT EXISTS outbox_marks (
 	sink        TEXT PRIMARY KEY,
 	shipped_seq INTEGER NOT NULL
 ) WITHOUT ROWID;
-`,
+`},
+	// 2: the 15-minute rollup that monthly reports read (see rollup.go),
+	// built from the rows already stored.
+	{sql: `
+CREATE TABLE IF NOT EXISTS ledger_rollup (
+	slot                  INTEGER NOT NULL,
+	grp                   INTEGER NOT NULL REFERENCES row_groups (id),
+	allocated_gpu_seconds REAL    NOT NULL,
+	used_gpu_seconds      REAL    NOT NULL,
+	memory_mib_seconds    REAL    NOT NULL,
+	energy_joules         REAL    NOT NULL,
+	rows                  INTEGER NOT NULL,
+	PRIMARY KEY (slot, grp)
+) WITHOUT ROWID;
+
+-- Slots whose rollup rows are stale: Aggregate reads them raw.
+CREATE TABLE IF NOT EXISTS rollup_dirty (
+	slot INTEGER PRIMARY KEY
+);
+`, data: rebuildRollup},
 }
 
 // migrate checks the file is ours and not from a newer gpuledger, then
@@ -104,8 +130,13 @@ func (s *FileStore) migrate(ctx context.Context) error {
 	if version == FileSchemaVersion {
 		return nil
 	}
+	began := time.Now()
+	if version > 0 {
+		// Building the rollup of a large file reads every row once.
+		s.log.Info("migrating ledger schema", "from", version, "to", FileSchemaVersion)
+	}
 	for v := version; v < FileSchemaVersion; v++ {
-		if _, err := tx.ExecContext(ctx, fileMigrations[v]); err != nil {
+		if err := runMigration(ctx, tx, fileMigrations[v]); err != nil {
 			return fmt.Errorf("cannot migrate ledger file %s to schema version %d: %w", s.path, v+1, err)
 		}
 	}
@@ -117,9 +148,19 @@ func (s *FileStore) migrate(ctx context.Context) error {
 		return fmt.Errorf("cannot migrate ledger file %s: %w", s.path, err)
 	}
 	if version > 0 {
-		s.log.Info("ledger schema migrated", "from", version, "to", FileSchemaVersion)
+		s.log.Info("ledger schema migrated", "from", version, "to", FileSchemaVersion, "took", time.Since(began).Round(time.Millisecond))
 	}
 	return nil
+}
+
+func runMigration(ctx context.Context, tx *sql.Tx, m migration) error {
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return err
+	}
+	if m.data == nil {
+		return nil
+	}
+	return m.data(ctx, tx)
 }
 
 // checkFile returns the file's schema version, refusing files that are not

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -194,7 +195,7 @@ func TestFileNewerSchemaRefused(t *testing.T) {
 	if err == nil {
 		t.Fatal("opened a file from a newer schema")
 	}
-	for _, want := range []string{path, "schema version 7", "the 1 this gpuledger supports"} {
+	for _, want := range []string{path, "schema version 7", fmt.Sprintf("the %d this gpuledger supports", FileSchemaVersion)} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}

@@ -293,6 +293,10 @@ func (s *FileStore) pruneOldest(ctx context.Context, cutoff int64) (int64, error
 		return 0, nil
 	}
 	hi := min(cutoff, lo.Int64+pruneChunk-1)
+	slots, err := prunedSlots(ctx, tx, hi)
+	if err != nil {
+		return 0, fmt.Errorf("cannot prune %s: %w", s.path, err)
+	}
 	var n int64
 	for _, q := range []string{"DELETE FROM ledger_rows WHERE seq <= ?", "DELETE FROM findings WHERE seq <= ?"} {
 		res, err := tx.ExecContext(ctx, q, hi)
@@ -302,10 +306,35 @@ func (s *FileStore) pruneOldest(ctx context.Context, cutoff int64) (int64, error
 		k, _ := res.RowsAffected()
 		n += k
 	}
+	if err := rebuildSlots(ctx, tx, slots); err != nil {
+		return 0, fmt.Errorf("cannot prune %s: %w", s.path, err)
+	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("cannot prune %s: %w", s.path, err)
 	}
 	return n, nil
+}
+
+// prunedSlots lists the rollup slots of the rows with seq <= hi: those a
+// prune must recompute.
+func prunedSlots(ctx context.Context, tx *sql.Tx, hi int64) ([]int64, error) {
+	rs, err := tx.QueryContext(ctx, "SELECT DISTINCT "+slotExpr+" FROM ledger_rows WHERE seq <= ? ORDER BY 1", hi)
+	if err != nil {
+		return nil, fmt.Errorf("cannot find rollup slots of pruned rows: %w", err)
+	}
+	defer rs.Close()
+	var out []int64
+	for rs.Next() {
+		var slot int64
+		if err := rs.Scan(&slot); err != nil {
+			return nil, fmt.Errorf("cannot find rollup slots of pruned rows: %w", err)
+		}
+		out = append(out, slot)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("cannot find rollup slots of pruned rows: %w", err)
+	}
+	return out, nil
 }
 
 // shrink hands freed pages back to the file system and truncates the WAL.
