@@ -2,8 +2,9 @@ package pricebook
 
 import (
 	"sort"
-	"strings"
 	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
 )
 
 // Policy says what a team pays for.
@@ -72,8 +73,4 @@ func (b *Book) Models() []string {
 // NormalizeModel writes a GPU model name the way the collector does: the
 // NVML product name without its "NVIDIA " prefix, spaces turned into '-'
 // ("NVIDIA A100-SXM4-80GB" and "A100 SXM4 80GB" both price A100-SXM4-80GB).
-func NormalizeModel(name string) string {
-	name = strings.TrimSpace(name)
-	name = strings.TrimPrefix(name, "NVIDIA ")
-	return strings.Join(strings.Fields(name), "-")
-}
+func NormalizeModel(name string) string { return attribution.NormaliseModel(name) }

@@ -9,16 +9,6 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-// normaliseModel turns an NVML product name into the ledger's model name
-// (the same rule as attribution.NormaliseModel for NVML names):
-// "NVIDIA A100-SXM4-80GB" -> "A100-SXM4-80GB", "NVIDIA H100 80GB HBM3" ->
-// "H100-80GB-HBM3".
-func normaliseModel(name string) string {
-	name = strings.TrimSpace(name)
-	name = strings.TrimPrefix(name, "NVIDIA ")
-	return strings.Join(strings.Fields(name), "-")
-}
-
 // migProfile tells a MIG device's profile and compute slices, preferring
 // the profile in its name ("NVIDIA A100-SXM4-80GB MIG 3g.40gb") and the
 // slice count in its attributes, each standing in for the other when

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuledger/gpuledger/attribution"
 )
 
 func TestNormaliseModel(t *testing.T) {
@@ -15,8 +17,8 @@ func TestNormaliseModel(t *testing.T) {
 		"NVIDIA GeForce  RTX 4090": "GeForce-RTX-4090",
 		"":                         "",
 	} {
-		if got := normaliseModel(in); got != want {
-			t.Errorf("normaliseModel(%q) = %q, want %q", in, got, want)
+		if got := attribution.NormaliseModel(in); got != want {
+			t.Errorf("NormaliseModel(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -88,7 +88,7 @@ func (s *Source) discoverDevice(i int) (d *device, soft []error, err error) {
 	d = &device{index: i, handle: h, uuid: uuid, state: s.stateFor(uuid)}
 
 	if name, ret := h.GetName(); ret == nvml.SUCCESS {
-		d.model = normaliseModel(name)
+		d.model = attribution.NormaliseModel(name)
 	} else {
 		soft = append(soft, d.errorf("read the name", ret))
 	}
