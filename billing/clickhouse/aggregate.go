@@ -124,9 +124,9 @@ func (s *Store) rawQuery(ctx context.Context, segs []segment, acc *accumulator) 
 	var sel strings.Builder
 	sel.WriteString("multiIf(")
 	for i, sg := range segs {
-		conds[i] = "(" + timeGE("interval_start", "interval_start_ns", sg.from) + " AND " +
-			timeLT("interval_start", "interval_start_ns", sg.to) + ")"
-		fmt.Fprintf(&sel, "%s, toUInt32(%d), ", conds[i], i)
+		conds[i] = rawRange(sg.from, sg.to)
+		fmt.Fprintf(&sel, "(%s AND %s), toUInt32(%d), ", timeGE("interval_start", "interval_start_ns", sg.from),
+			timeLT("interval_start", "interval_start_ns", sg.to), i)
 	}
 	sel.WriteString("toUInt32(4294967295))")
 	q := fmt.Sprintf(`SELECT %s AS seg, team, namespace, gpu_model, sharing_mode, kind,

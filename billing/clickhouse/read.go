@@ -46,8 +46,8 @@ type timeRange struct{ from, to time.Time }
 // empty hours.
 func (s *Store) rowChunks(ctx context.Context, from, to time.Time) ([]timeRange, error) {
 	q := fmt.Sprintf(`SELECT toUInt32(intDiv(toUInt32(interval_start), 3600) * 3600) AS h, count()
-FROM %s WHERE %s AND %s GROUP BY h ORDER BY h`,
-		s.table(tableRows), timeGE("interval_start", "interval_start_ns", from), timeLT("interval_start", "interval_start_ns", to))
+FROM %s WHERE %s GROUP BY h ORDER BY h`,
+		s.table(tableRows), rawRange(from, to))
 	var out []timeRange
 	var acc uint64
 	err := s.query(ctx, "count ledger rows per hour", q, func(rs driver.Rows) error {
@@ -71,10 +71,9 @@ FROM %s WHERE %s AND %s GROUP BY h ORDER BY h`,
 }
 
 func (s *Store) rowsIn(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
-	q := fmt.Sprintf(`SELECT %s FROM %s FINAL WHERE %s AND %s
+	q := fmt.Sprintf(`SELECT %s FROM %s FINAL WHERE %s
 ORDER BY interval_start, interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind`,
-		selectRowColumns, s.table(tableRows),
-		timeGE("interval_start", "interval_start_ns", from), timeLT("interval_start", "interval_start_ns", to))
+		selectRowColumns, s.table(tableRows), rawRange(from, to))
 	return s.query(ctx, "read ledger rows", q, func(rs driver.Rows) error {
 		var (
 			r          attribution.Row

@@ -101,8 +101,7 @@ func (s *Store) buildHours(ctx context.Context, hours []int64) error {
 func (s *Store) rawHourGroups(ctx context.Context, segs []segment, builds map[int64]*build) error {
 	conds := make([]string, len(segs))
 	for i, sg := range segs {
-		conds[i] = "(" + timeGE("interval_start", "interval_start_ns", sg.from) + " AND " +
-			timeLT("interval_start", "interval_start_ns", sg.to) + ")"
+		conds[i] = rawRange(sg.from, sg.to)
 	}
 	q := fmt.Sprintf(`SELECT toUInt32(intDiv(toUInt32(interval_start), 3600) * 3600) AS h, team, namespace, gpu_model, sharing_mode, kind,
 	sum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds), sum(energy_joules), count()
