@@ -130,3 +130,10 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// DayStart is the first instant of local date y-m-d in loc (y, m, d are
+// normalised as time.Date does): local midnight, except where DST skips or
+// repeats it.
+func DayStart(y int, m time.Month, d int, loc *time.Location) time.Time {
+	return firstInstant(y, m, d, loc, dayKey)
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/gpuledger/gpuledger/billing/ledger"
 )
 
 // Month returns the calendar month period ("2026-03") in loc: from its
@@ -32,29 +34,9 @@ func ParseBound(s string, loc *time.Location) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("time %q: want RFC 3339 (2026-03-01T00:00:00Z) or a date (2026-03-01, the start of that day in the price book's time zone)", s)
 }
 
-// firstInstant is the first instant whose local date in loc reaches
-// y-m-d: local midnight, except where DST skips or repeats midnight.
+// firstInstant is the first instant of local date y-m-d in loc.
 func firstInstant(y int, m time.Month, d int, loc *time.Location) time.Time {
-	target := dayKey(time.Date(y, m, d, 12, 0, 0, 0, time.UTC)) // normalised y-m-d
-	c := time.Date(y, m, d, 0, 0, 0, 0, loc)
-	if dayKey(c) == target && dayKey(c.Add(-time.Nanosecond)) < target {
-		return c
-	}
-	lo, hi := c.Add(-48*time.Hour), c.Add(48*time.Hour)
-	for hi.Sub(lo) > time.Nanosecond {
-		mid := lo.Add(hi.Sub(lo) / 2)
-		if dayKey(mid) >= target {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi
-}
-
-func dayKey(t time.Time) int {
-	y, m, d := t.Date()
-	return y*10000 + int(m)*100 + d
+	return ledger.DayStart(y, m, d, loc)
 }
 
 // isMonth reports whether [from, to) is exactly one calendar month in loc.
