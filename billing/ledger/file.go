@@ -101,9 +101,13 @@ func OpenFile(ctx context.Context, path string, opts FileOptions) (*FileStore, e
 // once per cycle, so the cost is one fsync per cycle. _txlock=immediate takes
 // the write lock at BEGIN, so two processes on one file queue on busy_timeout
 // instead of failing with SQLITE_BUSY at their first write.
+// cache_size(-2048), SQLite's default of 2 MiB, is the writer's page cache:
+// appends touch only the right edges of the B-trees, and Append measured the
+// same with 2 and 16 MiB (BENCHMARKS.md), while a 16 MiB cache fills as the
+// file grows and is private memory on every GPU node.
 const (
 	writerParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
-		"&_pragma=journal_size_limit(67108864)&_pragma=temp_store(MEMORY)&_pragma=cache_size(-16384)" +
+		"&_pragma=journal_size_limit(67108864)&_pragma=temp_store(MEMORY)&_pragma=cache_size(-2048)" +
 		"&_auto_vacuum=INCREMENTAL&_txlock=immediate"
 	readerParams = "_pragma=busy_timeout(10000)&_pragma=query_only(1)"
 )

@@ -94,7 +94,7 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	meta, err := kubemeta.NewInformerSource(ctx, kube, f.node, log)
+	meta, err := kubemeta.NewInformerSource(ctx, kubemeta.NodeWatches(kube, f.node), f.node, log)
 	if err != nil {
 		return fmt.Errorf("cannot start Kubernetes metadata informers: %w", err)
 	}

@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/gpuledger/gpuledger/collector/kubemeta"
 )
 
-func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+func kubeClient(kubeconfig string) (rest.Interface, error) {
 	if kubeconfig != "" {
 		c, err := kubemeta.ClientFromKubeconfig(kubeconfig)
 		if err != nil {

@@ -9,13 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gpuledger/gpuledger/attribution"
@@ -41,11 +39,10 @@ type InformerSource struct {
 	log  *slog.Logger
 
 	stop      context.CancelFunc
-	factories []informers.SharedInformerFactory
+	informers []cache.SharedIndexInformer
 
-	pods       corelisters.PodLister
-	namespaces corelisters.NamespaceLister
-	nodes      corelisters.NodeLister
+	// The informers' stores, keyed as client-go keys objects.
+	pods, namespaces, nodes cache.Store
 
 	// dirty is set by informer event handlers and cleared by the rebuild.
 	dirty atomic.Bool
@@ -57,52 +54,75 @@ type InformerSource struct {
 
 var _ Source = (*InformerSource)(nil)
 
+// Watches are the three list-and-watch streams an InformerSource reads.
+type Watches struct {
+	Pods, Namespaces, Nodes cache.ListerWatcher
+}
+
+// NodeWatches scopes the watches to one node on the API server's side:
+// pods by spec.nodeName, the node by metadata.name, and every namespace
+// (a pod's namespace labels name its team).
+func NodeWatches(c cache.Getter, nodeName string) Watches {
+	lw := func(resource string, sel fields.Selector) cache.ListerWatcher {
+		return cache.ToListWatcherWithWatchListSemantics(
+			cache.NewListWatchFromClient(c, resource, metav1.NamespaceAll, sel), c)
+	}
+	return Watches{
+		Pods:       lw("pods", fields.OneTermEqualSelector("spec.nodeName", nodeName)),
+		Namespaces: lw("namespaces", fields.Everything()),
+		Nodes:      lw("nodes", fields.OneTermEqualSelector("metadata.name", nodeName)),
+	}
+}
+
 // NewInformerSource starts the informers and waits (at most 30 s, or until
 // ctx ends) for their first list. The informers run until ctx is done or
 // Close is called.
-func NewInformerSource(ctx context.Context, client kubernetes.Interface, nodeName string, log *slog.Logger) (*InformerSource, error) {
+func NewInformerSource(ctx context.Context, w Watches, nodeName string, log *slog.Logger) (*InformerSource, error) {
 	if nodeName == "" {
 		return nil, errors.New("cannot watch Kubernetes metadata: node name is empty")
+	}
+	if w.Pods == nil || w.Namespaces == nil || w.Nodes == nil {
+		return nil, errors.New("cannot watch Kubernetes metadata: a watch is missing")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	runCtx, stop := context.WithCancel(ctx)
-	podF := scopedFactory(client, "spec.nodeName", nodeName)
-	nodeF := scopedFactory(client, "metadata.name", nodeName)
-	nsF := informers.NewSharedInformerFactory(client, 0)
-
 	s := &InformerSource{
-		stop:       stop,
-		factories:  []informers.SharedInformerFactory{podF, nodeF, nsF},
-		node:       nodeName,
-		log:        log.With("source", "kubemeta", "node", nodeName),
-		pods:       podF.Core().V1().Pods().Lister(),
-		namespaces: nsF.Core().V1().Namespaces().Lister(),
-		nodes:      nodeF.Core().V1().Nodes().Lister(),
+		stop: stop,
+		node: nodeName,
+		log:  log.With("source", "kubemeta", "node", nodeName),
 	}
 	s.dirty.Store(true)
 	var synced []cache.InformerSynced
-	for name, inf := range map[string]cache.SharedIndexInformer{
-		"pods":       podF.Core().V1().Pods().Informer(),
-		"namespaces": nsF.Core().V1().Namespaces().Informer(),
-		"nodes":      nodeF.Core().V1().Nodes().Informer(),
+	for _, r := range []struct {
+		name  string
+		lw    cache.ListerWatcher
+		obj   runtime.Object
+		store *cache.Store
+	}{
+		{"pods", w.Pods, &corev1.Pod{}, &s.pods},
+		{"namespaces", w.Namespaces, &corev1.Namespace{}, &s.namespaces},
+		{"nodes", w.Nodes, &corev1.Node{}, &s.nodes},
 	} {
+		inf := cache.NewSharedIndexInformer(r.lw, r.obj, 0, cache.Indexers{})
 		// Managed fields are most of a pod object's size and we never read them.
 		if err := inf.SetTransform(stripManagedFields); err != nil {
 			stop()
-			return nil, fmt.Errorf("cannot set the %s informer's transform: %w", name, err)
+			return nil, fmt.Errorf("cannot set the %s informer's transform: %w", r.name, err)
 		}
 		reg, err := inf.AddEventHandler(s.handler())
 		if err != nil {
 			stop()
-			return nil, fmt.Errorf("cannot watch %s: %w", name, err)
+			return nil, fmt.Errorf("cannot watch %s: %w", r.name, err)
 		}
 		// The registration has synced once the handler saw the initial list.
 		synced = append(synced, reg.HasSynced)
+		*r.store = inf.GetStore()
+		s.informers = append(s.informers, inf)
 	}
-	for _, f := range s.factories {
-		f.Start(runCtx.Done())
+	for _, inf := range s.informers {
+		go inf.RunWithContext(runCtx)
 	}
 
 	waitCtx, cancel := context.WithTimeout(runCtx, syncTimeout)
@@ -111,27 +131,16 @@ func NewInformerSource(ctx context.Context, client kubernetes.Interface, nodeNam
 		s.Close()
 		return nil, fmt.Errorf("cannot sync Kubernetes metadata for node %s: %w", nodeName, waitCtx.Err())
 	}
-	if _, err := s.nodes.Get(nodeName); err != nil {
+	if _, ok, _ := s.nodes.GetByKey(nodeName); !ok {
 		s.Close()
-		return nil, fmt.Errorf("cannot find node %s: %w", nodeName, err)
+		return nil, fmt.Errorf("cannot find node %s", nodeName)
 	}
 	return s, nil
 }
 
-// Close stops the informers and waits for them to exit.
+// Close stops the informers.
 func (s *InformerSource) Close() {
 	s.stop()
-	for _, f := range s.factories {
-		f.Shutdown()
-	}
-}
-
-// scopedFactory returns an informer factory listing only the objects whose
-// field equals value.
-func scopedFactory(client kubernetes.Interface, field, value string) informers.SharedInformerFactory {
-	sel := fields.OneTermEqualSelector(field, value).String()
-	return informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = sel }))
 }
 
 // stripManagedFields drops metadata.managedFields before an object enters
@@ -157,31 +166,24 @@ func (s *InformerSource) handler() cache.ResourceEventHandler {
 func (s *InformerSource) Snapshot(context.Context) (attribution.Metadata, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// Clearing the flag before reading the listers means an event that
+	// Clearing the flag before reading the stores means an event that
 	// lands during the rebuild marks the next snapshot dirty again.
 	if s.built && !s.dirty.Swap(false) {
 		return s.snap, nil
 	}
 	s.dirty.Store(false)
-	m, err := s.build()
-	if err != nil {
-		s.dirty.Store(true)
-		return attribution.Metadata{}, err
-	}
-	s.snap, s.built = m, true
-	return m, nil
+	s.snap, s.built = s.build(), true
+	return s.snap, nil
 }
 
 // nodeLabels returns the node's labels; a node deleted while the collector
 // runs leaves them empty rather than failing every cycle.
-func (s *InformerSource) nodeLabels() (map[string]string, error) {
-	n, err := s.nodes.Get(s.node)
-	if apierrors.IsNotFound(err) {
+func (s *InformerSource) nodeLabels() map[string]string {
+	obj, ok, _ := s.nodes.GetByKey(s.node) // a thread-safe store's lookup cannot fail
+	n, isNode := obj.(*corev1.Node)
+	if !ok || !isNode {
 		s.log.Warn("node object not found; node labels are empty")
-		return nil, nil
+		return nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot get node %s from the cache: %w", s.node, err)
-	}
-	return n.Labels, nil
+	return n.Labels
 }

@@ -2,7 +2,6 @@ package kubemeta
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,8 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/rest"
 
 	"github.com/gpuledger/gpuledger/attribution"
 )
@@ -116,11 +114,11 @@ func wantInitial() attribution.Metadata {
 	}
 }
 
-func newSource(t *testing.T, client *fake.Clientset) *InformerSource {
+func newSource(t *testing.T, api *apiServer) *InformerSource {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	s, err := NewInformerSource(ctx, client, thisNode, nil)
+	s, err := NewInformerSource(ctx, NodeWatches(api.client(), thisNode), thisNode, nil)
 	if err != nil {
 		t.Fatalf("NewInformerSource: %v", err)
 	}
@@ -155,8 +153,8 @@ func eventually(t *testing.T, s *InformerSource, what string, cond func(attribut
 }
 
 func TestInformerSourceSnapshot(t *testing.T) {
-	client := fake.NewClientset(fixtures()...)
-	s := newSource(t, client)
+	api := newAPIServer(t, fixtures()...)
+	s := newSource(t, api)
 
 	got := snapshot(t, s)
 	if want := wantInitial(); !reflect.DeepEqual(got, want) {
@@ -164,48 +162,39 @@ func TestInformerSourceSnapshot(t *testing.T) {
 	}
 
 	// The watches must be scoped to this node on the server side.
-	wantSelectors := map[string]string{"pods": "spec.nodeName=" + thisNode, "nodes": "metadata.name=" + thisNode, "namespaces": ""}
-	listed := map[string]bool{}
-	for _, a := range client.Actions() {
-		l, ok := a.(k8stesting.ListAction)
-		if !ok {
-			continue
+	want := map[string]string{"pods": "spec.nodeName=" + thisNode, "nodes": "metadata.name=" + thisNode, "namespaces": ""}
+	seen := api.selectorsSeen()
+	for res, sel := range want {
+		if len(seen[res]) == 0 {
+			t.Errorf("%s never requested", res)
 		}
-		res := a.GetResource().Resource
-		listed[res] = true
-		if got := l.GetListRestrictions().Fields.String(); got != wantSelectors[res] {
-			t.Errorf("list %s with field selector %q, want %q", res, got, wantSelectors[res])
+		for _, got := range seen[res] {
+			if got != sel {
+				t.Errorf("%s requested with field selector %q, want %q", res, got, sel)
+			}
 		}
-	}
-	if len(listed) != len(wantSelectors) {
-		t.Errorf("listed %v, want all of %v", listed, wantSelectors)
 	}
 }
 
 func TestInformerSourceCachesUntilEvent(t *testing.T) {
-	client := fake.NewClientset(fixtures()...)
-	s := newSource(t, client)
+	api := newAPIServer(t, fixtures()...)
+	s := newSource(t, api)
 
 	first, second := snapshot(t, s), snapshot(t, s)
 	if &first.Pods[0] != &second.Pods[0] {
 		t.Error("Snapshot rebuilt without any informer event")
 	}
 
-	ns := namespace("team-b", map[string]string{"team": "ranking"})
-	if _, err := client.CoreV1().Namespaces().Update(context.Background(), ns, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	api.put(namespace("team-b", map[string]string{"team": "ranking"}))
 	eventually(t, s, "the team-b label", func(m attribution.Metadata) bool {
 		return m.Namespaces["team-b"]["team"] == "ranking"
 	})
 }
 
 func TestInformerSourcePodDeletion(t *testing.T) {
-	client := fake.NewClientset(fixtures()...)
-	s := newSource(t, client)
-	if err := client.CoreV1().Pods("team-a").Delete(context.Background(), "train-0", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	api := newAPIServer(t, fixtures()...)
+	s := newSource(t, api)
+	api.delete(trainPod())
 	m := eventually(t, s, "deletion of train-0", func(m attribution.Metadata) bool {
 		for _, p := range m.Pods {
 			if p.Name == "train-0" {
@@ -220,14 +209,11 @@ func TestInformerSourcePodDeletion(t *testing.T) {
 }
 
 func TestInformerSourcePodUpdates(t *testing.T) {
-	client := fake.NewClientset(fixtures()...)
-	s := newSource(t, client)
+	api := newAPIServer(t, fixtures()...)
+	s := newSource(t, api)
 
 	// pending-0 starts: its container gets an ID.
-	p := pod("team-b", "pending-0", "uid-p0", thisNode, corev1.PodRunning, corev1.ContainerStatus{Name: "main", ContainerID: "containerd://" + ctrB})
-	if _, err := client.CoreV1().Pods("team-b").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	api.put(pod("team-b", "pending-0", "uid-p0", thisNode, corev1.PodRunning, corev1.ContainerStatus{Name: "main", ContainerID: "containerd://" + ctrB}))
 	eventually(t, s, "pending-0's container ID", func(m attribution.Metadata) bool {
 		return len(m.Pods) == 2 && m.Pods[1].Containers[0].ID == ctrB
 	})
@@ -235,70 +221,83 @@ func TestInformerSourcePodUpdates(t *testing.T) {
 	// train-0 completes and leaves the snapshot.
 	done := trainPod()
 	done.Status.Phase = corev1.PodSucceeded
-	if _, err := client.CoreV1().Pods("team-a").Update(context.Background(), done, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	api.put(done)
 	eventually(t, s, "train-0 finishing", func(m attribution.Metadata) bool {
 		return len(m.Pods) == 1 && m.Pods[0].Name == "pending-0"
 	})
 
-	// A new pod lands on the node.
-	np := pod("team-a", "new-0", "uid-n0", thisNode, corev1.PodRunning, corev1.ContainerStatus{Name: "main", ContainerID: "containerd://" + ctrA})
-	if _, err := client.CoreV1().Pods("team-a").Create(context.Background(), np, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// A new pod lands on the node, another on a different node.
+	api.put(pod("team-a", "new-0", "uid-n0", thisNode, corev1.PodRunning, corev1.ContainerStatus{Name: "main", ContainerID: "containerd://" + ctrA}))
+	api.put(pod("team-a", "other-node-0", "uid-o0", "gpu-node-b", corev1.PodRunning, corev1.ContainerStatus{Name: "main", ContainerID: "containerd://" + ctrA}))
 	eventually(t, s, "new-0", func(m attribution.Metadata) bool {
 		return len(m.Pods) == 2 && m.Pods[0].Name == "new-0" && m.Pods[0].Containers[0].ID == ctrA
 	})
 
 	// The node is relabelled.
-	if _, err := client.CoreV1().Nodes().Update(context.Background(), node(thisNode, map[string]string{"nvidia.com/gpu.replicas": "4"}), metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	api.put(node(thisNode, map[string]string{"nvidia.com/gpu.replicas": "4"}))
 	eventually(t, s, "the node label", func(m attribution.Metadata) bool {
 		return m.NodeLabels["nvidia.com/gpu.replicas"] == "4"
 	})
+	// Another node's pods never reach the cache: the server filtered them.
+	if _, ok, _ := s.pods.GetByKey("team-a/other-node-0"); ok {
+		t.Error("a pod of another node entered the cache")
+	}
 }
 
 func TestInformerSourceSnapshotIsolatedFromCache(t *testing.T) {
-	client := fake.NewClientset(fixtures()...)
-	s := newSource(t, client)
+	api := newAPIServer(t, fixtures()...)
+	s := newSource(t, api)
 	m := snapshot(t, s)
 	m.Pods[0].Labels["team"] = "mutated"
 	m.NodeLabels["x"] = "y"
-	obj, err := s.pods.Pods("team-a").Get("train-0")
-	if err != nil {
-		t.Fatal(err)
+	obj, ok, _ := s.pods.GetByKey("team-a/train-0")
+	if !ok {
+		t.Fatal("train-0 not in the cache")
 	}
-	if obj.Labels["team"] != "other" {
+	p := obj.(*corev1.Pod)
+	if p.Labels["team"] != "other" {
 		t.Error("changing a snapshot changed the informer cache")
 	}
-	if len(obj.ManagedFields) != 0 {
+	if len(p.ManagedFields) != 0 {
 		t.Error("managed fields were kept in the cache")
 	}
 }
 
 func TestNewInformerSourceErrors(t *testing.T) {
 	t.Run("empty node name", func(t *testing.T) {
-		if _, err := NewInformerSource(context.Background(), fake.NewClientset(), "", nil); err == nil {
+		api := newAPIServer(t)
+		if _, err := NewInformerSource(context.Background(), NodeWatches(api.client(), ""), "", nil); err == nil {
+			t.Error("want an error")
+		}
+	})
+	t.Run("missing watch", func(t *testing.T) {
+		if _, err := NewInformerSource(context.Background(), Watches{}, thisNode, nil); err == nil {
 			t.Error("want an error")
 		}
 	})
 	t.Run("node not found", func(t *testing.T) {
-		_, err := NewInformerSource(context.Background(), fake.NewClientset(node("other", nil)), thisNode, nil)
+		api := newAPIServer(t, node("other", nil))
+		_, err := NewInformerSource(context.Background(), NodeWatches(api.client(), thisNode), thisNode, nil)
 		if err == nil || !strings.Contains(err.Error(), thisNode) {
 			t.Errorf("error = %v, want one naming %s", err, thisNode)
 		}
 	})
 	t.Run("API server refuses", func(t *testing.T) {
-		client := fake.NewClientset(fixtures()...)
-		client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, errors.New("pods is forbidden")
-		})
+		api := newAPIServer(t, fixtures()...)
+		api.forbid("pods")
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		if _, err := NewInformerSource(ctx, client, thisNode, nil); err == nil {
+		if _, err := NewInformerSource(ctx, NodeWatches(api.client(), thisNode), thisNode, nil); err == nil {
 			t.Error("want an error when the pod list never succeeds")
 		}
 	})
+}
+
+func TestNewClientErrors(t *testing.T) {
+	if _, err := NewClient(&rest.Config{Host: "http://[::1"}); err == nil {
+		t.Error("want an error for a malformed host")
+	}
+	if _, err := ClientFromKubeconfig(t.TempDir() + "/missing"); err == nil {
+		t.Error("want an error for a missing kubeconfig")
+	}
 }

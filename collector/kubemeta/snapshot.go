@@ -2,41 +2,34 @@ package kubemeta
 
 import (
 	"cmp"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuledger/gpuledger/attribution"
 )
 
 // build turns the informer caches into a Metadata. Maps are copied: the
 // cached objects belong to the informers.
-func (s *InformerSource) build() (attribution.Metadata, error) {
-	nodeLabels, err := s.nodeLabels()
-	if err != nil {
-		return attribution.Metadata{}, err
-	}
-	nss, err := s.namespaces.List(labels.Everything())
-	if err != nil {
-		return attribution.Metadata{}, fmt.Errorf("cannot list namespaces from the cache: %w", err)
-	}
-	pods, err := s.pods.List(labels.Everything())
-	if err != nil {
-		return attribution.Metadata{}, fmt.Errorf("cannot list pods from the cache: %w", err)
-	}
+func (s *InformerSource) build() attribution.Metadata {
+	nss, pods := s.namespaces.List(), s.pods.List()
 	m := attribution.Metadata{
-		NodeLabels: maps.Clone(nodeLabels),
+		NodeLabels: maps.Clone(s.nodeLabels()),
 		Namespaces: make(map[string]map[string]string, len(nss)),
 		Pods:       make([]attribution.PodMeta, 0, len(pods)),
 	}
-	for _, ns := range nss {
-		m.Namespaces[ns.Name] = maps.Clone(ns.Labels)
+	for _, obj := range nss {
+		if ns, ok := obj.(*corev1.Namespace); ok {
+			m.Namespaces[ns.Name] = maps.Clone(ns.Labels)
+		}
 	}
-	for _, p := range pods {
+	for _, obj := range pods {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			continue
+		}
 		// The field selector already scopes the watch; checking again keeps
 		// a stray object (or a fake client that ignores selectors) out.
 		if p.Spec.NodeName != s.node || finished(p) {
@@ -44,11 +37,11 @@ func (s *InformerSource) build() (attribution.Metadata, error) {
 		}
 		m.Pods = append(m.Pods, podMeta(p))
 	}
-	// Listers return map order; a stable order keeps the output stable.
+	// Stores return map order; a stable order keeps the output stable.
 	slices.SortFunc(m.Pods, func(a, b attribution.PodMeta) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
 	})
-	return m, nil
+	return m
 }
 
 // finished reports whether a pod's containers have all terminated for good.
@@ -66,7 +59,7 @@ func podMeta(p *corev1.Pod) attribution.PodMeta {
 		Containers:  make([]attribution.ContainerMeta, 0, len(p.Spec.Containers)+len(p.Spec.InitContainers)),
 	}
 	if p.Status.StartTime != nil {
-		pm.StartTime = p.Status.StartTime.Time
+		pm.StartTime = p.Status.StartTime.UTC() // client-go decodes times into time.Local
 	}
 	// Init containers come after the regular ones: those hold the GPUs, and
 	// restartable init containers (sidecars) may too.

@@ -1,0 +1,275 @@
+package kubemeta
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+)
+
+// apiServer is a small Kubernetes API server for core/v1 pods, namespaces
+// and nodes over real HTTP: list, watch (classic and the streaming
+// sendInitialEvents form client-go uses by default) and server-side field
+// selectors on the fields the collector scopes by. The tests drive the
+// production client, codecs and watches against it.
+type apiServer struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	mu        sync.Mutex
+	rv        int
+	objs      map[string]map[string]runtime.Object // resource -> key -> object
+	watchers  map[string][]*watcher
+	selectors map[string][]string // resource -> field selectors received
+	forbidden map[string]bool
+}
+
+type watcher struct {
+	sel    fields.Selector
+	events chan watchEvent
+}
+
+type watchEvent struct {
+	Type   string          `json:"type"`
+	Object json.RawMessage `json:"object"`
+}
+
+func newAPIServer(t *testing.T, objs ...runtime.Object) *apiServer {
+	t.Helper()
+	s := &apiServer{
+		t:         t,
+		objs:      map[string]map[string]runtime.Object{"pods": {}, "namespaces": {}, "nodes": {}},
+		watchers:  map[string][]*watcher{},
+		selectors: map[string][]string{},
+		forbidden: map[string]bool{},
+	}
+	for _, o := range objs {
+		s.put(o)
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// client returns the production core/v1 client pointed at the server.
+func (s *apiServer) client() rest.Interface {
+	s.t.Helper()
+	c, err := NewClient(&rest.Config{Host: s.srv.URL})
+	if err != nil {
+		s.t.Fatalf("NewClient: %v", err)
+	}
+	return c
+}
+
+func (s *apiServer) forbid(resource string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forbidden[resource] = true
+}
+
+func (s *apiServer) selectorsSeen() map[string][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]string{}
+	for k, v := range s.selectors {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// kinds maps the served resources to their kinds.
+var kinds = map[string]string{"pods": "Pod", "namespaces": "Namespace", "nodes": "Node"}
+
+func resourceOf(o runtime.Object) (resource, kind string) {
+	switch o.(type) {
+	case *corev1.Pod:
+		return "pods", "Pod"
+	case *corev1.Namespace:
+		return "namespaces", "Namespace"
+	case *corev1.Node:
+		return "nodes", "Node"
+	}
+	panic(fmt.Sprintf("test API server: unexpected %T", o)) // a bug in the test itself
+}
+
+func key(o runtime.Object) string {
+	a, _ := meta.Accessor(o)
+	if a.GetNamespace() == "" {
+		return a.GetName()
+	}
+	return a.GetNamespace() + "/" + a.GetName()
+}
+
+// fieldSet is what a field selector may match on, as the API server offers.
+func fieldSet(o runtime.Object) fields.Set {
+	a, _ := meta.Accessor(o)
+	set := fields.Set{"metadata.name": a.GetName(), "metadata.namespace": a.GetNamespace()}
+	if p, ok := o.(*corev1.Pod); ok {
+		set["spec.nodeName"] = p.Spec.NodeName
+	}
+	return set
+}
+
+// put creates or replaces an object and tells the watchers.
+func (s *apiServer) put(o runtime.Object) {
+	o = o.DeepCopyObject()
+	res, kind := resourceOf(o)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rv++
+	a, _ := meta.Accessor(o)
+	a.SetResourceVersion(strconv.Itoa(s.rv))
+	typ := "ADDED"
+	if _, ok := s.objs[res][key(o)]; ok {
+		typ = "MODIFIED"
+	}
+	s.objs[res][key(o)] = o
+	s.notify(res, typ, kind, o)
+}
+
+func (s *apiServer) delete(o runtime.Object) {
+	res, kind := resourceOf(o)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.objs[res][key(o)]
+	if !ok {
+		s.t.Fatalf("delete %s: not found", key(o))
+	}
+	delete(s.objs[res], key(o))
+	s.rv++
+	old = old.DeepCopyObject()
+	a, _ := meta.Accessor(old)
+	a.SetResourceVersion(strconv.Itoa(s.rv))
+	s.notify(res, "DELETED", kind, old)
+}
+
+// notify must be called with s.mu held.
+func (s *apiServer) notify(res, typ, kind string, o runtime.Object) {
+	for _, w := range s.watchers[res] {
+		if w.sel.Matches(fieldSet(o)) {
+			w.events <- watchEvent{Type: typ, Object: encode(kind, o)}
+		}
+	}
+}
+
+func encode(kind string, o runtime.Object) json.RawMessage {
+	o = o.DeepCopyObject()
+	o.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	b, err := json.Marshal(o)
+	if err != nil {
+		panic(err) // core/v1 objects always marshal
+	}
+	return b
+}
+
+func (s *apiServer) serve(w http.ResponseWriter, r *http.Request) {
+	res, ok := strings.CutPrefix(r.URL.Path, "/api/v1/")
+	if _, known := kinds[res]; !ok || !known {
+		http.NotFound(w, r)
+		return
+	}
+	q := r.URL.Query()
+	sel, err := fields.ParseSelector(q.Get("fieldSelector"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.selectors[res] = append(s.selectors[res], q.Get("fieldSelector"))
+	forbidden := s.forbidden[res]
+	s.mu.Unlock()
+	if forbidden {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_ = json.NewEncoder(w).Encode(metav1.Status{
+			TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+			Status:   metav1.StatusFailure, Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden,
+			Message: res + " is forbidden",
+		})
+		return
+	}
+	if q.Get("watch") == "true" {
+		s.watch(w, r, res, sel, q.Get("sendInitialEvents") == "true")
+		return
+	}
+	s.list(w, res, sel)
+}
+
+func (s *apiServer) list(w http.ResponseWriter, res string, sel fields.Selector) {
+	kind := kinds[res]
+	s.mu.Lock()
+	items := []json.RawMessage{}
+	for _, o := range s.objs[res] {
+		if sel.Matches(fieldSet(o)) {
+			items = append(items, encode(kind, o))
+		}
+	}
+	rv := strconv.Itoa(s.rv)
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"kind": kind + "List", "apiVersion": "v1",
+		"metadata": map[string]string{"resourceVersion": rv},
+		"items":    items,
+	})
+}
+
+func (s *apiServer) watch(w http.ResponseWriter, r *http.Request, res string, sel fields.Selector, initial bool) {
+	wt := &watcher{sel: sel, events: make(chan watchEvent, 1024)}
+	s.mu.Lock()
+	if initial {
+		kind := kinds[res]
+		for _, o := range s.objs[res] {
+			if sel.Matches(fieldSet(o)) {
+				wt.events <- watchEvent{Type: "ADDED", Object: encode(kind, o)}
+			}
+		}
+		// The end of the initial events: a bookmark carrying the list's
+		// resource version and the annotation client-go waits for.
+		bm := map[string]any{"kind": kind, "apiVersion": "v1", "metadata": map[string]any{
+			"resourceVersion": strconv.Itoa(s.rv),
+			"annotations":     map[string]string{metav1.InitialEventsAnnotationKey: "true"},
+		}}
+		b, _ := json.Marshal(bm)
+		wt.events <- watchEvent{Type: "BOOKMARK", Object: b}
+	}
+	s.watchers[res] = append(s.watchers[res], wt)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		ws := s.watchers[res]
+		for i := range ws {
+			if ws[i] == wt {
+				s.watchers[res] = append(ws[:i], ws[i+1:]...)
+				break
+			}
+		}
+	}()
+
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case ev := <-wt.events:
+			if err := enc.Encode(ev); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+	}
+}
