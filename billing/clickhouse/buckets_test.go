@@ -26,11 +26,13 @@ func TestHourBucketsAcrossOffsetChanges(t *testing.T) {
 		{"Asia/Kolkata", "2024-03-01T00:00:00Z", "2024-03-01T02:00:00Z",
 			[]string{"2024-03-01T00:00:00Z", "2024-03-01T00:30:00Z", "2024-03-01T01:30:00Z"}},
 		// Lord Howe leaves DST on 2024-04-07: 02:00 +11 (15:00Z) becomes
-		// 01:30 +10:30. Wall-clock hours: 01:00+11 (14:00Z), then the
-		// clock reads 01:30 at 15:00Z, so the next whole hour is 02:00
-		// +10:30 (15:30Z).
+		// 01:30 +10:30. The hour 01:00+11 (14:00Z) ends at the change
+		// (15:00Z); the half hour 01:30-02:00 +10:30 (15:00Z-15:30Z) is a
+		// bucket of its own, as the repeated hour of a one-hour fall-back
+		// is; then 02:00 +10:30 (15:30Z). The embedded ledger cuts the same
+		// way (one definition: ledger.CalendarBuckets).
 		{"Australia/Lord_Howe", "2024-04-06T14:10:00Z", "2024-04-06T16:00:00Z",
-			[]string{"2024-04-06T14:10:00Z", "2024-04-06T15:30:00Z"}},
+			[]string{"2024-04-06T14:10:00Z", "2024-04-06T15:00:00Z", "2024-04-06T15:30:00Z"}},
 		// New York springs forward on 2024-03-10: 02:00 EST (07:00Z)
 		// becomes 03:00 EDT; boundaries stay on whole UTC hours.
 		{"America/New_York", "2024-03-10T06:00:00Z", "2024-03-10T09:00:00Z",

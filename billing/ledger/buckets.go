@@ -15,12 +15,45 @@ type bucket struct {
 	lo, hi int64
 }
 
-// calendarBuckets splits [from, to) into the calendar hours, days or months
-// of loc. Boundaries are computed here, not by SQLite's date functions, so
-// DST is exact: a spring-forward day has 23 hour buckets, a fall-back day 25
-// (the repeated hour is two buckets, one per UTC offset). Buckets are
-// contiguous instant ranges; a row belongs to the one holding its interval
-// start.
+// Bucket is one calendar bucket clipped to a query range: rows whose
+// interval starts in [From, To) belong to it. Start is the calendar
+// bucket's first instant in the query's zone (before clipping).
+type Bucket struct {
+	Start, From, To time.Time
+}
+
+// CalendarBuckets splits [from, to) into the calendar hours, days or months
+// (BucketHour, BucketDay, BucketMonth) of loc. It is the one definition of
+// a calendar bucket for every store: boundaries are computed here, not by a
+// database's date functions, so DST and odd offsets are exact. A
+// spring-forward day has 23 hour buckets and a fall-back day 25 (the
+// repeated hour is two buckets, one per UTC offset). An hour bucket never
+// spans an offset change: where the offset moves by 30 minutes inside a
+// clock hour (Lord Howe), that hour is cut at the change, so a bucket may
+// start at :30 local time. Days and months start at local midnight, or at
+// the first instant of the date where DST skips or repeats midnight.
+func CalendarBuckets(from, to time.Time, loc *time.Location, unit string) ([]Bucket, error) {
+	switch unit {
+	case BucketHour, BucketDay, BucketMonth:
+	default:
+		return nil, fmt.Errorf("unknown calendar bucket %q (want %q, %q or %q)", unit, BucketHour, BucketDay, BucketMonth)
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	bs, err := calendarBuckets(from, to, loc, unit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Bucket, len(bs))
+	for i, b := range bs {
+		out[i] = Bucket{Start: b.start, From: time.Unix(0, b.lo).In(loc), To: time.Unix(0, b.hi).In(loc)}
+	}
+	return out, nil
+}
+
+// calendarBuckets is CalendarBuckets in the form the file store's
+// aggregation uses (bounds in unix nanoseconds).
 func calendarBuckets(from, to time.Time, loc *time.Location, unit string) ([]bucket, error) {
 	if !from.Before(to) {
 		return nil, fmt.Errorf("empty range [%s, %s)", FormatTime(from), FormatTime(to))
