@@ -60,7 +60,7 @@
 //     column CODECs (absent), no TTL (absent), no mutations on the read or
 //     write path (asynchronous in 18.16): strings are String, times are
 //     DateTime('UTC') with a separate UInt32 nanoseconds column.
-//   - Time bounds are written as toDateTime(<unix seconds>) literals rather
+//   - Time bounds are written as toDateTime(<unix seconds>, 'UTC') literals rather
 //     than driver-bound parameters, whose formatting differs across versions.
 //   - Query settings are only sent in cluster mode and only as integers (old
 //     servers take settings as varints).

@@ -8,8 +8,11 @@ import (
 
 // Times are stored as a DateTime second plus a UInt32 of nanoseconds. These
 // helpers write exact comparisons against such a pair as SQL, with literal
-// unix seconds (toDateTime(N) means the same instant on every server
-// whatever its time zone).
+// unix seconds typed as UTC: toDateTime(N, 'UTC') is the same instant on
+// every server whatever its time zone, including when a Distributed table
+// forwards the condition to shards (the analyzer of 24.x and later may
+// render a zoneless constant as local time text, which is ambiguous in the
+// repeated hour of a DST change: ClickHouse issue 117835).
 
 // clampSec maps t to DateTime's range; out-of-range bounds become the
 // range's ends, which every stored time is inside.
@@ -24,7 +27,14 @@ func clampSec(t time.Time) (int64, uint32) {
 	return u, uint32(t.Nanosecond())
 }
 
-func dt(sec int64) string { return fmt.Sprintf("toDateTime(%d)", sec) }
+// dt is a DateTime literal for unix second sec, clamped to DateTime's range
+// as clampSec does: 18.16 wraps out-of-range values and current releases
+// leave them undefined, and callers pass whole-day roundings of query
+// bounds that may fall outside it.
+func dt(sec int64) string {
+	sec = max(0, min(sec, math.MaxUint32))
+	return fmt.Sprintf("toDateTime(%d, 'UTC')", sec)
+}
 
 // timeGE is "(col, nsCol) >= t".
 func timeGE(col, nsCol string, t time.Time) string {

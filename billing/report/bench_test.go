@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 // resolution (8 copies of monthFleet: MIG, time-slicing, MPS and exclusive
 // GPUs with daily tenants; 44,640 intervals, about 5.9 million rows) from
 // the embedded store, CSV and HTML written. Generating the ledger takes
-// minutes; GPULEDGER_BENCH_REPORT_LEDGER=FILE keeps it for the next run.
+// minutes; GPULEDGER_BENCH_REPORT_LEDGER=FILE keeps it for the next run, and
+// GPULEDGER_BENCH_REPORT_COPIES=N builds N copies of the 4-GPU fleet instead
+// of 8 (25 copies: the 100-GPU month the export figure of BENCHMARKS.md uses).
 //
 //	GPULEDGER_BENCH_REPORT_LEDGER=/tmp/bench-report.db go test -run '^$' -bench MonthlyReport -benchtime 5x ./billing/report
 func BenchmarkMonthlyReport(b *testing.B) {
@@ -121,7 +124,11 @@ func benchLedger(ctx context.Context, b *testing.B, path string, from, to time.T
 	gpus, tenants := monthFleet(from, to, time.UTC)
 	var fleet []gpu
 	var fleetTenants []tenant
-	for c := 0; c < 8; c++ {
+	copies := 8
+	if v, err := strconv.Atoi(os.Getenv("GPULEDGER_BENCH_REPORT_COPIES")); err == nil && v > 0 {
+		copies = v
+	}
+	for c := 0; c < copies; c++ {
 		for _, g := range gpus {
 			g.node, g.uuid = fmt.Sprintf("%s-%d", g.node, c), fmt.Sprintf("%s-%d", g.uuid, c)
 			fleet = append(fleet, g)
