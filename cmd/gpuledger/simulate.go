@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -47,7 +48,11 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	// Parsing a large scenario makes far more garbage than the simulation
-	// ever holds; hand it back before the long run.
+	// ever holds, with the scenario scattered through it: collect it, pack
+	// the scenario into fresh memory and hand the rest back before the long
+	// run.
+	runtime.GC()
+	sc = sc.Clone()
 	debug.FreeOSMemory()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("cannot create output directory: %w", err)
