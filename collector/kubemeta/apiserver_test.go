@@ -1,6 +1,7 @@
 package kubemeta
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,14 +16,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 )
 
 // apiServer is a small Kubernetes API server for core/v1 pods, namespaces
 // and nodes over real HTTP: list, watch (classic and the streaming
 // sendInitialEvents form client-go uses by default) and server-side field
-// selectors on the fields the collector scopes by. The tests drive the
-// production client, codecs and watches against it.
+// selectors on the fields the collector scopes by. Like a real API server
+// it answers in protobuf when the client accepts it (ours asks for it
+// first) and in JSON otherwise, with the wire framing of each. The tests
+// drive the production client, codecs and watches against it.
 type apiServer struct {
 	t   *testing.T
 	srv *httptest.Server
@@ -33,6 +38,7 @@ type apiServer struct {
 	watchers  map[string][]*watcher
 	selectors map[string][]string // resource -> field selectors received
 	forbidden map[string]bool
+	jsonOnly  bool // answer JSON even to clients that accept protobuf
 }
 
 type watcher struct {
@@ -41,8 +47,8 @@ type watcher struct {
 }
 
 type watchEvent struct {
-	Type   string          `json:"type"`
-	Object json.RawMessage `json:"object"`
+	typ watch.EventType
+	obj runtime.Object
 }
 
 func newAPIServer(t *testing.T, objs ...runtime.Object) *apiServer {
@@ -72,6 +78,14 @@ func (s *apiServer) client() rest.Interface {
 	return c
 }
 
+// answerJSONOnly makes the server ignore the client's preference for
+// protobuf, as servers of aggregated or older APIs may.
+func (s *apiServer) answerJSONOnly() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jsonOnly = true
+}
+
 func (s *apiServer) forbid(resource string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -91,14 +105,14 @@ func (s *apiServer) selectorsSeen() map[string][]string {
 // kinds maps the served resources to their kinds.
 var kinds = map[string]string{"pods": "Pod", "namespaces": "Namespace", "nodes": "Node"}
 
-func resourceOf(o runtime.Object) (resource, kind string) {
+func resourceOf(o runtime.Object) string {
 	switch o.(type) {
 	case *corev1.Pod:
-		return "pods", "Pod"
+		return "pods"
 	case *corev1.Namespace:
-		return "namespaces", "Namespace"
+		return "namespaces"
 	case *corev1.Node:
-		return "nodes", "Node"
+		return "nodes"
 	}
 	panic(fmt.Sprintf("test API server: unexpected %T", o)) // a bug in the test itself
 }
@@ -124,7 +138,7 @@ func fieldSet(o runtime.Object) fields.Set {
 // put creates or replaces an object and tells the watchers.
 func (s *apiServer) put(o runtime.Object) {
 	o = o.DeepCopyObject()
-	res, kind := resourceOf(o)
+	res := resourceOf(o)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rv++
@@ -135,11 +149,11 @@ func (s *apiServer) put(o runtime.Object) {
 		typ = "MODIFIED"
 	}
 	s.objs[res][key(o)] = o
-	s.notify(res, typ, kind, o)
+	s.notify(res, typ, o)
 }
 
 func (s *apiServer) delete(o runtime.Object) {
-	res, kind := resourceOf(o)
+	res := resourceOf(o)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.objs[res][key(o)]
@@ -151,26 +165,40 @@ func (s *apiServer) delete(o runtime.Object) {
 	old = old.DeepCopyObject()
 	a, _ := meta.Accessor(old)
 	a.SetResourceVersion(strconv.Itoa(s.rv))
-	s.notify(res, "DELETED", kind, old)
+	s.notify(res, "DELETED", old)
 }
 
 // notify must be called with s.mu held.
-func (s *apiServer) notify(res, typ, kind string, o runtime.Object) {
+func (s *apiServer) notify(res, typ string, o runtime.Object) {
 	for _, w := range s.watchers[res] {
 		if w.sel.Matches(fieldSet(o)) {
-			w.events <- watchEvent{Type: typ, Object: encode(kind, o)}
+			w.events <- watchEvent{watch.EventType(typ), o.DeepCopyObject()}
 		}
 	}
 }
 
-func encode(kind string, o runtime.Object) json.RawMessage {
-	o = o.DeepCopyObject()
-	o.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
-	b, err := json.Marshal(o)
+// codec picks the serializer for a request as the API server does: the
+// first type of the Accept header that it can write.
+func (s *apiServer) codec(r *http.Request) runtime.SerializerInfo {
+	codecs, err := coreCodecs()
 	if err != nil {
-		panic(err) // core/v1 objects always marshal
+		s.t.Fatalf("codecs: %v", err)
 	}
-	return b
+	s.mu.Lock()
+	jsonOnly := s.jsonOnly
+	s.mu.Unlock()
+	if !jsonOnly && strings.HasPrefix(r.Header.Get("Accept"), runtime.ContentTypeProtobuf) {
+		info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+		return info
+	}
+	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	return info
+}
+
+// encoder writes objects of core/v1 with their apiVersion and kind.
+func encoder(info runtime.SerializerInfo) runtime.Encoder {
+	codecs, _ := coreCodecs()
+	return codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion)
 }
 
 func (s *apiServer) serve(w http.ResponseWriter, r *http.Request) {
@@ -203,46 +231,48 @@ func (s *apiServer) serve(w http.ResponseWriter, r *http.Request) {
 		s.watch(w, r, res, sel, q.Get("sendInitialEvents") == "true")
 		return
 	}
-	s.list(w, res, sel)
+	s.list(w, r, res, sel)
 }
 
-func (s *apiServer) list(w http.ResponseWriter, res string, sel fields.Selector) {
-	kind := kinds[res]
+func (s *apiServer) list(w http.ResponseWriter, r *http.Request, res string, sel fields.Selector) {
+	list := map[string]runtime.Object{"pods": &corev1.PodList{}, "namespaces": &corev1.NamespaceList{}, "nodes": &corev1.NodeList{}}[res]
 	s.mu.Lock()
-	items := []json.RawMessage{}
+	var items []runtime.Object
 	for _, o := range s.objs[res] {
 		if sel.Matches(fieldSet(o)) {
-			items = append(items, encode(kind, o))
+			items = append(items, o.DeepCopyObject())
 		}
 	}
 	rv := strconv.Itoa(s.rv)
 	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"kind": kind + "List", "apiVersion": "v1",
-		"metadata": map[string]string{"resourceVersion": rv},
-		"items":    items,
-	})
+	if err := meta.SetList(list, items); err != nil {
+		s.t.Errorf("list %s: %v", res, err)
+	}
+	la, _ := meta.ListAccessor(list)
+	la.SetResourceVersion(rv)
+	info := s.codec(r)
+	w.Header().Set("Content-Type", info.MediaType)
+	if err := encoder(info).Encode(list, w); err != nil {
+		s.t.Errorf("encode %s list: %v", res, err)
+	}
 }
 
 func (s *apiServer) watch(w http.ResponseWriter, r *http.Request, res string, sel fields.Selector, initial bool) {
 	wt := &watcher{sel: sel, events: make(chan watchEvent, 1024)}
 	s.mu.Lock()
 	if initial {
-		kind := kinds[res]
 		for _, o := range s.objs[res] {
 			if sel.Matches(fieldSet(o)) {
-				wt.events <- watchEvent{Type: "ADDED", Object: encode(kind, o)}
+				wt.events <- watchEvent{watch.Added, o.DeepCopyObject()}
 			}
 		}
 		// The end of the initial events: a bookmark carrying the list's
 		// resource version and the annotation client-go waits for.
-		bm := map[string]any{"kind": kind, "apiVersion": "v1", "metadata": map[string]any{
-			"resourceVersion": strconv.Itoa(s.rv),
-			"annotations":     map[string]string{metav1.InitialEventsAnnotationKey: "true"},
-		}}
-		b, _ := json.Marshal(bm)
-		wt.events <- watchEvent{Type: "BOOKMARK", Object: b}
+		bm := map[string]runtime.Object{"pods": &corev1.Pod{}, "namespaces": &corev1.Namespace{}, "nodes": &corev1.Node{}}[res]
+		a, _ := meta.Accessor(bm)
+		a.SetResourceVersion(strconv.Itoa(s.rv))
+		a.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		wt.events <- watchEvent{watch.Bookmark, bm}
 	}
 	s.watchers[res] = append(s.watchers[res], wt)
 	s.mu.Unlock()
@@ -258,15 +288,25 @@ func (s *apiServer) watch(w http.ResponseWriter, r *http.Request, res string, se
 		}
 	}()
 
-	w.Header().Set("Content-Type", "application/json")
+	// As the API server does: each object encoded in the negotiated
+	// format, wrapped in a WatchEvent, framed for that format's stream.
+	info := s.codec(r)
+	objEnc := encoder(info)
+	stream := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(w), info.StreamSerializer.Serializer)
+	w.Header().Set("Content-Type", info.MediaType)
 	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
+	w.(http.Flusher).Flush()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case ev := <-wt.events:
-			if err := enc.Encode(ev); err != nil {
+			var obj bytes.Buffer
+			if err := objEnc.Encode(ev.obj, &obj); err != nil {
+				s.t.Errorf("encode %s event: %v", res, err)
+				return
+			}
+			if err := stream.Encode(&metav1.WatchEvent{Type: string(ev.typ), Object: runtime.RawExtension{Raw: obj.Bytes()}}); err != nil {
 				return
 			}
 			w.(http.Flusher).Flush()

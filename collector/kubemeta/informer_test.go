@@ -153,26 +153,39 @@ func eventually(t *testing.T, s *InformerSource, what string, cond func(attribut
 }
 
 func TestInformerSourceSnapshot(t *testing.T) {
-	api := newAPIServer(t, fixtures()...)
-	s := newSource(t, api)
-
-	got := snapshot(t, s)
-	if want := wantInitial(); !reflect.DeepEqual(got, want) {
-		t.Errorf("Snapshot =\n%+v\nwant\n%+v", got, want)
-	}
-
-	// The watches must be scoped to this node on the server side.
-	want := map[string]string{"pods": "spec.nodeName=" + thisNode, "nodes": "metadata.name=" + thisNode, "namespaces": ""}
-	seen := api.selectorsSeen()
-	for res, sel := range want {
-		if len(seen[res]) == 0 {
-			t.Errorf("%s never requested", res)
-		}
-		for _, got := range seen[res] {
-			if got != sel {
-				t.Errorf("%s requested with field selector %q, want %q", res, got, sel)
+	for _, wire := range []string{"protobuf", "json"} {
+		t.Run(wire, func(t *testing.T) {
+			api := newAPIServer(t, fixtures()...)
+			if wire == "json" {
+				api.answerJSONOnly()
 			}
-		}
+			s := newSource(t, api)
+
+			got := snapshot(t, s)
+			if want := wantInitial(); !reflect.DeepEqual(got, want) {
+				t.Errorf("Snapshot =\n%+v\nwant\n%+v", got, want)
+			}
+
+			// The watches must be scoped to this node on the server side.
+			want := map[string]string{"pods": "spec.nodeName=" + thisNode, "nodes": "metadata.name=" + thisNode, "namespaces": ""}
+			seen := api.selectorsSeen()
+			for res, sel := range want {
+				if len(seen[res]) == 0 {
+					t.Errorf("%s never requested", res)
+				}
+				for _, got := range seen[res] {
+					if got != sel {
+						t.Errorf("%s requested with field selector %q, want %q", res, got, sel)
+					}
+				}
+			}
+
+			// Events arrive in this wire format too.
+			api.put(namespace("team-b", map[string]string{"team": "ranking"}))
+			eventually(t, s, "the team-b label", func(m attribution.Metadata) bool {
+				return m.Namespaces["team-b"]["team"] == "ranking"
+			})
+		})
 	}
 }
 
