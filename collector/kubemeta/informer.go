@@ -39,6 +39,7 @@ type InformerSource struct {
 	log  *slog.Logger
 
 	stop      context.CancelFunc
+	running   sync.WaitGroup // the informers' goroutines
 	informers []cache.SharedIndexInformer
 
 	// The informers' stores, keyed as client-go keys objects.
@@ -122,7 +123,7 @@ func NewInformerSource(ctx context.Context, w Watches, nodeName string, log *slo
 		s.informers = append(s.informers, inf)
 	}
 	for _, inf := range s.informers {
-		go inf.RunWithContext(runCtx)
+		s.running.Go(func() { inf.RunWithContext(runCtx) })
 	}
 
 	waitCtx, cancel := context.WithTimeout(runCtx, syncTimeout)
@@ -138,9 +139,10 @@ func NewInformerSource(ctx context.Context, w Watches, nodeName string, log *slo
 	return s, nil
 }
 
-// Close stops the informers.
+// Close stops the informers and waits for them to exit.
 func (s *InformerSource) Close() {
 	s.stop()
+	s.running.Wait()
 }
 
 // stripManagedFields drops metadata.managedFields before an object enters
