@@ -98,6 +98,7 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("cannot start Kubernetes metadata informers: %w", err)
 	}
+	defer meta.Close()
 	pods := podresources.NewClient(f.kubeletSocket, log)
 	defer pods.Close()
 
