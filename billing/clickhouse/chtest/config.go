@@ -80,14 +80,16 @@ const usersXML = `<?xml version="1.0"?>
 `
 
 // writeConfig writes config.xml and users.xml into dir and returns the
-// config path.
-func writeConfig(dir string, tcpPort, httpPort int) (string, error) {
+// config path. extra is more server configuration (XML elements of the
+// root), for cluster members.
+func writeConfig(dir string, tcpPort, httpPort int, extra string) (string, error) {
 	for _, sub := range []string{"data", "tmp", "user_files", "format_schemas"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			return "", fmt.Errorf("cannot create %s: %w", sub, err)
 		}
 	}
 	cfg := strings.NewReplacer("{{dir}}", dir, "{{tcp}}", fmt.Sprint(tcpPort), "{{http}}", fmt.Sprint(httpPort)).Replace(configXML)
+	cfg = strings.Replace(cfg, "</yandex>", extra+"</yandex>", 1)
 	users := strings.NewReplacer("{{user}}", User, "{{password}}", Password).Replace(usersXML)
 	path := filepath.Join(dir, "config.xml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {

@@ -1,6 +1,7 @@
 // Package chtest starts a real ClickHouse server for tests: the
 // clickhouse-server binary from PATH on loopback ports with a temp data dir,
-// or the server named by GPULEDGER_TEST_CLICKHOUSE_DSN. Tests never talk to a
+// or the server named by GPULEDGER_TEST_CLICKHOUSE_DSN. StartCluster starts
+// a two-shard cluster with its own ZooKeeper. Tests never talk to a
 // mock: the ledger's exactness claims are about what a real server does with
 // replays, merges and restarts.
 package chtest
@@ -77,7 +78,7 @@ func Start(ctx context.Context, dir string) (*Server, error) {
 			return nil, err
 		}
 		s := &Server{dir: dir, bin: bin, tcpPort: ports[0], httpPort: ports[1]}
-		if s.config, err = writeConfig(dir, s.tcpPort, s.httpPort); err != nil {
+		if s.config, err = writeConfig(dir, s.tcpPort, s.httpPort, ""); err != nil {
 			return nil, err
 		}
 		if lastErr = s.start(ctx); lastErr == nil {

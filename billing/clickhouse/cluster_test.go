@@ -1,0 +1,97 @@
+package clickhouse
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
+	"github.com/gpuledger/gpuledger/billing/ledger"
+)
+
+// TestClusterExactlyOnce runs the --clickhouse-cluster schema on a real
+// two-shard cluster (two servers and ZooKeeper, started here): migrate twice,
+// write through the Distributed tables from one node with a replayed
+// stretch, and read from the other node. Rows must be spread over both
+// shards, and every aggregate, from raw rows and from the rollups, must
+// equal the sums computed straight from the generated rows: a replay lands
+// on the same shard (the shard key is deterministic) and collapses there.
+func TestClusterExactlyOnce(t *testing.T) {
+	if harness.External() {
+		t.Skip("the cluster test starts its own servers; GPULEDGER_TEST_CLICKHOUSE_DSN names a single server")
+	}
+	ctx := context.Background()
+	c, err := chtest.StartCluster(ctx, t.TempDir())
+	if err != nil {
+		if os.Getenv(chtest.EnvRequire) == "1" {
+			t.Fatalf("cannot start a ClickHouse cluster (%s=1): %v", chtest.EnvRequire, err)
+		}
+		t.Skipf("cannot start a ClickHouse cluster: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	dsn := func(n int) ledger.DSN { return mustDSN(t, c.Nodes[n].DSN("ledger")) }
+	for i := 0; i < 2; i++ {
+		if err := Migrate(ctx, dsn(0), chtest.ClusterName); err != nil {
+			t.Fatalf("Migrate (run %d): %v", i+1, err)
+		}
+	}
+	open := func(n int, cluster string) *Store {
+		s, err := Open(ctx, dsn(n), Options{Cluster: cluster, RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("Open node %d: %v", n+1, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	writer, reader := open(0, chtest.ClusterName), open(1, chtest.ClusterName)
+
+	start := time.Date(2026, 3, 31, 22, 0, 0, 0, time.UTC) // spans a month boundary
+	end := start.Add(4 * time.Hour)
+	rows := fleet(11, 4, 2, int(end.Sub(start)/time.Minute), start)
+	appendAll(t, writer, rows, 700)
+	appendAll(t, writer, rows[:len(rows)/3], 500) // a replay, cut differently
+
+	// Each shard holds part of the rows in its local table.
+	for n := range c.Nodes {
+		local := open(n, "")
+		var cnt uint64
+		q := fmt.Sprintf("SELECT count() FROM %s.%s_local FINAL", local.db, tableRows)
+		if err := local.query(ctx, "count local rows", q, func(rs driver.Rows) error { return rs.Scan(&cnt) }); err != nil {
+			t.Fatal(err)
+		}
+		if cnt == 0 || cnt >= uint64(len(rows)) {
+			t.Errorf("shard %d holds %d of %d rows, want a part of them", n+1, cnt, len(rows))
+		}
+	}
+
+	hour := func(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
+	month := func(t time.Time) time.Time {
+		u := t.UTC()
+		return time.Date(u.Year(), u.Month(), 1, 0, 0, 0, 0, time.UTC)
+	}
+	check := func(stage string) {
+		for _, q := range []struct {
+			bucket string
+			label  func(time.Time) time.Time
+		}{{ledger.BucketHour, hour}, {ledger.BucketMonth, month}} {
+			got, err := reader.Aggregate(ctx, ledger.AggregateQuery{From: start, To: end, Bucket: q.bucket})
+			if err != nil {
+				t.Fatalf("%s: Aggregate %s: %v", stage, q.bucket, err)
+			}
+			compareSums(t, stage+" "+q.bucket, fromAggregates(got), reference(rows, start, end, q.label))
+		}
+	}
+	check("raw rows")
+	if err := writer.RebuildRollups(ctx, start, end); err != nil {
+		t.Fatalf("RebuildRollups: %v", err)
+	}
+	appendAll(t, writer, rows[len(rows)/2:], 900) // a replay after the rollups
+	if err := writer.RebuildRollups(ctx, start, end); err != nil {
+		t.Fatalf("RebuildRollups: %v", err)
+	}
+	check("rollups")
+}
