@@ -31,7 +31,7 @@ func (s *InformerSource) build() attribution.Metadata {
 			continue
 		}
 		// The field selector already scopes the watch; checking again keeps
-		// a stray object (or a fake client that ignores selectors) out.
+		// a stray object (or an API server that ignores selectors) out.
 		if p.Spec.NodeName != s.node || finished(p) {
 			continue
 		}
