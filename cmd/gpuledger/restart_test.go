@@ -3,17 +3,24 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/collector/exposition"
 	"github.com/gpuledger/gpuledger/collector/scenario"
 	"github.com/gpuledger/gpuledger/collector/sim"
 )
 
 // A collector stopped for ten minutes and started again leaves a gap in
 // the ledger, not invented rows: nothing covers the time it was down, and
-// what it saw before and after still closes both partitions.
+// what it saw before and after still closes both partitions. Its counters
+// restart cleanly: the new process's capacity counters hold the seconds it
+// covered, from zero, with neither the old process's seconds nor the gap.
 func TestCollectorRestartLeavesAGap(t *testing.T) {
 	sc, err := scenario.Load(filepath.Join("..", "..", "testdata", "scenarios", "timeslicing-hostile", "scenario.yaml"))
 	if err != nil {
@@ -30,8 +37,9 @@ func TestCollectorRestartLeavesAGap(t *testing.T) {
 	}
 	defer node.Close()
 	var sink memSink
-	run := func(from, to time.Duration) {
-		c, closeSrc, err := simulatedCollector(ctx, sc, node, simOptions{TeamLabel: "team"}, []collector.Sink{&sink}, nil)
+	run := func(from, to time.Duration) *exposition.Exporter {
+		exp := exposition.New(sc.Node.Name, exposition.Options{}) // a new process: new counters
+		c, closeSrc, err := simulatedCollector(ctx, sc, node, simOptions{TeamLabel: "team"}, []collector.Sink{&sink}, exp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,9 +55,22 @@ func TestCollectorRestartLeavesAGap(t *testing.T) {
 		if _, err := c.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
+		return exp
 	}
-	run(0, 3*time.Minute+30*time.Second)
-	run(13*time.Minute+30*time.Second, 20*time.Minute)
+	before := run(0, 3*time.Minute+30*time.Second)
+	after := run(13*time.Minute+30*time.Second, 20*time.Minute)
+	for _, c := range []struct {
+		name string
+		exp  *exposition.Exporter
+		want float64
+	}{{"before the stop", before, 210}, {"after the restart", after, 390}} {
+		capacity := capacitySeconds(t, scrape(t, c.exp))
+		for _, g := range sc.GPUs {
+			if got := capacity[g.UUID]; got != c.want {
+				t.Errorf("%s: GPU %s capacity counter %v, want %v", c.name, g.UUID, got, c.want)
+			}
+		}
+	}
 
 	downFrom, downTo := sc.Start.Add(3*time.Minute+30*time.Second), sc.Start.Add(13*time.Minute+30*time.Second)
 	covered := map[string]time.Duration{}
@@ -67,4 +88,27 @@ func TestCollectorRestartLeavesAGap(t *testing.T) {
 		}
 	}
 	checkIntervalPartitions(t, sink.rows)
+}
+
+// capacitySeconds reads gpuledger_gpu_capacity_seconds_total per GPU from a
+// text exposition.
+func capacitySeconds(t *testing.T, body string) map[string]float64 {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("cannot parse the exposition: %v", err)
+	}
+	out := map[string]float64{}
+	for _, m := range mfs["gpuledger_gpu_capacity_seconds_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "gpu" {
+				out[l.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no gpuledger_gpu_capacity_seconds_total in the exposition")
+	}
+	return out
 }
