@@ -73,6 +73,44 @@ func sum(rows []attribution.Row) totals {
 	return t
 }
 
+// checkExactlyOnce reads ClickHouse back through a fresh connection and
+// wants every row and finding exactly once, with the outbox's totals. It
+// returns the connection for further checks.
+func checkExactlyOnce(t *testing.T, dsn ledger.DSN, rows []attribution.Row, findings []attribution.Finding) *clickhouse.Store {
+	t.Helper()
+	ctx := context.Background()
+	check, err := clickhouse.Open(ctx, dsn, clickhouse.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { check.Close() })
+	var got []attribution.Row
+	if err := check.Rows(ctx, time.Time{}, time.Time{}, func(r attribution.Row) error { got = append(got, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]attribution.Row(nil), rows...)
+	sortByKey(want)
+	if len(got) != len(want) {
+		t.Fatalf("ClickHouse has %d rows, the outbox %d", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("row %d differs:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+	if g, w := sum(got), sum(want); g != w {
+		t.Errorf("ClickHouse totals %+v, outbox totals %+v", g, w)
+	}
+	var gotF []attribution.Finding
+	if err := check.Findings(ctx, time.Time{}, time.Time{}, func(f attribution.Finding) error { gotF = append(gotF, f); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotF, findings) {
+		t.Errorf("findings differ: got %d, want %d", len(gotF), len(findings))
+	}
+	return check
+}
+
 // TestKillClickHouseWhileShipping SIGKILLs the server twice while the
 // shipper runs (once between batches, once racing an insert), restarts it
 // on the same data dir, and checks that every row arrived exactly once and
@@ -146,36 +184,7 @@ func TestKillClickHouseWhileShipping(t *testing.T) {
 		t.Errorf("%d rows re-sent, want at least the 500 of the unmarked batch", src.replays())
 	}
 
-	// Read back through a fresh connection.
-	check, err := clickhouse.Open(ctx, dsn, clickhouse.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer check.Close()
-	var got []attribution.Row
-	if err := check.Rows(ctx, time.Time{}, time.Time{}, func(r attribution.Row) error { got = append(got, r); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	want := append([]attribution.Row(nil), rows...)
-	sortByKey(want)
-	if len(got) != len(want) {
-		t.Fatalf("ClickHouse has %d rows, the outbox %d", len(got), len(want))
-	}
-	for i := range want {
-		if !reflect.DeepEqual(got[i], want[i]) {
-			t.Fatalf("row %d differs:\n got %+v\nwant %+v", i, got[i], want[i])
-		}
-	}
-	if g, w := sum(got), sum(want); g != w {
-		t.Errorf("ClickHouse totals %+v, outbox totals %+v", g, w)
-	}
-	var gotF []attribution.Finding
-	if err := check.Findings(ctx, time.Time{}, time.Time{}, func(f attribution.Finding) error { gotF = append(gotF, f); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(gotF, findings) {
-		t.Errorf("findings differ: got %d, want %d", len(gotF), len(findings))
-	}
+	check := checkExactlyOnce(t, dsn, rows, findings)
 	// The monthly report (from the rollups the shipper rebuilt) agrees.
 	aggs, err := check.Aggregate(ctx, ledger.AggregateQuery{From: t0, To: t0.AddDate(0, 1, 0), Bucket: ledger.BucketMonth})
 	if err != nil {
@@ -189,7 +198,7 @@ func TestKillClickHouseWhileShipping(t *testing.T) {
 		agg.mem += a.MemoryMiBSeconds
 		agg.energy += a.EnergyJoules
 	}
-	if w := sum(want); agg != w {
+	if w := sum(rows); agg != w {
 		t.Errorf("monthly aggregate totals %+v, outbox totals %+v", agg, w)
 	}
 	if st.RollupRebuilds == 0 {

@@ -112,35 +112,7 @@ func TestSIGKILLShipperMidBatch(t *testing.T) {
 		t.Fatal("the last child did not drain the outbox")
 	}
 
-	check, err := clickhouse.Open(ctx, dsn, clickhouse.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer check.Close()
-	var got []attribution.Row
-	if err := check.Rows(ctx, time.Time{}, time.Time{}, func(r attribution.Row) error { got = append(got, r); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	want := append([]attribution.Row(nil), rows...)
-	sortByKey(want)
-	if len(got) != len(want) {
-		t.Fatalf("ClickHouse has %d rows, the outbox %d", len(got), len(want))
-	}
-	for i := range want {
-		if !reflect.DeepEqual(got[i], want[i]) {
-			t.Fatalf("row %d differs:\n got %+v\nwant %+v", i, got[i], want[i])
-		}
-	}
-	if g, w := sum(got), sum(want); g != w {
-		t.Errorf("ClickHouse totals %+v, outbox totals %+v", g, w)
-	}
-	var gotF []attribution.Finding
-	if err := check.Findings(ctx, time.Time{}, time.Time{}, func(f attribution.Finding) error { gotF = append(gotF, f); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(gotF, findings) {
-		t.Errorf("findings differ: got %d, want %d", len(gotF), len(findings))
-	}
+	checkExactlyOnce(t, dsn, rows, findings)
 }
 
 // runShipper runs a child on the outbox. With killAfter > 0 it SIGKILLs the
