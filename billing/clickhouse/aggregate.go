@@ -186,7 +186,7 @@ func (a *accumulator) add(b int, g group) {
 		x = &ledger.Aggregate{Team: g.key.team, Namespace: g.key.namespace, GPUModel: g.key.model,
 			Mode: g.key.mode, Kind: attribution.Kind(g.key.kind)}
 		if a.size != ledger.BucketNone {
-			x.BucketStart = a.buckets[b].label
+			x.BucketStart = a.buckets[b].Start
 		}
 		a.sums[k] = x
 	}

@@ -7,20 +7,14 @@ import (
 	"github.com/gpuledger/gpuledger/billing/ledger"
 )
 
-// maxBuckets bounds one Aggregate's output so that a typo (an hourly report
-// over a century) fails fast instead of filling memory.
-const maxBuckets = 1 << 20
-
 // bucket is one calendar bucket clipped to the query range: rows whose
-// interval starts in [from, to) are summed under label.
-type bucket struct {
-	label    time.Time // calendar start in the query's zone; zero with BucketNone
-	from, to time.Time
-}
+// interval starts in [From, To) are summed under Start (zero with
+// BucketNone).
+type bucket = ledger.Bucket
 
 // planBuckets cuts [from, to) into the calendar buckets of loc, as the
-// embedded ledger does (ledger.CalendarBuckets), so both stores report the
-// same buckets for the same rows.
+// embedded ledger does (ledger.CalendarBuckets, which also bounds their
+// number), so both stores report the same buckets for the same rows.
 func planBuckets(from, to time.Time, loc *time.Location, size string) ([]bucket, error) {
 	if from.IsZero() || to.IsZero() {
 		return nil, fmt.Errorf("aggregate query needs both From and To")
@@ -30,20 +24,13 @@ func planBuckets(from, to time.Time, loc *time.Location, size string) ([]bucket,
 			from.Format(time.RFC3339), to.Format(time.RFC3339))
 	}
 	if size == ledger.BucketNone {
-		return []bucket{{from: from, to: to}}, nil
+		return []bucket{{From: from, To: to}}, nil
 	}
 	cal, err := ledger.CalendarBuckets(from, to, loc, size)
 	if err != nil {
 		return nil, fmt.Errorf("cannot plan aggregate buckets: %w", err)
 	}
-	if len(cal) > maxBuckets {
-		return nil, fmt.Errorf("aggregate query asks for more than %d %s buckets", maxBuckets, size)
-	}
-	out := make([]bucket, len(cal))
-	for i, b := range cal {
-		out[i] = bucket{label: b.Start, from: b.From, to: b.To}
-	}
-	return out, nil
+	return cal, nil
 }
 
 // Segment levels: where a piece of a bucket is read from.
@@ -65,18 +52,18 @@ type segment struct {
 // splitBucket cuts a bucket into the largest rollup periods it contains.
 func splitBucket(idx int, b bucket) []segment {
 	var out []segment
-	for cur := b.from; cur.Before(b.to); {
+	for cur := b.From; cur.Before(b.To); {
 		u := cur.Unix()
 		whole := cur.Nanosecond() == 0
 		switch {
-		case whole && mod(u, 86400) == 0 && !b.to.Before(cur.Add(24*time.Hour)):
+		case whole && mod(u, 86400) == 0 && !b.To.Before(cur.Add(24*time.Hour)):
 			out = append(out, segment{idx, levelDay, cur, cur.Add(24 * time.Hour)})
 			cur = cur.Add(24 * time.Hour)
-		case whole && mod(u, 3600) == 0 && !b.to.Before(cur.Add(time.Hour)):
+		case whole && mod(u, 3600) == 0 && !b.To.Before(cur.Add(time.Hour)):
 			out = append(out, segment{idx, levelHour, cur, cur.Add(time.Hour)})
 			cur = cur.Add(time.Hour)
 		default:
-			end := minTime(b.to, time.Unix(u-mod(u, 3600)+3600, 0))
+			end := minTime(b.To, time.Unix(u-mod(u, 3600)+3600, 0))
 			if n := len(out); n > 0 && out[n-1].level == levelRaw && out[n-1].to.Equal(cur) {
 				out[n-1].to = end
 			} else {

@@ -52,8 +52,8 @@ func TestHourBucketsAcrossOffsetChanges(t *testing.T) {
 			continue
 		}
 		for i, w := range c.want {
-			if !bs[i].from.Equal(utc(w)) {
-				t.Errorf("%s: bucket %d starts %v, want %s", c.zone, i, bs[i].from.UTC(), w)
+			if !bs[i].From.Equal(utc(w)) {
+				t.Errorf("%s: bucket %d starts %v, want %s", c.zone, i, bs[i].From.UTC(), w)
 			}
 		}
 	}
@@ -77,11 +77,11 @@ func TestMonthBucketsInZone(t *testing.T) {
 		t.Fatalf("%d buckets, want 3: %+v", len(bs), bs)
 	}
 	for i := range want {
-		if !bs[i].from.Equal(want[i]) {
-			t.Errorf("bucket %d starts %v, want %v", i, bs[i].from.UTC(), want[i])
+		if !bs[i].From.Equal(want[i]) {
+			t.Errorf("bucket %d starts %v, want %v", i, bs[i].From.UTC(), want[i])
 		}
 	}
-	if got := bs[0].label; !got.Equal(time.Date(2024, 2, 1, 0, 0, 0, 0, loc)) {
+	if got := bs[0].Start; !got.Equal(time.Date(2024, 2, 1, 0, 0, 0, 0, loc)) {
 		t.Errorf("first label %v, want Feb 1 in Berlin", got)
 	}
 }

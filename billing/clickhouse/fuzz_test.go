@@ -80,16 +80,16 @@ func FuzzBuckets(f *testing.F) {
 		}
 		cur := a
 		for i, bk := range buckets {
-			if !bk.from.Equal(cur) || !bk.from.Before(bk.to) {
-				t.Fatalf("bucket %d [%v, %v) does not continue at %v", i, bk.from, bk.to, cur)
+			if !bk.From.Equal(cur) || !bk.From.Before(bk.To) {
+				t.Fatalf("bucket %d [%v, %v) does not continue at %v", i, bk.From, bk.To, cur)
 			}
-			if sz != ledger.BucketNone && bk.label.After(bk.from) {
-				t.Fatalf("bucket %d label %v after its start %v", i, bk.label, bk.from)
+			if sz != ledger.BucketNone && bk.Start.After(bk.From) {
+				t.Fatalf("bucket %d label %v after its start %v", i, bk.Start, bk.From)
 			}
-			if sz != ledger.BucketNone && bk.label.Location() != loc {
+			if sz != ledger.BucketNone && bk.Start.Location() != loc {
 				t.Fatalf("bucket %d label not in %s", i, loc)
 			}
-			scur := bk.from
+			scur := bk.From
 			for _, sg := range splitBucket(i, bk) {
 				if !sg.from.Equal(scur) || !sg.from.Before(sg.to) || sg.bucket != i {
 					t.Fatalf("segment %+v does not continue bucket %d at %v", sg, i, scur)
@@ -106,10 +106,10 @@ func FuzzBuckets(f *testing.F) {
 				}
 				scur = sg.to
 			}
-			if !scur.Equal(bk.to) {
-				t.Fatalf("segments of bucket %d end at %v, not %v", i, scur, bk.to)
+			if !scur.Equal(bk.To) {
+				t.Fatalf("segments of bucket %d end at %v, not %v", i, scur, bk.To)
 			}
-			cur = bk.to
+			cur = bk.To
 		}
 		if !cur.Equal(b) {
 			t.Fatalf("buckets end at %v, not %v", cur, b)
