@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -99,26 +100,6 @@ func rawPieces(t *testing.T, s *FileStore, lo, hi int64) [][2]int64 {
 		}
 	}
 	return out
-}
-
-// modelSum is the reference from the rows the test believes are stored,
-// added in Go with nothing shared with the store: label-based buckets.
-func modelSum(rows map[rowKey]attribution.Row, q AggregateQuery) map[aggKey]aggSum {
-	want := map[aggKey]aggSum{}
-	for _, r := range rows {
-		if !q.From.IsZero() && r.IntervalStart.Before(q.From) || !q.To.IsZero() && !r.IntervalStart.Before(q.To) {
-			continue
-		}
-		k := aggKey{label(r.IntervalStart, q.Location, q.Bucket), r.Team, r.Namespace, r.GPUModel, r.SharingMode, string(r.Kind)}
-		s := want[k]
-		s.alloc += r.AllocatedGPUSeconds
-		s.used += r.UsedGPUSeconds
-		s.mem += r.MemoryMiBSeconds
-		s.energy += r.EnergyJoules
-		s.n++
-		want[k] = s
-	}
-	return want
 }
 
 func checkModel(t *testing.T, got []Aggregate, want map[aggKey]aggSum, q AggregateQuery) {
@@ -403,7 +384,7 @@ func (l *randomLedger) check(n int) {
 		if want := aggregateRaw(l.t, l.s, q); !reflect.DeepEqual(got, want) {
 			l.t.Fatalf("query %s: rollup and raw scan differ:\n got %d aggregates %+v\nwant %d aggregates %+v", describe(q), len(got), got, len(want), want)
 		}
-		checkModel(l.t, got, modelSum(l.model, q), q)
+		checkModel(l.t, got, sumByKey(maps.Values(l.model), q), q)
 	}
 }
 
@@ -530,7 +511,7 @@ func TestRollupExtremeTimes(t *testing.T) {
 		for _, r := range rows {
 			model[keyOf(r)] = r
 		}
-		checkModel(t, got, modelSum(model, q), q)
+		checkModel(t, got, sumByKey(maps.Values(model), q), q)
 	}
 	checkRollupTable(t, s)
 }
@@ -697,7 +678,7 @@ func TestRollupEdgePieces(t *testing.T) {
 					if want := aggregateRaw(t, s, q); !reflect.DeepEqual(got, want) {
 						t.Fatalf("%s: %s: rollup %+v, raw %+v", stage, describe(q), got, want)
 					}
-					checkModel(t, got, modelSum(model, q), q)
+					checkModel(t, got, sumByKey(maps.Values(model), q), q)
 				}
 			}
 		}
