@@ -18,6 +18,7 @@ type Engine struct {
 	seenReplicas map[string]map[int]struct{} // device UUID -> ::<n> seen
 	seenHAMi     map[string]map[int]struct{} // GPU UUID -> HAMi -<n> seen
 	hamiCache    map[string]hamiParse        // annotation value -> parse
+	pins         map[pinKey]AnnotationPin    // annotation values in force (pins.go)
 
 	energy   map[string]energyBase // GPU UUID -> counters at lastTime
 	lastGPUs []GPU                 // last GPUs NVML listed, for degraded cycles

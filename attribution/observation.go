@@ -30,6 +30,10 @@ type GPU struct {
 	UUID      string // GPU-<uuid>
 	Model     string // normalised product name, e.g. "A100-SXM4-80GB"
 	MemoryMiB uint64
+	// Minor is the NVML minor number (/dev/nvidia<minor>), which GKE's
+	// device plugin IDs name GPUs by; HasMinor says NVML reported it.
+	Minor    int
+	HasMinor bool
 
 	MIGEnabled bool
 	MIG        []MIGInstance
@@ -112,11 +116,22 @@ type Owner struct {
 func (o Owner) IsHost() bool { return o.Resolved && o.PodUID == "" }
 
 // Allocation is what kubelet pod-resources lists for one container and
-// one resource name.
+// one resource name (device plugins), or for one container's DRA claims.
 type Allocation struct {
 	Namespace, Pod, Container string
 	Resource                  string   // e.g. nvidia.com/gpu, nvidia.com/mig-1g.10gb
-	DeviceIDs                 []string // e.g. GPU-<uuid>, GPU-<uuid>::3, MIG-<uuid>, GPU-<uuid>-2
+	DeviceIDs                 []string // e.g. GPU-<uuid>, GPU-<uuid>::3, MIG-<uuid>, GPU-<uuid>-2, nvidia0/gi7/vgpu1
+	// Claims are the container's DRA devices, from pod-resources'
+	// dynamic_resources (one entry per allocated device). An allocation
+	// carrying claims has no Resource and no DeviceIDs.
+	Claims []ClaimDevice
+}
+
+// ClaimDevice is one allocated device of a DRA ResourceClaim, as kubelet
+// pod-resources lists it.
+type ClaimDevice struct {
+	ClaimNamespace, ClaimName string
+	Driver, Pool, Device      string
 }
 
 // Metadata is the Kubernetes view of this node.
@@ -124,6 +139,19 @@ type Metadata struct {
 	NodeLabels map[string]string
 	Namespaces map[string]map[string]string // namespace -> labels
 	Pods       []PodMeta
+	// DRADevices are the devices the node's ResourceSlices
+	// (resource.k8s.io) publish, all drivers.
+	DRADevices []DRADevice
+}
+
+// DRADevice is one device of a ResourceSlice.
+type DRADevice struct {
+	Driver, Pool, Name string
+	// Attributes are the device's attributes with their values as text,
+	// keyed by the attribute name without a domain prefix ("uuid",
+	// "type", "parentUUID", ...). A qualified name such as
+	// "gpu.nvidia.com/uuid" is stored under "uuid" too.
+	Attributes map[string]string
 }
 
 // PodMeta is one pod bound to this node.
@@ -131,11 +159,17 @@ type PodMeta struct {
 	UID, Namespace, Name string
 	Labels, Annotations  map[string]string
 	StartTime            time.Time       // status.startTime; zero when unknown
-	Containers           []ContainerMeta // in pod spec order
+	Containers           []ContainerMeta // regular containers, in pod spec order
+	// InitContainers are the init containers in pod spec order (sidecars,
+	// restartPolicy Always, included). HAMi 2.9+ writes its annotation's
+	// entries for these first.
+	InitContainers []ContainerMeta
 }
 
 // ContainerMeta is one container of a pod.
 type ContainerMeta struct {
 	Name string
 	ID   string // runtime container ID without the "containerd://" prefix
+	// Sidecar marks an init container with restartPolicy Always.
+	Sidecar bool
 }

@@ -22,6 +22,7 @@ const (
 	ModeMIGTimeslicing = "mig+timeslicing"
 	ModeMIGMPS         = "mig+mps"
 	ModeHAMi           = "hami"
+	ModeDRA            = "dra"
 )
 
 // Methods of the ledger contract.
@@ -84,6 +85,21 @@ type CycleResult struct {
 	// Anomalies are input problems seen this cycle (unknown device IDs,
 	// HAMi mismatches...). The collector logs each key once and counts them.
 	Anomalies []Anomaly
+	// NewPins are the annotation values that came into force this cycle
+	// (first observed while their container ran). The collector persists
+	// them so that a restarted collector charges by the same values
+	// (Engine.RestorePins).
+	NewPins []AnnotationPin
+}
+
+// AnnotationPin is the value of an allocation annotation (HAMi's
+// hami.io/vgpu-devices-allocated) in force for one container: the first
+// value observed while the container ran. A tenant's later edit of the
+// annotation does not move cost.
+type AnnotationPin struct {
+	PodUID, Container string
+	Key, Value        string
+	At                time.Time // when it was first observed
 }
 
 // GPUCycle is one GPU's two partitions over one cycle window.

@@ -132,6 +132,7 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 	}
 	idx, _ := intField(&c.p, field(path, "index"), r.Index, int64(pos), 0, math.MaxInt32)
 	g.Index = int(idx)
+	g.Minor = g.Index
 	if !gpuUUIDRE.MatchString(r.UUID) {
 		c.p.addf(field(path, "uuid"), "%q is not GPU-<8-4-4-4-12 hex>", r.UUID)
 	}
@@ -166,7 +167,7 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 		} else if knownModel {
 			c.p.addf(field(mp, "profile"), "%q is not a MIG profile of %s", m.Profile, r.Model)
 		}
-		g.MIGInstances = append(g.MIGInstances, MIGInstance(m))
+		g.MIGInstances = append(g.MIGInstances, MIGInstance{UUID: m.UUID, Profile: m.Profile, GI: i + 1})
 	}
 	if slices > TotalSlices {
 		c.p.addf(field(path, "migInstances"), "profiles use %d compute slices, more than the %d a GPU has", slices, TotalSlices)

@@ -35,6 +35,21 @@ type Detection struct {
 type Node struct {
 	Name   string
 	Labels map[string]string
+	// ResourceSlices are what the node's DRA drivers publish.
+	ResourceSlices []ResourceSlice
+}
+
+// ResourceSlice is one resource.k8s.io ResourceSlice of the node.
+type ResourceSlice struct {
+	Driver, Pool string
+	Devices      []SliceDevice
+}
+
+// SliceDevice is one device of a ResourceSlice with its attributes
+// (uuid, type, parentUUID, ...), values as written in the scenario.
+type SliceDevice struct {
+	Name       string
+	Attributes map[string]string
 }
 
 // Namespace is one namespace with its labels.
@@ -62,12 +77,17 @@ type GPU struct {
 	IdleWatts      float64
 	MaxWatts       float64
 	MIGInstances   []MIGInstance
+	// Minor is the NVML minor number (/dev/nvidia<minor>); default Index.
+	Minor int
 }
 
 // MIGInstance is one MIG instance on a GPU.
 type MIGInstance struct {
 	UUID    string
 	Profile string // e.g. 1g.10gb
+	// GI is the GPU-instance ID NVML reports; default: 1 + position in
+	// the GPU's list.
+	GI int
 }
 
 // Pod is one pod on the node.
@@ -76,14 +96,39 @@ type Pod struct {
 	Labels, Annotations  map[string]string
 	Start, End           time.Duration // offsets; End defaults to Duration
 	Containers           []Container
+	// InitContainers are in pod spec order. Plain ones run one after
+	// another from the pod's start, each to its End; sidecars
+	// (RestartPolicy "Always") run from their turn to the pod's end.
+	InitContainers []Container
+	// AnnotationChanges edit the pod's annotations at offsets, in order.
+	AnnotationChanges []AnnotationChange
 }
 
-// Container is one container of a pod.
+// AnnotationChange replaces the given annotation keys at offset At.
+type AnnotationChange struct {
+	At          time.Duration
+	Annotations map[string]string
+}
+
+// Container is one container (or init container) of a pod.
 type Container struct {
 	Name      string
 	ID        string // 64-hex; derived from pod uid + name when absent
 	Devices   []DeviceRequest
+	Claims    []Claim
 	Processes []Process
+	// RestartPolicy is "Always" for a sidecar init container, else "".
+	RestartPolicy string
+	// Start and End are when the container runs (offsets), computed at
+	// load: for regular containers the pod's lifetime; for init
+	// containers their turn as described on Pod.InitContainers.
+	Start, End time.Duration
+}
+
+// Claim is one DRA claim device listed for a container.
+type Claim struct {
+	Claim, Request       string
+	Driver, Pool, Device string
 }
 
 // DeviceRequest is what kubelet pod-resources lists for one resource.
