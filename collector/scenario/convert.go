@@ -222,12 +222,9 @@ func (c *converter) pod(path string, r rawPod) Pod {
 	lifeOK := okStart && okEnd && pod.Start < pod.End && pod.End <= c.dur
 	pod.InitContainers = c.initContainers(path, r, pod.Start, pod.End, lifeOK)
 	// Regular containers are listed for the pod's whole life (kubelet
-	// allocates their devices at admission), but their processes can only
-	// run once the plain init containers are done.
-	run := lifetimeOf(pod.Start, pod.End, "the pod's")
-	if cs := pod.ContainersStart(); cs > pod.Start {
-		run = span{cs, pod.End, "the end of the pod's plain init containers", "the pod's end"}
-	}
+	// allocates their devices at admission); their processes start by
+	// default once the plain init containers are done.
+	run := lifetimeOf(pod.Start, pod.End, "the pod's").defaulting(pod.ContainersStart(), pod.End)
 	for i, rc := range r.Containers {
 		ct := c.container(index(field(path, "containers"), i), r.UID, rc, run)
 		ct.Start, ct.End = pod.Start, pod.End
@@ -277,14 +274,26 @@ func ContainerID(podUID, name string) string {
 }
 
 // span is the lifetime a process must fit in, with the names of its two
-// ends for messages ("the pod's start").
+// ends for messages ("the pod's start"), and the window its start and end
+// default to (its container's run window, which may be narrower).
 type span struct {
 	start, end         time.Duration
 	startName, endName string
+	defStart, defEnd   time.Duration
 }
 
 // lifetimeOf names a span's ends after its owner, given in the possessive
 // ("the pod's").
 func lifetimeOf(start, end time.Duration, whose string) span {
-	return span{start, end, whose + " start", whose + " end"}
+	return span{start, end, whose + " start", whose + " end", start, end}
+}
+
+// defaulting returns s with processes defaulting to [start, end]. The
+// bounds stay the pod's lifetime: the contract rejects only processes
+// outside their pod's lifetime, so a process that runs before its
+// container's turn (or after an init container's end) is simulated as
+// written rather than refused.
+func (s span) defaulting(start, end time.Duration) span {
+	s.defStart, s.defEnd = start, end
+	return s
 }

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -37,8 +36,7 @@ func (c *converter) initContainers(path string, r rawPod, podStart, podEnd time.
 		default:
 			c.p.addf(field(ip, "restartPolicy"), "%q is not %s, the only restart policy of an init container (leave it out for a plain one)", ri.RestartPolicy, RestartAlways)
 		}
-		whose := fmt.Sprintf("init container %q's", ri.Name)
-		ct := c.container(ip, r.UID, ri.rawContainer, lifetimeOf(start, end, whose))
+		ct := c.container(ip, r.UID, ri.rawContainer, lifetimeOf(podStart, podEnd, "the pod's").defaulting(start, end))
 		ct.RestartPolicy = ri.RestartPolicy
 		ct.Start, ct.End = start, end
 		out = append(out, ct)

@@ -47,8 +47,8 @@ func (c *converter) process(path string, r rawProcess, life span) Process {
 // for checking the busy segments against.
 func (c *converter) lifetime(path string, r rawProcess, life span, pr *Process) bool {
 	var okStart, okEnd bool
-	pr.Start, okStart = durationField(&c.p, field(path, "start"), r.Start, life.start)
-	pr.End, okEnd = durationField(&c.p, field(path, "end"), r.End, life.end)
+	pr.Start, okStart = durationField(&c.p, field(path, "start"), r.Start, life.defStart)
+	pr.End, okEnd = durationField(&c.p, field(path, "end"), r.End, life.defEnd)
 	if !okStart || !okEnd {
 		return false
 	}
