@@ -2,8 +2,9 @@ package scorecard
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 )
 
 // totals is one container's sums and the values it was seen with.
@@ -42,7 +43,7 @@ func containerTotals(rows []Row) map[string]*totals {
 func checkContainers(t *Truth, agg map[string]*totals) ([]string, float64) {
 	var errs []string
 	worst := 0.0
-	for _, key := range sortedKeys(t.Containers) {
+	for _, key := range slices.Sorted(maps.Keys(t.Containers)) {
 		c := t.Containers[key]
 		a := agg[key]
 		if a == nil {
@@ -126,7 +127,7 @@ func checkResiduals(t *Truth, rows []Row) []string {
 		residual[r.GPU][r.Kind] += r.Allocated + r.Used
 	}
 	var errs []string
-	for _, g := range sortedKeys(t.GPUs) {
+	for _, g := range slices.Sorted(maps.Keys(t.GPUs)) {
 		want := t.GPUs[g]
 		for _, kr := range []struct {
 			kind string
@@ -144,11 +145,5 @@ func checkResiduals(t *Truth, rows []Row) []string {
 	return errs
 }
 
-func setList(s map[string]bool) []string {
-	out := make([]string, 0, len(s))
-	for k := range s {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+// setList is a set's members in order, for messages.
+func setList(s map[string]bool) []string { return slices.Sorted(maps.Keys(s)) }

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -95,11 +96,7 @@ func anyMatch(flags []Flag, want map[string]string) bool {
 
 // formatFlag writes a partial row in key order, {kind=x pod=y}.
 func formatFlag(want map[string]string) string {
-	keys := make([]string, 0, len(want))
-	for k := range want {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(want))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = k + "=" + want[k]

@@ -1,9 +1,11 @@
 package scorecard
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -59,41 +61,21 @@ func intervalLength(k groupKey) (float64, error) {
 	return b.Sub(a).Seconds(), nil
 }
 
+// sortedGroups orders groups by GPU, then time, so messages are stable.
 func sortedGroups[V any](m map[groupKey]V) []groupKey {
-	keys := make([]groupKey, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.gpu != b.gpu {
-			return a.gpu < b.gpu
-		}
-		if a.start != b.start {
-			return a.start < b.start
-		}
-		return a.end < b.end
+	return slices.SortedFunc(maps.Keys(m), func(a, b groupKey) int {
+		return cmp.Or(cmp.Compare(a.gpu, b.gpu), cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end))
 	})
-	return keys
 }
 
 // checkCoverage: every GPU of the truth is covered, by its intervals, for
 // the scenario's whole duration (to a millisecond).
 func checkCoverage(t *Truth, covered map[string]float64) []string {
 	var errs []string
-	for _, g := range sortedKeys(t.GPUs) {
+	for _, g := range slices.Sorted(maps.Keys(t.GPUs)) {
 		if math.Abs(covered[g]-t.Duration) > 1e-3 {
 			errs = append(errs, fmt.Sprintf("gpu %s covered %.1fs of %gs", short(g), covered[g], t.Duration))
 		}
 	}
 	return errs
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
