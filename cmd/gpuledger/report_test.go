@@ -14,14 +14,11 @@ import (
 	"testing"
 )
 
-// simulatedLedger simulates the shared mps-hostile-103 example (seven MPS
+// simulatedLedger simulates the reference example mps-hostile-103 (seven MPS
 // tenants of one A100 for 180 s, tenant-6 noisy) into a ledger.db.
 func simulatedLedger(t *testing.T) (db string, truth map[string]struct{ Allocated, Used float64 }) {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "contracts", "examples", "mps-hostile-103")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared example scenarios not found: %v", err)
-	}
+	dir := filepath.Join("..", "..", "testdata", "examples", "mps-hostile-103")
 	out := t.TempDir()
 	if err := run(context.Background(), []string{"simulate", "--scenario", filepath.Join(dir, "scenario.yaml"), "--out", out}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
