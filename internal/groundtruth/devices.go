@@ -68,11 +68,11 @@ func migWeight(profile string) (float64, error) {
 
 // Slice kinds, from the form of the kubelet device ID.
 const (
-	sliceWhole   = iota // GPU-<uuid> or MIG-<uuid>
-	sliceReplica        // <uuid>::<n>
-	sliceHAMi           // GPU-<uuid>-<n>
-	sliceGKE            // nvidia<minor> or nvidia<minor>/gi<id>
-	sliceGKEShared      // nvidia<minor>[/gi<id>]/vgpu<k>
+	sliceWhole     = iota // GPU-<uuid> or MIG-<uuid>
+	sliceReplica          // <uuid>::<n>
+	sliceHAMi             // GPU-<uuid>-<n>
+	sliceGKE              // nvidia<minor> or nvidia<minor>/gi<id>
+	sliceGKEShared        // nvidia<minor>[/gi<id>]/vgpu<k>
 )
 
 // slice is one device ID a container holds, resolved.
