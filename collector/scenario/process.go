@@ -54,9 +54,9 @@ func (c *converter) lifetime(path string, r rawProcess, life span, pr *Process) 
 	}
 	switch {
 	case pr.Start < life.start:
-		c.p.addf(field(path, "start"), "%s is before %s's start %s", pr.Start, life.what, life.start)
+		c.p.addf(field(path, "start"), "%s is before %s %s", pr.Start, life.startName, life.start)
 	case pr.End > life.end:
-		c.p.addf(field(path, "end"), "%s is after %s's end %s", pr.End, life.what, life.end)
+		c.p.addf(field(path, "end"), "%s is after %s %s", pr.End, life.endName, life.end)
 	case pr.Start >= pr.End:
 		c.p.addf(field(path, "start"), "%s is not before the process's end %s", pr.Start, pr.End)
 	default:
