@@ -206,3 +206,31 @@ func TestCorpusMPS(t *testing.T) {
 		t.Errorf("members not sorted: %v", g.Members)
 	}
 }
+
+// TestContainerWindowsAgreeWithParser: the truth derives init containers'
+// run windows on its own (windows.go); on every checked-in scenario they
+// must be the windows the parser computed for the simulator.
+func TestContainerWindowsAgreeWithParser(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join(corpusDir, "*", "scenario.yaml"))
+	paths = append(paths, filepath.Join("..", "..", "collector", "scenario", "testdata", "shapes", "scenario.yaml"))
+	inits := 0
+	for _, path := range paths {
+		sc, err := scenario.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pi := range sc.Pods {
+			for _, k := range podContainers(sc, &sc.Pods[pi], pi) {
+				if k.win != (window{k.c.Start, k.c.End}) {
+					t.Errorf("%s %s: window %v, parser says [%v, %v)", path, k.path, k.win, k.c.Start, k.c.End)
+				}
+				if k.init {
+					inits++
+				}
+			}
+		}
+	}
+	if inits == 0 {
+		t.Error("no init containers among the scenarios: the check checked nothing")
+	}
+}
