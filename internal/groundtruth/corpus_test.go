@@ -212,7 +212,6 @@ func TestCorpusMPS(t *testing.T) {
 // must be the windows the parser computed for the simulator.
 func TestContainerWindowsAgreeWithParser(t *testing.T) {
 	paths, _ := filepath.Glob(filepath.Join(corpusDir, "*", "scenario.yaml"))
-	paths = append(paths, filepath.Join("..", "..", "collector", "scenario", "testdata", "shapes", "scenario.yaml"))
 	inits := 0
 	for _, path := range paths {
 		sc, err := scenario.Load(path)

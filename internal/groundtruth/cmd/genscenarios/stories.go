@@ -33,6 +33,12 @@ var stories = []story{
 	{"churn-pidreuse", churnPIDReuse},
 	{"forged-team", forgedTeam},
 	{"no-replicas-label", noReplicasLabel},
+	{"hami-initcontainers", hamiInitContainers},
+	{"hami-kubelet-mismatch", hamiKubeletMismatch},
+	{"hami-annotation-edit", hamiAnnotationEdit},
+	{"mig-renamed", migRenamed},
+	{"dra-claims", draClaims},
+	{"gke-sharing", gkeSharing},
 }
 
 // exclusiveBasic: a trainer keeps its GPU ~90% busy, a notebook holds a
