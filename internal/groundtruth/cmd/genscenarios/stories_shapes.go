@@ -63,7 +63,9 @@ func draClaims() *builder {
 	mig := b.mig(g2, "3g.40gb")
 	b.gpu(h100, "exclusive") // gpu-3: published without a uuid, so never allocated
 	pool := b.f.Node.Name
-	dev := func(name string, attrs ...string) sliceDeviceY { return sliceDeviceY{Name: name, Attributes: pairs(attrs)} }
+	dev := func(name string, attrs ...string) sliceDeviceY {
+		return sliceDeviceY{Name: name, Attributes: pairs(attrs)}
+	}
 	b.resourceSlice(draGPU, pool,
 		dev("gpu-0", "type", "gpu", "uuid", g0.UUID),
 		dev("gpu-1", "type", "gpu", "uuid", g1.UUID),
