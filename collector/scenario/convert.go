@@ -220,14 +220,13 @@ func (c *converter) pod(path string, r rawPod) Pod {
 		c.p.addf(field(path, "start"), "%s is not before the pod's end %s", pod.Start, pod.End)
 	}
 	lifeOK := okStart && okEnd && pod.Start < pod.End && pod.End <= c.dur
-	var containersStart time.Duration
-	pod.InitContainers, containersStart = c.initContainers(path, r, pod.Start, pod.End, lifeOK)
+	pod.InitContainers = c.initContainers(path, r, pod.Start, pod.End, lifeOK)
 	// Regular containers are listed for the pod's whole life (kubelet
 	// allocates their devices at admission), but their processes can only
 	// run once the plain init containers are done.
 	run := lifetimeOf(pod.Start, pod.End, "the pod's")
-	if containersStart > pod.Start {
-		run = span{containersStart, pod.End, "the end of the pod's plain init containers", "the pod's end"}
+	if cs := pod.ContainersStart(); cs > pod.Start {
+		run = span{cs, pod.End, "the end of the pod's plain init containers", "the pod's end"}
 	}
 	for i, rc := range r.Containers {
 		ct := c.container(index(field(path, "containers"), i), r.UID, rc, run)

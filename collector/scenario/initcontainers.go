@@ -10,8 +10,7 @@ import (
 const RestartAlways = "Always"
 
 // initContainers converts a pod's init containers and computes their run
-// windows, returning them and the offset at which the regular containers
-// start (the end of the last plain init container, or the pod's start).
+// windows.
 //
 // Plain init containers run one after another in spec order: each starts
 // at its turn (the previous plain one's end, the first at the pod's start)
@@ -20,7 +19,7 @@ const RestartAlways = "Always"
 // lists only at that very instant and in which no process can run. A
 // sidecar (restartPolicy Always) starts at its turn and runs to the pod's
 // end; it does not delay the init containers after it.
-func (c *converter) initContainers(path string, r rawPod, podStart, podEnd time.Duration, lifeOK bool) ([]Container, time.Duration) {
+func (c *converter) initContainers(path string, r rawPod, podStart, podEnd time.Duration, lifeOK bool) []Container {
 	var out []Container
 	turn := podStart
 	for i, ri := range r.InitContainers {
@@ -44,7 +43,7 @@ func (c *converter) initContainers(path string, r rawPod, podStart, podEnd time.
 		ct.Start, ct.End = start, end
 		out = append(out, ct)
 	}
-	return out, turn
+	return out
 }
 
 // plainInitEnd reads a plain init container's end, which must lie in
