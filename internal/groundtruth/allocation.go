@@ -41,6 +41,9 @@ type member struct {
 	holdings  []holding
 	spans     []span
 	allocated float64
+	// byAnnotation: charged by its HAMi annotation entry, which names
+	// the GPUs it may run on.
+	byAnnotation bool
 }
 
 // addSpan appends s, merging it into the previous span of the same device
@@ -87,7 +90,7 @@ func buildMembers(sc *scenario.Scenario, idx *deviceIndex) ([]*member, error) {
 		for _, k := range podContainers(sc, p, pi) {
 			key := p.Namespace + "/" + p.Name + "/" + k.c.Name
 			m := &member{key: key, pod: p, win: k.win}
-			m.holdings = r.holdings(p, k)
+			m.holdings, m.byAnnotation = r.holdings(p, k)
 			m.holdings = append(m.holdings, draClaims(r.dra, m, k.c.Claims, claims)...)
 			if len(m.holdings) == 0 && len(k.c.Processes) == 0 {
 				continue // holds nothing here and runs nothing: no rows
@@ -112,7 +115,8 @@ func buildMembers(sc *scenario.Scenario, idx *deviceIndex) ([]*member, error) {
 
 // holdings resolves a container's kubelet device IDs (DRA claims apart).
 // IDs naming no device here hold nothing: their capacity stays unallocated.
-func (r *rules) holdings(p *scenario.Pod, k ctr) []holding {
+// byAnnotation says its HAMi devices are charged by its annotation entry.
+func (r *rules) holdings(p *scenario.Pod, k ctr) (_ []holding, byAnnotation bool) {
 	var out []holding
 	var hami []slice
 	for _, d := range k.c.Devices {
@@ -128,9 +132,11 @@ func (r *rules) holdings(p *scenario.Pod, k ctr) []holding {
 		}
 	}
 	if len(hami) > 0 {
-		out = append(out, hamiHoldings(r.idx, p, k, hami, r.hamiN)...)
+		var hs []holding
+		hs, byAnnotation = hamiHoldings(r.idx, p, k, hami, r.hamiN)
+		out = append(out, hs...)
 	}
-	return out
+	return out, byAnnotation
 }
 
 // share is the allocation share and mode of one device-plugin slice.

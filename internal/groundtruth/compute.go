@@ -185,22 +185,21 @@ func estimatedGroups(sc *scenario.Scenario, members []*member, u *usage, tracks 
 	return append(groups, singles(members, u, tracks, estimated, grouped)...), estimated
 }
 
-// allocationEstimated: one of m's shares is an estimate, or m holds HAMi
-// devices and runs processes on a GPU its annotation does not name (its
-// usage there stays its own; ledger.md, "HAMi, as it is deployed").
+// allocationEstimated: one of m's shares is an estimate, or m is charged
+// by its HAMi annotation and runs processes on a GPU the annotation does
+// not name (its usage there stays its own; ledger.md, "HAMi, as it is
+// deployed").
 func allocationEstimated(m *member, tracks []track) bool {
 	named := make(map[string]bool)
-	isHAMi := false
 	for _, h := range m.holdings {
 		if h.estimated {
 			return true
 		}
 		if h.hami {
-			isHAMi = true
 			named[h.dev.gpu.UUID] = true
 		}
 	}
-	if !isHAMi {
+	if !m.byAnnotation {
 		return false
 	}
 	for _, t := range tracks {

@@ -55,19 +55,20 @@ func parseHAMi(annotation string) []map[string]hamiEntry {
 
 // hamiEntryIndex is which entry of an annotation with n entries belongs to
 // container k of pod p, or -1. HAMi 2.9+ writes one entry per container in
-// spec order, init containers first; older HAMi only the regular
-// containers. The count tells them apart.
+// spec order, init containers first; older HAMi one per regular container
+// only. The count tells them apart; a count that fits neither form
+// belongs to no container (the annotation cannot be read).
 func hamiEntryIndex(p *scenario.Pod, n int, k ctr) int {
-	inits := len(p.InitContainers)
+	inits, regular := len(p.InitContainers), len(p.Containers)
 	switch {
-	case n == inits+len(p.Containers) && k.init:
+	case n == inits+regular && k.init:
 		return k.pos
-	case n == inits+len(p.Containers):
+	case n == inits+regular:
 		return inits + k.pos
-	case k.init:
-		return -1
+	case n == regular && !k.init:
+		return k.pos
 	}
-	return k.pos
+	return -1
 }
 
 // annotationAt is the pod's annotation key as it stands at offset t: the
@@ -92,36 +93,44 @@ func annotationAt(p *scenario.Pod, key string, t time.Duration) (string, bool) {
 // first value observed while it runs; later edits move no cost), and the
 // annotation, not kubelet's GPU-<uuid>-<n> IDs, names the GPUs: those IDs
 // may name other GPUs and only say that the container holds HAMi devices.
-// Where the container's entry names no GPU of this node, it is charged as
-// kubelet says, one virtual device (1/N) per ID, as an estimate.
-func hamiHoldings(idx *deviceIndex, p *scenario.Pod, k ctr, kubelet []slice, hamiN map[string]int) []holding {
+// A GPU the entry names that is not on this node holds nothing (its share
+// stays unallocated). Only where the container has no entry with devices
+// is it charged as kubelet says, one virtual device (1/N) per ID, as an
+// estimate.
+func hamiHoldings(idx *deviceIndex, p *scenario.Pod, k ctr, kubelet []slice, hamiN map[string]int) (_ []holding, byAnnotation bool) {
 	value, _ := annotationAt(p, annotHAMi, k.win.start)
 	parts := parseHAMi(value)
+	if i := hamiEntryIndex(p, len(parts), k); i >= 0 && len(parts[i]) > 0 {
+		return entryHoldings(idx, parts[i]), true
+	}
 	var out []holding
-	if i := hamiEntryIndex(p, len(parts), k); i >= 0 && i < len(parts) {
-		for _, uuid := range sortedKeys(parts[i]) {
-			d, ok := idx.byUUID[uuid]
-			if !ok || d.instance != "" {
-				continue
-			}
-			e := parts[i][uuid]
-			share := e.cores / 100
-			if e.cores == 0 {
-				mem := deviceMemoryMiB[d.gpu.Model]
-				if mem <= 0 {
-					continue
-				}
-				share = e.memMiB / mem
-			}
-			out = append(out, holding{dev: d, share: share, mode: scenario.ModeHAMi, hami: true})
-		}
-	}
-	if len(out) > 0 {
-		return out
-	}
 	for _, s := range kubelet {
 		n := float64(max(1, hamiN[s.dev.gpu.UUID]))
 		out = append(out, holding{dev: s.dev, share: 1 / n, mode: scenario.ModeHAMi, hami: true, estimated: true})
+	}
+	return out, false
+}
+
+// entryHoldings charges each device of an entry on the GPU it names:
+// cores/100, or the memory's share of the GPU's (at most all of it) when
+// cores is 0.
+func entryHoldings(idx *deviceIndex, entry map[string]hamiEntry) []holding {
+	var out []holding
+	for _, uuid := range sortedKeys(entry) {
+		d, ok := idx.byUUID[uuid]
+		if !ok || d.instance != "" {
+			continue
+		}
+		e := entry[uuid]
+		share := e.cores / 100
+		if e.cores == 0 {
+			mem := deviceMemoryMiB[d.gpu.Model]
+			if mem <= 0 {
+				continue
+			}
+			share = min(e.memMiB/mem, 1)
+		}
+		out = append(out, holding{dev: d, share: share, mode: scenario.ModeHAMi, hami: true})
 	}
 	return out
 }

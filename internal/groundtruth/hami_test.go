@@ -93,3 +93,28 @@ func TestHAMiValueInForceIsTheOneAtContainerStart(t *testing.T) {
 	wantNear(t, "allocated(late)", tr.Containers["llm/late/c"].Allocated, 0.1*40)
 	wantNear(t, "unallocated(B)", *tr.GPUs[gpuB].Unallocated, 100)
 }
+
+func TestHAMiUnreadableOrForeignEntries(t *testing.T) {
+	const foreign = "GPU-ffffffff-0000-4000-8000-000000000000"
+	// Three entries for two containers fit neither HAMi form: each
+	// container is charged one virtual device per kubelet ID, 1/N.
+	odd := scenario.Pod{UID: "u1", Namespace: "ns", Name: "odd",
+		Annotations: map[string]string{annotHAMi: hamiDev(gpuA, "0", "60") + ";" + hamiDev(gpuA, "0", "60") + ";;"},
+		Containers:  []scenario.Container{ctrHolding("x", []string{gpuA + "-0"}), ctrHolding("y", []string{gpuA + "-1"})}}
+	odd = withInits(odd, 100)
+	// An entry naming only a GPU this node lacks holds nothing here, and a
+	// process on a GPU it does not name is an estimate.
+	away := hamiPod("away", hamiDev(foreign, "0", "50")+";", gpuB+"-0", proc(1, gpuB, seg(0, 100, 0.1)))
+	// Memory above the GPU's is at most the whole GPU.
+	big := hamiPod("big", hamiDev(gpuB, "200000", "0")+";", gpuB+"-1")
+	tr := mustCompute(t, newScenario(100, nil, hamiGPUs(), odd, away, big))
+
+	for _, k := range []string{"ns/odd/x", "ns/odd/y"} {
+		wantNear(t, "allocated("+k+")", tr.Containers[k].Allocated, 50) // 2 HAMi IDs on A
+		wantMethod(t, tr, k, MethodEstimated)
+	}
+	wantNear(t, "allocated(away)", tr.Containers["llm/away/c"].Allocated, 0)
+	wantNear(t, "used(away)", tr.Containers["llm/away/c"].Used, 10)
+	wantMethod(t, tr, "llm/away/c", MethodEstimated)
+	wantNear(t, "allocated(big)", tr.Containers["llm/big/c"].Allocated, 100)
+}
