@@ -211,31 +211,25 @@ func allocate(members []*member) map[string]float64 {
 	total := make(map[string]float64, len(perGPU))
 	for _, u := range sortedKeys(perGPU) {
 		spans := perGPU[u]
-		var cuts []time.Duration
-		for _, s := range spans {
-			cuts = append(cuts, s.win.start, s.win.end)
+		wins := make([]window, len(spans))
+		for i, s := range spans {
+			wins[i] = s.win
 		}
-		cuts = sortedUnique(cuts)
-		for i := 0; i+1 < len(cuts); i++ {
-			a, b := cuts[i], cuts[i+1]
+		sweep(wins, func(a, b time.Duration, live []int) {
 			sum := 0.0
-			for _, s := range spans {
-				if s.win.start <= a && s.win.end >= b {
-					sum += s.share
-				}
+			for _, i := range live {
+				sum += spans[i].share
 			}
 			scale := 1.0
 			if sum > 1 {
 				scale = 1 / sum
 			}
-			for _, s := range spans {
-				if s.win.start <= a && s.win.end >= b {
-					sec := s.share * scale * (b - a).Seconds()
-					s.m.allocated += sec
-					total[u] += sec
-				}
+			for _, i := range live {
+				sec := spans[i].share * scale * (b - a).Seconds()
+				spans[i].m.allocated += sec
+				total[u] += sec
 			}
-		}
+		})
 	}
 	return total
 }

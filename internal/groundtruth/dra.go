@@ -61,25 +61,15 @@ type draHold struct {
 // at each moment (ledger.md, row dra): the device's share is cut wherever a
 // holder starts or stops, and adjacent pieces of equal share are merged.
 func draSpans(dev device, holds []draHold) {
-	var cuts []time.Duration
-	for _, h := range holds {
-		cuts = append(cuts, h.win.start, h.win.end)
+	wins := make([]window, len(holds))
+	for i, h := range holds {
+		wins[i] = h.win
 	}
-	cuts = sortedUnique(cuts)
-	for i := 0; i+1 < len(cuts); i++ {
-		a, b := cuts[i], cuts[i+1]
-		n := 0
-		for _, h := range holds {
-			if h.win.start <= a && h.win.end >= b {
-				n++
-			}
+	sweep(wins, func(a, b time.Duration, live []int) {
+		for _, i := range live {
+			holds[i].m.addSpan(span{dev: dev, share: dev.weight / float64(len(live)), win: window{a, b}})
 		}
-		for _, h := range holds {
-			if h.win.start <= a && h.win.end >= b {
-				h.m.addSpan(span{dev: dev, share: dev.weight / float64(n), win: window{a, b}})
-			}
-		}
-	}
+	})
 }
 
 // draClaims collects, per mapped device, the containers whose claims list

@@ -52,3 +52,25 @@ func podContainers(sc *scenario.Scenario, p *scenario.Pod, pi int) []ctr {
 func fieldPath(pi int, list string, i int) string {
 	return fmt.Sprintf("pods[%d].%s[%d]", pi, list, i)
 }
+
+// sweep cuts time at every start and end of wins and calls visit for each
+// piece [a, b) with the indexes of the windows covering all of it, in
+// order, so that shares can be settled piece by piece.
+func sweep(wins []window, visit func(a, b time.Duration, live []int)) {
+	cuts := make([]time.Duration, 0, 2*len(wins))
+	for _, w := range wins {
+		cuts = append(cuts, w.start, w.end)
+	}
+	cuts = sortedUnique(cuts)
+	var live []int
+	for i := 0; i+1 < len(cuts); i++ {
+		a, b := cuts[i], cuts[i+1]
+		live = live[:0]
+		for j, w := range wins {
+			if w.start <= a && w.end >= b {
+				live = append(live, j)
+			}
+		}
+		visit(a, b, live)
+	}
+}
