@@ -18,7 +18,7 @@ type Engine struct {
 	seenReplicas map[string]map[int]struct{} // device UUID -> ::<n> seen
 	seenHAMi     map[string]map[int]struct{} // GPU UUID -> HAMi -<n> seen
 	hamiCache    map[string]hamiParse        // annotation value -> parse
-	pins         map[pinKey]AnnotationPin    // annotation values in force (pins.go)
+	pins         map[pinKey]pinVal           // annotation values in force (pins.go)
 
 	energy   map[string]energyBase // GPU UUID -> counters at lastTime
 	lastGPUs []GPU                 // last GPUs NVML listed, for degraded cycles
@@ -98,6 +98,8 @@ func (e *Engine) Observe(obs Observation) CycleResult {
 	e.splitEnergy(contiguous)
 	res.GPUs = e.assemble()
 	res.Anomalies = append(res.Anomalies, cy.anomalies...)
+	res.NewPins = cy.newPins
+	e.prunePins()
 
 	if now > prev {
 		res.Rows = e.ledger.add(prev, now, e.node(&obs), res.GPUs, cy.gpuModes(), res.Rows)
