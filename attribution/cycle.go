@@ -472,10 +472,20 @@ func (c *cycle) gpuModes() []string {
 	return c.modes
 }
 
+// positiveInt reads a label as a positive count, 0 when absent or
+// invalid. It checks the digits itself: strconv's errors allocate, and
+// most labels it reads are absent on any one node, every cycle.
 func positiveInt(s string) int {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n <= 0 {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > 9 {
 		return 0
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0
+		}
+		n = n*10 + int(s[i]-'0')
 	}
 	return n
 }

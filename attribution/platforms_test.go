@@ -364,3 +364,17 @@ func TestGKEWithoutClientsLabel(t *testing.T) {
 		t.Errorf("without a minor: %+v", res)
 	}
 }
+
+func TestPositiveInt(t *testing.T) {
+	for in, want := range map[string]int{
+		"4": 4, " 12 ": 12, "04": 4, "": 0, "0": 0, "-1": 0, "+4": 0, "x": 0, "1e3": 0, "4 gpus": 0, "9999999999": 0,
+	} {
+		if got := positiveInt(in); got != want {
+			t.Errorf("positiveInt(%q) = %d, want %d", in, got, want)
+		}
+	}
+	// Read every cycle for labels most nodes lack: it must not allocate.
+	if n := testing.AllocsPerRun(10, func() { positiveInt(""); positiveInt("x") }); n != 0 {
+		t.Errorf("positiveInt allocates %v times", n)
+	}
+}
