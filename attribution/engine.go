@@ -31,7 +31,9 @@ type Engine struct {
 	ownerCtrs          []ownerCtr // containers owners refer to
 	prevOwnerCtrs      []ownerCtr
 
-	lastPods map[string]PodMeta // last cycle's pods by UID (departed.go)
+	// lastPods indexes lastPodBuf, last cycle's pods, by UID (departed.go).
+	lastPods   map[string]int32
+	lastPodBuf []PodMeta
 
 	cy     cycle
 	ledger ledger
@@ -43,7 +45,7 @@ func NewEngine(cfg Config) *Engine {
 	cfg = cfg.withDefaults()
 	e := &Engine{
 		cfg:          cfg,
-		lastPods:     map[string]PodMeta{},
+		lastPods:     map[string]int32{},
 		seenReplicas: map[string]map[int]struct{}{},
 		seenHAMi:     map[string]map[int]struct{}{},
 		hamiCache:    map[string]hamiParse{},

@@ -160,14 +160,18 @@ func hamiEntryIndex(n, nInit, nCtr, ci int) (int, bool) {
 	return -1, false
 }
 
-// flagUnlisted marks group g, a container charged by its HAMi annotation
-// that runs on a device the annotation does not name: its use there is
-// still its own, but an estimate, and the mismatch is an anomaly.
+// flagUnlisted marks group g, just given its phantom row, when its
+// container is charged by its HAMi annotation and runs on a device the
+// annotation does not name: its use there is still its own, but an
+// estimate, and the mismatch is an anomaly.
 func (c *cycle) flagUnlisted(g int32, pod, ci int, device string) {
 	if pod < 0 || ci < 0 || !c.slotHAMi[int(c.slotBase[pod])+ci] {
 		return
 	}
 	c.groups[g].estimated = true
+	// It is still the container's HAMi use (and shares the GPU without
+	// isolation, which the noisy-neighbour detector must see).
+	c.rows[c.groups[g].head].mode = ModeHAMi
 	ctr := &c.groups[g].ctr
 	who := ctr.ns + "/" + ctr.pod + "/" + ctr.container
 	c.anomaly(AnomalyHAMiUnlistedGPU, who+" "+device, "processes of "+who+" run on "+device+

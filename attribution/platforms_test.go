@@ -102,7 +102,7 @@ func TestHAMiUnlistedGPU(t *testing.T) {
 	wantRow(t, ctrOf(t, gpuOf(t, res, g1), "pa", "c", g1), ModeHAMi, MethodMeasured, 0.5, 5, 0)
 	g2c := gpuOf(t, res, g2)
 	// 40% of 10 s = 4 s used on g2, nothing allocated there.
-	wantRow(t, ctrOf(t, g2c, "pa", "c", g2), ModeExclusive, MethodEstimated, 0, 0, 4)
+	wantRow(t, ctrOf(t, g2c, "pa", "c", g2), ModeHAMi, MethodEstimated, 0, 0, 4)
 	wantResiduals(t, g2c, 10, 0, 6)
 	if !hasAnomaly(res, AnomalyHAMiUnlistedGPU, "a/pa/c "+g2) {
 		t.Errorf("anomalies %+v, want hami_unlisted_gpu", res.Anomalies)
