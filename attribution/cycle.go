@@ -477,15 +477,14 @@ func (c *cycle) gpuModes() []string {
 // most labels it reads are absent on any one node, every cycle.
 func positiveInt(s string) int {
 	s = strings.TrimSpace(s)
-	if s == "" || len(s) > 9 {
-		return 0
-	}
 	n := 0
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
 			return 0
 		}
-		n = n*10 + int(s[i]-'0')
+		if n = n*10 + int(s[i]-'0'); n >= 1e9 {
+			return 0 // no node has a billion replicas: garbage
+		}
 	}
 	return n
 }

@@ -1,6 +1,8 @@
 package attribution
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -377,4 +379,24 @@ func TestPositiveInt(t *testing.T) {
 	if n := testing.AllocsPerRun(10, func() { positiveInt(""); positiveInt("x") }); n != 0 {
 		t.Errorf("positiveInt allocates %v times", n)
 	}
+}
+
+// FuzzPositiveInt: node labels are outside input. The result is the
+// label's decimal value where it is a small positive number (what strconv
+// says about the trimmed text, without a sign), else 0.
+func FuzzPositiveInt(f *testing.F) {
+	for _, s := range []string{"4", " 12 ", "0", "-1", "+4", "", "x", "999999999", "1000000000", "٣"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := positiveInt(s)
+		trimmed := strings.TrimSpace(s)
+		want := 0
+		if n, err := strconv.Atoi(trimmed); err == nil && n > 0 && n < 1e9 && trimmed[0] != '+' {
+			want = n
+		}
+		if got != want {
+			t.Fatalf("positiveInt(%q) = %d, want %d", s, got, want)
+		}
+	})
 }
