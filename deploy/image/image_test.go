@@ -86,12 +86,14 @@ func TestImage(t *testing.T) {
 	// The build reads modules from the host's module cache first (a
 	// file:// GOPROXY), then from the host's GOPROXY; Go's build cache
 	// lives in the tools cache between runs, so a rebuild is incremental.
+	// No layer cache: intermediate images of every source change would
+	// pile up in the local store; the image itself is removed at the end.
 	tools := filepath.Join(goEnv(t, "GOCACHE"), "..", "gpuledger-tools")
 	gocache := filepath.Join(tools, "image-gocache")
 	if err := os.MkdirAll(gocache, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"bud", "--isolation", "chroot", "--layers", "-f", "Dockerfile", "-t", tag,
+	args := []string{"bud", "--isolation", "chroot", "--layers=false", "-f", "Dockerfile", "-t", tag,
 		"--build-arg", "GO_IMAGE=" + bases[1], "--build-arg", "BASE_IMAGE=" + bases[0],
 		"--build-arg", "GOPROXY=file:///goproxy," + goEnv(t, "GOPROXY"),
 		"--build-arg", "GOFLAGS=" + goEnv(t, "GOFLAGS"),
@@ -107,6 +109,7 @@ func TestImage(t *testing.T) {
 	}
 	start = time.Now()
 	run(t, root, "buildah", append(args, ".")...)
+	defer exec.Command("buildah", "rmi", tag).Run()
 	t.Logf("buildah bud: %s", time.Since(start).Round(time.Second))
 
 	// The image's configuration: entrypoint, user, OCI labels.
