@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -99,61 +101,103 @@ func decodeAll(t *testing.T, manifests string) []object {
 	t.Helper()
 	var objs []object
 	for _, doc := range docSep.Split(manifests, -1) {
-		var tm struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Metadata   struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
+		o, err := decode(doc)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, doc)
 		}
-		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
-			t.Fatalf("not YAML: %v\n%s", err, doc)
+		if o.Kind != "" {
+			objs = append(objs, o)
 		}
-		if tm.Kind == "" && tm.APIVersion == "" {
-			continue // comments only
-		}
-		var into any
-		switch tm.APIVersion + " " + tm.Kind {
-		case "v1 Namespace":
-			into = &corev1.Namespace{}
-		case "v1 ServiceAccount":
-			into = &corev1.ServiceAccount{}
-		case "v1 Service":
-			into = &corev1.Service{}
-		case "v1 ConfigMap":
-			into = &corev1.ConfigMap{}
-		case "v1 Secret":
-			into = &corev1.Secret{}
-		case "v1 PersistentVolumeClaim":
-			into = &corev1.PersistentVolumeClaim{}
-		case "apps/v1 DaemonSet":
-			into = &appsv1.DaemonSet{}
-		case "rbac.authorization.k8s.io/v1 ClusterRole":
-			into = &rbacv1.ClusterRole{}
-		case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
-			into = &rbacv1.ClusterRoleBinding{}
-		case "batch/v1 Job":
-			into = &batchv1.Job{}
-		case "batch/v1 CronJob":
-			into = &batchv1.CronJob{}
-		case "monitoring.coreos.com/v1 ServiceMonitor":
-			into = &serviceMonitor{}
-		case "monitoring.coreos.com/v1 PodMonitor":
-			into = &podMonitor{}
-		case "monitoring.coreos.com/v1 PrometheusRule":
-			into = &prometheusRule{}
-		default:
-			t.Fatalf("no decoder for %s %s (%s): add one", tm.APIVersion, tm.Kind, tm.Metadata.Name)
-		}
-		if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
-			t.Fatalf("%s %s does not decode strictly into %T: %v", tm.Kind, tm.Metadata.Name, into, err)
-		}
-		if tm.Metadata.Name == "" {
-			t.Errorf("%s without a name", tm.Kind)
-		}
-		objs = append(objs, object{Kind: tm.Kind, Name: tm.Metadata.Name, Obj: into})
 	}
 	return objs
+}
+
+// decode decodes one document into its API type; a document of comments
+// only gives a zero object.
+func decode(doc string) (object, error) {
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+		return object{}, fmt.Errorf("not YAML: %v", err)
+	}
+	if tm.Kind == "" && tm.APIVersion == "" {
+		return object{}, nil
+	}
+	var into any
+	switch tm.APIVersion + " " + tm.Kind {
+	case "v1 Namespace":
+		into = &corev1.Namespace{}
+	case "v1 ServiceAccount":
+		into = &corev1.ServiceAccount{}
+	case "v1 Service":
+		into = &corev1.Service{}
+	case "v1 ConfigMap":
+		into = &corev1.ConfigMap{}
+	case "v1 Secret":
+		into = &corev1.Secret{}
+	case "v1 PersistentVolumeClaim":
+		into = &corev1.PersistentVolumeClaim{}
+	case "apps/v1 DaemonSet":
+		into = &appsv1.DaemonSet{}
+	case "rbac.authorization.k8s.io/v1 ClusterRole":
+		into = &rbacv1.ClusterRole{}
+	case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
+		into = &rbacv1.ClusterRoleBinding{}
+	case "batch/v1 Job":
+		into = &batchv1.Job{}
+	case "batch/v1 CronJob":
+		into = &batchv1.CronJob{}
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		into = &serviceMonitor{}
+	case "monitoring.coreos.com/v1 PodMonitor":
+		into = &podMonitor{}
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		into = &prometheusRule{}
+	default:
+		return object{}, fmt.Errorf("no decoder for %s %s (%s): add one", tm.APIVersion, tm.Kind, tm.Metadata.Name)
+	}
+	if err := strictDecode([]byte(doc), into); err != nil {
+		return object{}, fmt.Errorf("%s %s does not decode strictly into %T: %v", tm.Kind, tm.Metadata.Name, into, err)
+	}
+	if tm.Metadata.Name == "" {
+		return object{}, fmt.Errorf("%s without a name", tm.Kind)
+	}
+	return object{Kind: tm.Kind, Name: tm.Metadata.Name, Obj: into}, nil
+}
+
+// strictDecode decodes as the API server does: field names are case
+// sensitive (encoding/json would take hostPid for hostPID), and unknown or
+// duplicated fields are errors.
+func strictDecode(doc []byte, into any) error {
+	j, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return err
+	}
+	strict, err := kjson.UnmarshalStrict(j, into)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
+}
+
+// The decoder itself rejects what a typo in a template would produce.
+func TestDecodeIsStrict(t *testing.T) {
+	for _, doc := range []string{
+		"apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: x}\nspec: {template: {spec: {hostPid: true}}}\n",
+		"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: [{port: 1, targetport: 2}]}\n",
+		"apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: x}\nspec: {endpoints: [{port: m, intervall: 30s}]}\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: b}\ndata: {c: d}\n",
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n",
+	} {
+		if _, err := decode(doc); err == nil {
+			t.Errorf("decoded without error:\n%s", doc)
+		}
+	}
 }
 
 // The Prometheus Operator's types are not in k8s.io/api: these cover the
@@ -362,7 +406,7 @@ func TestAllFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want0 prometheusRule
-	if err := yaml.UnmarshalStrict(src, &want0); err != nil {
+	if err := strictDecode(src, &want0); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(pr.Spec, want0.Spec) || len(pr.Spec.Groups) == 0 {
