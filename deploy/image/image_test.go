@@ -159,6 +159,15 @@ func TestImage(t *testing.T) {
 	if got := strings.Fields(in("stat", "-c", "%u %a", "/var/lib/gpuledger")); len(got) != 2 || got[0] != "65532" {
 		t.Errorf("/var/lib/gpuledger owner and mode %v: the non-root user cannot write its data dir", got)
 	}
+	// The whole collector, cgo and all, runs in the runtime base: a
+	// simulated node through `simulate`, which writes the ledger.
+	if got := run(t, "", "buildah", "run", "--isolation", "chroot",
+		"-v", filepath.Join(root, "testdata", "scenarios", "exclusive-basic")+":/scenario:ro", ctr, "--",
+		"/bin/sh", "-c", "gpuledger simulate --scenario /scenario/scenario.yaml --out /tmp/sim >/dev/null 2>&1 && wc -l < /tmp/sim/ledger.csv"); strings.TrimSpace(got) == "" || strings.TrimSpace(got) == "0" {
+		t.Errorf("simulate in the image wrote no ledger rows (%q)", got)
+	} else {
+		t.Logf("simulate in the image: ledger.csv of %s lines", strings.TrimSpace(got))
+	}
 	// The chart's report CronJob names the previous month with sh and GNU date.
 	if got := strings.TrimSpace(in("/bin/sh", "-c", `date -u -d "$(echo 2026-01-01) -1 month" +%Y-%m`)); got != "2025-12" {
 		t.Errorf("previous month of 2026-01 is %q in the image", got)
