@@ -74,3 +74,5 @@ dashboards:
 
 clean:
 	rm -rf bin out
+
+include deploy/deploy.mk
