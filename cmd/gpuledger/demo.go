@@ -64,7 +64,7 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	out := fl.String("out", "out/demo", "directory for the fleet's ledger.db and the month's chargeback report")
 	days := fl.Int("days", 30, "days of history to backfill")
 	listen := fl.String("listen", envDefault("GPULEDGER_LISTEN", "127.0.0.1:9400"), "address to serve live /metrics on; empty to exit after the report")
-	if err := fl.Parse(args); err != nil {
+	if err := parseFlags(fl, args, ""); err != nil {
 		return err
 	}
 	if *days < 1 {
@@ -167,8 +167,7 @@ func serveLiveDemo(ctx context.Context, scs []*scenario.Scenario, listen string,
 			}
 		}()
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	mux := metricsMux(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

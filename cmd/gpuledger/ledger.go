@@ -45,20 +45,17 @@ Times: RFC 3339 or YYYY-MM-DD (midnight UTC).
 
 func runLedger(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, ledgerUsageText)
-		return errors.New("ledger needs a subcommand: export or migrate")
+		return &usageError{err: errors.New("ledger needs a subcommand: export or migrate"), usage: ledgerUsageText}
 	}
 	switch args[0] {
 	case "export":
 		return runLedgerExport(ctx, args[1:], stdout)
 	case "migrate":
 		return runLedgerMigrate(ctx, args[1:], stdout)
-	case "-h", "--help", "help":
-		_, err := fmt.Fprint(stdout, ledgerUsageText)
-		return err
+	case "-h", "-help", "--help", "help":
+		return &helpRequested{usage: ledgerUsageText}
 	}
-	fmt.Fprint(os.Stderr, ledgerUsageText)
-	return fmt.Errorf("unknown ledger subcommand %q (want export or migrate)", args[0])
+	return &usageError{err: fmt.Errorf("unknown ledger subcommand %q (want export or migrate)", args[0]), usage: ledgerUsageText}
 }
 
 type exportFlags struct {
@@ -75,7 +72,7 @@ func parseExportFlags(args []string) (exportFlags, error) {
 	fs.StringVar(&f.format, "format", ledger.FormatCSV, "csv (the ledger.csv contract) or jsonl")
 	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
 	fs.StringVar(&f.out, "out", "", "output file; default stdout")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, ""); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
@@ -271,7 +268,7 @@ func runLedgerMigrate(ctx context.Context, args []string, stdout io.Writer) erro
 	dsn := fs.String("ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
 	cluster := fs.String("clickhouse-cluster", envDefault("GPULEDGER_CLICKHOUSE_CLUSTER", ""),
 		"ClickHouse cluster: create Replicated and Distributed tables ON CLUSTER (env GPULEDGER_CLICKHOUSE_CLUSTER)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, ""); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -49,7 +49,6 @@ type reportFlags struct {
 func parseReportFlags(args []string) (reportFlags, error) {
 	var f reportFlags
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), reportUsageText) }
 	fs.StringVar(&f.period, "period", "", "calendar month YYYY-MM in the price book's time zone")
 	fs.StringVar(&f.from, "from", "", "start of the range, inclusive (RFC 3339 or YYYY-MM-DD)")
 	fs.StringVar(&f.to, "to", "", "end of the range, exclusive (RFC 3339 or YYYY-MM-DD)")
@@ -57,7 +56,7 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	fs.StringVar(&f.format, "format", "", "csv, json or html (default: from --out's extension, else csv)")
 	fs.StringVar(&f.out, "out", "", "output file; default stdout")
 	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, reportUsageText); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
