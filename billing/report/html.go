@@ -40,6 +40,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 
 type page struct {
 	Title, Period, Range, Zone string
+	Partial                    string // PartialNote; "" for a whole period
 	Currency, Policy, Idle     string
 	TeamLabel, Generated       string
 	Empty                      bool
@@ -94,7 +95,8 @@ type lineRow struct {
 func newPage(r *Report) page {
 	b := r.Book
 	p := page{
-		Title:     "GPU chargeback " + r.PeriodLabel(),
+		Title:     "GPU chargeback " + r.PeriodLabel() + partialSuffix(r),
+		Partial:   r.PartialNote(),
 		Period:    periodTitle(r),
 		Range:     r.From.Format("Mon 2 Jan 2006 15:04") + " – " + r.To.Format("Mon 2 Jan 2006 15:04 MST"),
 		Zone:      b.Timezone,
@@ -139,6 +141,14 @@ func newPage(r *Report) page {
 	}
 	p.Reconcile = reconcile(r, money)
 	return p
+}
+
+// partialSuffix marks a partial period in the page's title.
+func partialSuffix(r *Report) string {
+	if r.Partial() {
+		return " (partial)"
+	}
+	return ""
 }
 
 func periodTitle(r *Report) string {
