@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/billing/report"
 )
 
 // demoRoot runs a short demo (two days ending on 2026-11-24, no live
@@ -121,6 +123,9 @@ func checkSummaryCosts(t *testing.T, demoOut string, financeCSV []byte) {
 		if !strings.Contains(demoOut, want) {
 			t.Errorf("demo summary lacks %q", want)
 		}
+	}
+	for _, bad := range report.AmbiguousTerms(demoOut) {
+		t.Errorf("demo summary uses an ambiguous term: %q", bad)
 	}
 	recs, err := csv.NewReader(bytes.NewReader(financeCSV)).ReadAll()
 	if err != nil {
