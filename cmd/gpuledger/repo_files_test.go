@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gpuledger/gpuledger/billing/report"
 )
 
 // repoFile reads a file at the repository root.
@@ -38,5 +40,17 @@ func TestMakefileLinksGitDescribeIntoVersion(t *testing.T) {
 	}
 	if !strings.Contains(mk, "-X main.version=$(VERSION)") {
 		t.Error("Makefile does not link $(VERSION) into main.version")
+	}
+}
+
+// The report's documentation uses the vocabulary of the pages it
+// documents; contract values are quoted as code, which the check skips.
+func TestReportDocsUseOneIdleVocabulary(t *testing.T) {
+	doc := repoFile(t, filepath.Join("docs", "report.md"))
+	doc = regexp.MustCompile("(?s)```.*?```").ReplaceAllString(doc, " ")
+	doc = regexp.MustCompile("`[^`]*`").ReplaceAllString(doc, " ")
+	doc = strings.Join(strings.Fields(doc), " ") // terms wrap across lines
+	for _, bad := range report.AmbiguousTerms(doc) {
+		t.Errorf("docs/report.md: %q", bad)
 	}
 }
