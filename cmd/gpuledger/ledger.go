@@ -41,6 +41,8 @@ subcommands:
 DSN (--ledger or env GPULEDGER_LEDGER): PATH, file:PATH or
 clickhouse://user:password@host:9000/database?secure=true
 Times: RFC 3339 or YYYY-MM-DD (midnight UTC).
+Quantities (GPU-seconds, MiB-seconds, joules) are rounded to 6 decimals, a
+micro-unit, and written without trailing zeros: 50.2, not 50.200000000000074.
 `
 
 func runLedger(ctx context.Context, args []string, stdout io.Writer) error {

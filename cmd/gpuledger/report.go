@@ -38,6 +38,11 @@ JSON, or a self-contained HTML report.
   --out      output file, written only once complete; default stdout
   --ledger   ledger DSN (env GPULEDGER_LEDGER): PATH, file:PATH or
              clickhouse://user:password@host:9000/database
+
+A period the ledger covers only in part (the current month, a collector
+installed mid-month) is partial: a warning on stderr, "partial" in the JSON
+and the HTML title; the finance CSV's columns stay as they are. A period with
+no ledger data, or one that has not started, is an error (exit 1).
 `
 
 type reportFlags struct {
