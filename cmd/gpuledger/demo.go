@@ -60,7 +60,7 @@ func loadDemoScenarios() ([]*scenario.Scenario, error) {
 
 func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	fl := flag.NewFlagSet("demo", flag.ContinueOnError)
-	out := fl.String("out", "out/demo", "directory for the fleet's ledger.db and the month's chargeback report")
+	out := fl.String("out", "out/demo", "directory for the fleet's ledger.db and the chargeback of the backfilled days (chargeback.csv, chargeback.html)")
 	days := fl.Int("days", 30, "days of history to backfill")
 	listen := fl.String("listen", envDefault("GPULEDGER_LISTEN", "127.0.0.1:9400"), "address to serve live /metrics on; empty to exit after the report")
 	if err := parseFlags(fl, args, ""); err != nil {
