@@ -15,7 +15,7 @@ PKGS      := ./...
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build demo test unit race contract lint fmt vet bench fuzz dashboards clean
+.PHONY: screenshot all build demo test unit race contract lint fmt vet bench fuzz dashboards clean
 
 all: build
 
@@ -71,6 +71,10 @@ fuzz:
 dashboards:
 	$(GO) run ./dashboards/cmd/gendashboards -out dashboards/json
 	$(GO) run ./alerts/cmd/genrules
+
+## screenshot: regenerate docs/report-screenshot.png from the demo's real report.
+screenshot:
+	scripts/report-screenshot.sh
 
 clean:
 	rm -rf bin out
