@@ -94,7 +94,15 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	meta, err := kubemeta.NewInformerSource(ctx, kubemeta.NodeWatches(kube, f.node), f.node, log)
+	watches := kubemeta.NodeWatches(kube, f.node)
+	// DRA is optional: a cluster without resource.k8s.io/v1, or RBAC
+	// without the ResourceSlice rule, reports no DRA devices (logged once).
+	dra, err := kubemeta.ResourceClient(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	watches.ResourceSlices = kubemeta.ResourceSliceWatch(dra, f.node)
+	meta, err := kubemeta.NewInformerSource(ctx, watches, f.node, log)
 	if err != nil {
 		return fmt.Errorf("cannot start Kubernetes metadata informers: %w", err)
 	}
