@@ -126,9 +126,19 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	exp := exposition.New(f.node, exposition.Options{BuildVersion: version, BuildRevision: revision,
 		PodLabelAllowlist: splitList(f.podLabels), Prices: exportedPrices(book)})
 	engine := attribution.NewEngine(attribution.Config{Node: f.node, LedgerInterval: f.ledgerInterval, PollInterval: f.poll, TeamLabel: f.teamLabel})
+	// The annotation values the previous collector on this node pinned: a
+	// tenant's edit while we were down must not move cost.
+	pins, err := out.store.Pins(ctx)
+	if err != nil {
+		return err
+	}
+	engine.RestorePins(pins)
+	if len(pins) > 0 {
+		log.Info("restored annotation pins from the node's ledger", "pins", len(pins))
+	}
 	c := collector.New(collector.Config{Node: f.node, Outbox: out.status}, collector.WallClock{}, collector.Sources{
 		NVML: nv, DCGM: dcgm, Pods: pods, Meta: meta, Procs: procfs.NewResolver(f.procRoot),
-	}, engine, exp, []collector.Sink{out}, log)
+	}, engine, exp, []collector.Sink{pinningOutbox{out}}, log)
 
 	srv := &http.Server{Handler: serveMux(exp), ReadHeaderTimeout: 5 * time.Second}
 	// A collector whose metrics cannot be served (bad web config, port in
@@ -147,6 +157,16 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	err = c.Run(runCtx, f.poll)
 	cancel()
 	return errors.Join(err, <-served)
+}
+
+// pinningOutbox saves annotation pins to the embedded ledger the outbox
+// commits rows to, so the collector hands it the pins before the rows.
+type pinningOutbox struct{ *outbox }
+
+var _ collector.PinSink = pinningOutbox{}
+
+func (o pinningOutbox) SavePins(ctx context.Context, pins []attribution.AnnotationPin) error {
+	return o.store.SavePins(ctx, pins)
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
