@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"path/filepath"
 	"testing"
@@ -127,4 +128,32 @@ func hasPin(pins []attribution.AnnotationPin, podUID, key, value string) bool {
 		}
 	}
 	return false
+}
+
+// collect's sink saves pins into the node ledger it commits rows to, where
+// the next collect finds them.
+func TestCollectOutboxKeepsPins(t *testing.T) {
+	ctx := context.Background()
+	f := collectFlags{dataDir: t.TempDir(), outboxMaxBytes: 1 << 30}
+	out, err := openOutbox(ctx, f, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := attribution.AnnotationPin{PodUID: "u", Container: "main", Key: "hami.io/vgpu-devices-allocated",
+		Value: "GPU-a,NVIDIA,1000,30:;", At: time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)}
+	if err := (pinningOutbox{out}).SavePins(ctx, []attribution.AnnotationPin{pin}); err != nil {
+		t.Fatalf("SavePins: %v", err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, err = openOutbox(ctx, f, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	got, err := out.store.Pins(ctx)
+	if err != nil || len(got) != 1 || got[0] != pin {
+		t.Errorf("pins after reopening the node ledger = %+v, %v; want %+v", got, err, pin)
+	}
 }
