@@ -40,8 +40,9 @@ type apiServer struct {
 	watchers  map[string][]*watcher
 	selectors map[string][]string // resource -> field selectors received
 	forbidden map[string]bool
-	jsonOnly  bool // answer JSON even to clients that accept protobuf
-	noDRA     bool // serve no resource.k8s.io group: 404, as a cluster without DRA
+	jsonOnly  bool            // answer JSON even to clients that accept protobuf
+	noDRA     bool            // serve no resource.k8s.io group: 404, as a cluster without DRA
+	broken    map[string]bool // resources that answer 500
 }
 
 type watcher struct {
@@ -62,6 +63,7 @@ func newAPIServer(t *testing.T, objs ...runtime.Object) *apiServer {
 		watchers:  map[string][]*watcher{},
 		selectors: map[string][]string{},
 		forbidden: map[string]bool{},
+		broken:    map[string]bool{},
 	}
 	for _, o := range objs {
 		s.put(o)
@@ -106,6 +108,13 @@ func (s *apiServer) answerJSONOnly() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.jsonOnly = true
+}
+
+// breakResource makes the server fail every request for resource with 500.
+func (s *apiServer) breakResource(resource string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.broken[resource] = true
 }
 
 func (s *apiServer) forbid(resource string) {
@@ -282,8 +291,18 @@ func (s *apiServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.selectors[res] = append(s.selectors[res], q.Get("fieldSelector"))
-	forbidden := s.forbidden[res]
+	forbidden, broken := s.forbidden[res], s.broken[res]
 	s.mu.Unlock()
+	if broken {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_ = json.NewEncoder(w).Encode(metav1.Status{
+			TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+			Status:   metav1.StatusFailure, Reason: metav1.StatusReasonInternalError, Code: http.StatusInternalServerError,
+			Message: "etcdserver: request timed out",
+		})
+		return
+	}
 	if forbidden {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusForbidden)

@@ -48,8 +48,8 @@ type InformerSource struct {
 	// nil when no ResourceSlice watch was given.
 	pods, namespaces, nodes, slices cache.Store
 	// slicesUnavailable is set while the ResourceSlice API answers 404 or
-	// 403 (resourceslices.go).
-	slicesUnavailable atomic.Bool
+	// 403; slicesFailed once any attempt failed (resourceslices.go).
+	slicesUnavailable, slicesFailed atomic.Bool
 
 	// dirty is set by informer event handlers and cleared by the rebuild.
 	dirty atomic.Bool

@@ -37,11 +37,12 @@ func ResourceSliceWatch(c cache.Getter, nodeName string) cache.ListerWatcher {
 }
 
 // watchResourceSlices adds the ResourceSlice informer. It returns when its
-// cache counts as synced: after its first list, or once the API server said
-// the API is absent (404) or forbidden (403). DRA is optional: a cluster
-// without it, or a collector without the RBAC rule, still collects
-// everything else and reports no DRA devices. The informer keeps retrying
-// with its backoff, so granting the rule later needs no restart.
+// cache counts as synced: after its first list, or after the first failed
+// attempt, whatever the cause. DRA is optional: a cluster without it (404),
+// a collector without the RBAC rule (403), or a ResourceSlice API that
+// fails while pods can be read must not keep the collector from starting;
+// it reports no DRA devices meanwhile. The informer keeps retrying with its
+// backoff, so granting the rule later needs no restart.
 func (s *InformerSource) watchResourceSlices(lw cache.ListerWatcher) (cache.InformerSynced, error) {
 	inf := cache.NewSharedIndexInformer(lw, &resourcev1.ResourceSlice{}, 0, cache.Indexers{})
 	if err := inf.SetTransform(stripManagedFields); err != nil {
@@ -66,7 +67,7 @@ func (s *InformerSource) watchResourceSlices(lw cache.ListerWatcher) (cache.Info
 	}
 	s.slices = inf.GetStore()
 	s.informers = append(s.informers, inf)
-	return func() bool { return reg.HasSynced() || s.slicesUnavailable.Load() }, nil
+	return func() bool { return reg.HasSynced() || s.slicesFailed.Load() }, nil
 }
 
 // resourceSliceError replaces client-go's default handler, which would log
@@ -74,6 +75,9 @@ func (s *InformerSource) watchResourceSlices(lw cache.ListerWatcher) (cache.Info
 // forbidden API is said once; other errors are transient and the
 // reflector retries them.
 func (s *InformerSource) resourceSliceError(_ context.Context, _ *cache.Reflector, err error) {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		s.slicesFailed.Store(true)
+	}
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err):
 		if !s.slicesUnavailable.Swap(true) {

@@ -161,16 +161,22 @@ func TestResourceSlicesListAndWatch(t *testing.T) {
 
 // TestResourceSlicesUnavailable: a cluster without resource.k8s.io/v1 (404)
 // or a collector without the RBAC rule (403) still collects: the source
-// starts, pods are there, no DRA devices, one warning.
+// starts, pods are there, no DRA devices, one warning. A ResourceSlice API
+// that fails (500) does not hold the start either; it is retried quietly.
 func TestResourceSlicesUnavailable(t *testing.T) {
-	for name, breakIt := range map[string]func(*apiServer){
-		"404 group not served": (*apiServer).withoutDRA,
-		"403 forbidden":        func(a *apiServer) { a.forbid("resourceslices") },
+	for _, tt := range []struct {
+		name     string
+		breakIt  func(*apiServer)
+		warnings int
+	}{
+		{"404 group not served", (*apiServer).withoutDRA, 1},
+		{"403 forbidden", func(a *apiServer) { a.forbid("resourceslices") }, 1},
+		{"500 server error", func(a *apiServer) { a.breakResource("resourceslices") }, 0},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			api := newAPIServer(t, fixtures()...)
 			putAll(api, sliceFixtures())
-			breakIt(api)
+			tt.breakIt(api)
 			s, logs := newDRASource(t, api)
 			m := snapshot(t, s)
 			if len(m.DRADevices) != 0 {
@@ -179,8 +185,8 @@ func TestResourceSlicesUnavailable(t *testing.T) {
 			if len(m.Pods) != 2 || m.NodeLabels["nvidia.com/gpu.replicas"] != "7" {
 				t.Errorf("metadata incomplete without DRA: %+v", m)
 			}
-			if n := strings.Count(logs.String(), "cannot watch ResourceSlices"); n != 1 {
-				t.Errorf("%d warnings about ResourceSlices, want 1:\n%s", n, logs)
+			if n := strings.Count(logs.String(), "cannot watch ResourceSlices"); n != tt.warnings {
+				t.Errorf("%d warnings about ResourceSlices, want %d:\n%s", n, tt.warnings, logs)
 			}
 		})
 	}
