@@ -20,16 +20,24 @@ ON CONFLICT (pod_uid, container, key) DO NOTHING`
 // Append's rows (WAL, synchronous=FULL): after a crash either every pin of
 // the call is there or none. The first pin per (pod UID, container, key)
 // wins; saving it again, or another value for the key, changes nothing, so
-// a caller may retry a failed call as is.
+// a caller may retry a failed call as is. A pin that could never be stored
+// or matched (no pod UID, container or key; a time out of range) is logged
+// and skipped, not returned as an error: retrying it could never succeed
+// and would hold back the valid pins saved with it. Errors are storage
+// failures only.
 func (s *FileStore) SavePins(ctx context.Context, pins []attribution.AnnotationPin) error {
-	if len(pins) == 0 {
-		return nil
-	}
+	valid := pins[:0:0]
 	for _, p := range pins {
 		if err := validatePin(p); err != nil {
-			return fmt.Errorf("cannot save annotation pins to %s: %w", s.path, err)
+			s.log.Warn("annotation pin skipped", "err", err)
+			continue
 		}
+		valid = append(valid, p)
 	}
+	if len(valid) == 0 {
+		return nil
+	}
+	pins = valid
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tx, err := s.w.BeginTx(ctx, nil)

@@ -1,7 +1,9 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -68,25 +70,31 @@ func TestPinsSurviveReopen(t *testing.T) {
 	}
 }
 
-func TestSavePinsRefusesBadPins(t *testing.T) {
-	s := openTemp(t, FileOptions{})
+// Pins that could never be stored or matched are skipped with a warning;
+// the valid ones saved with them are kept, and no error asks for a retry
+// that could never succeed.
+func TestSavePinsSkipsBadPins(t *testing.T) {
+	var logs bytes.Buffer
+	s := openTemp(t, FileOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	at := time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)
 	good := attribution.AnnotationPin{PodUID: "u", Container: "c", Key: hamiKey, Value: "v", At: at}
-	for name, bad := range map[string]attribution.AnnotationPin{
+	bad := map[string]attribution.AnnotationPin{
 		"no pod UID":   {Container: "c", Key: hamiKey, At: at},
 		"no container": {PodUID: "u", Key: hamiKey, At: at},
 		"no key":       {PodUID: "u", Container: "c", At: at},
 		"zero time":    {PodUID: "u", Container: "c", Key: hamiKey},
 		"far future":   {PodUID: "u", Container: "c", Key: hamiKey, At: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)},
-	} {
-		err := s.SavePins(context.Background(), []attribution.AnnotationPin{good, bad})
-		if err == nil || !strings.Contains(err.Error(), "annotation pin") {
-			t.Errorf("%s: SavePins error = %v, want a refusal", name, err)
+	}
+	for name, p := range bad {
+		if err := s.SavePins(context.Background(), []attribution.AnnotationPin{p, good}); err != nil {
+			t.Errorf("%s: SavePins = %v, want the bad pin skipped", name, err)
 		}
 	}
-	// A refused call stores nothing, the good pin included.
-	if pins, err := s.Pins(context.Background()); err != nil || len(pins) != 0 {
-		t.Errorf("Pins after refusals = %v, %v; want none", pins, err)
+	if n := strings.Count(logs.String(), "annotation pin skipped"); n != len(bad) {
+		t.Errorf("%d warnings for %d bad pins:\n%s", n, len(bad), logs.String())
+	}
+	if pins, err := s.Pins(context.Background()); err != nil || len(pins) != 1 || pins[0] != good {
+		t.Errorf("Pins = %+v, %v; want only %+v", pins, err, good)
 	}
 }
 
