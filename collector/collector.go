@@ -43,11 +43,17 @@ type Sink interface {
 // PinSink is a Sink that also keeps annotation pins (the embedded ledger),
 // so that a restarted collector charges by the annotation values its
 // predecessor first observed (attribution.Engine.RestorePins). Saving a
-// pin again must change nothing: the first pin per key wins.
+// pin again must change nothing: the first pin per key wins. ForgetPins
+// drops the pins of pods keep does not name.
 type PinSink interface {
 	Sink
 	SavePins(ctx context.Context, pins []attribution.AnnotationPin) error
+	ForgetPins(ctx context.Context, keep func(podUID string) bool) (int, error)
 }
+
+// pinPruneEvery is how often, on the collector's clock, the pins of pods
+// that are gone are dropped from the PinSinks.
+const pinPruneEvery = time.Hour
 
 // AnomalyMalformedCgroupLine counts lines of /proc/<pid>/cgroup files that
 // could not be parsed and were skipped. It sits beside attribution's own
@@ -75,10 +81,12 @@ type Collector struct {
 	malformedSeen uint64
 	// pins are annotation pins not yet saved by every PinSink; they are
 	// retried each cycle (saving is idempotent).
-	pins   []attribution.AnnotationPin
-	prev   time.Time
-	health health
-	outbox func() OutboxStatus
+	pins []attribution.AnnotationPin
+	// pinsPruned is when pins were last pruned (first: the first cycle).
+	pinsPruned time.Time
+	prev       time.Time
+	health     health
+	outbox     func() OutboxStatus
 }
 
 // Config holds the collector's own settings.
@@ -241,6 +249,7 @@ func (c *Collector) emit(ctx context.Context, res attribution.CycleResult, obs a
 		c.health.anomaly(a, 1)
 	}
 	err := c.writeSinks(ctx, res)
+	c.prunePins(ctx, obs)
 	if c.exp != nil {
 		meta := c.health.meta(obs, took)
 		if c.outbox != nil {
@@ -304,6 +313,39 @@ func (c *Collector) savePins(ctx context.Context, fresh []attribution.Annotation
 		c.pins = nil
 	}
 	return firstErr
+}
+
+// prunePins drops, every pinPruneEvery, the pins of pods this cycle's
+// metadata no longer lists. Pod UIDs are never reused, so such a pin can
+// never apply again. Only a complete view may prune: with the metadata
+// degraded or pins still unsaved, nothing is dropped.
+func (c *Collector) prunePins(ctx context.Context, obs attribution.Observation) {
+	if c.pinsPruned.IsZero() {
+		c.pinsPruned = obs.Time
+		return
+	}
+	if obs.Time.Sub(c.pinsPruned) < pinPruneEvery || c.src.Meta == nil || obs.Degraded[SourceKubeMeta] || len(c.pins) > 0 {
+		return
+	}
+	c.pinsPruned = obs.Time
+	live := make(map[string]bool, len(obs.Metadata.Pods))
+	for _, p := range obs.Metadata.Pods {
+		live[p.UID] = true
+	}
+	for _, s := range c.sinks {
+		ps, ok := s.(PinSink)
+		if !ok {
+			continue
+		}
+		n, err := ps.ForgetPins(ctx, func(uid string) bool { return live[uid] })
+		if err != nil {
+			c.log.Warn("cannot drop annotation pins of pods that are gone; retrying next hour", "err", err)
+			continue
+		}
+		if n > 0 {
+			c.log.Debug("dropped annotation pins of pods that are gone", "pins", n)
+		}
+	}
 }
 
 // Run cycles every interval on the collector's clock until ctx ends, then

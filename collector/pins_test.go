@@ -34,6 +34,19 @@ func (s *recordingSink) SavePins(_ context.Context, pins []attribution.Annotatio
 	return nil
 }
 
+func (s *recordingSink) ForgetPins(_ context.Context, keep func(string) bool) (int, error) {
+	*s.journal = append(*s.journal, s.name+" forget")
+	kept := s.pins[:0]
+	for _, p := range s.pins {
+		if keep(p.PodUID) {
+			kept = append(kept, p)
+		}
+	}
+	n := len(s.pins) - len(kept)
+	s.pins = kept
+	return n, nil
+}
+
 // plainSink keeps rows only.
 type plainSink struct{ journal *[]string }
 
@@ -76,4 +89,48 @@ func TestNewPinsSavedBeforeRowsAndRetried(t *testing.T) {
 	if err := c.writeSinks(context.Background(), attribution.CycleResult{}); err != nil || len(journal) != 0 {
 		t.Errorf("an empty cycle: %v, sinks called %v", err, journal)
 	}
+}
+
+// Pins of pods the metadata no longer lists are dropped hourly, and never
+// on a cycle whose metadata is degraded.
+func TestPinsOfGonePodsPrunedHourly(t *testing.T) {
+	var journal []string
+	store := &recordingSink{name: "store", journal: &journal}
+	c := New(Config{Node: "n"}, nil, Sources{Meta: kubemetaStub{}}, nil, nil, []Sink{store}, slog.New(slog.DiscardHandler))
+	t0 := time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)
+	pin := func(uid string) attribution.AnnotationPin {
+		return attribution.AnnotationPin{PodUID: uid, Container: "main", Key: "hami.io/vgpu-devices-allocated", Value: uid, At: t0}
+	}
+	obs := func(at time.Duration, degraded bool, uids ...string) attribution.Observation {
+		o := attribution.Observation{Time: t0.Add(at), Degraded: map[string]bool{SourceKubeMeta: degraded}}
+		for _, u := range uids {
+			o.Metadata.Pods = append(o.Metadata.Pods, attribution.PodMeta{UID: u})
+		}
+		return o
+	}
+	emit := func(res attribution.CycleResult, o attribution.Observation) {
+		t.Helper()
+		if err := c.emit(context.Background(), res, o, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emit(attribution.CycleResult{NewPins: []attribution.AnnotationPin{pin("a"), pin("b")}}, obs(0, false, "a", "b"))
+	// b ends; within the hour nothing is pruned.
+	emit(attribution.CycleResult{}, obs(30*time.Minute, false, "a"))
+	// An hour on, but the metadata is degraded (an empty view): keep all.
+	emit(attribution.CycleResult{}, obs(61*time.Minute, true))
+	if len(store.pins) != 2 {
+		t.Fatalf("pins pruned early or on degraded metadata: %+v (journal %v)", store.pins, journal)
+	}
+	emit(attribution.CycleResult{}, obs(62*time.Minute, false, "a"))
+	if want := []attribution.AnnotationPin{pin("a")}; !reflect.DeepEqual(store.pins, want) {
+		t.Errorf("pins after the hourly prune = %+v, want %+v", store.pins, want)
+	}
+}
+
+// kubemetaStub stands for a configured metadata source.
+type kubemetaStub struct{}
+
+func (kubemetaStub) Snapshot(context.Context) (attribution.Metadata, error) {
+	return attribution.Metadata{}, nil
 }

@@ -99,3 +99,52 @@ func validatePin(p attribution.AnnotationPin) error {
 	}
 	return nil
 }
+
+// ForgetPins deletes the pins of every pod for which keep returns false, in
+// one transaction, and returns how many pins went. Pod UIDs are never
+// reused, so the pins of a pod that is gone can never be needed again;
+// without this the table would grow with every pod the node ever ran.
+func (s *FileStore) ForgetPins(ctx context.Context, keep func(podUID string) bool) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("cannot forget annotation pins in %s: %w", s.path, err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT pod_uid FROM annotation_pins`)
+	if err != nil {
+		return 0, fmt.Errorf("cannot read annotation pins from %s: %w", s.path, err)
+	}
+	var gone []string
+	for rows.Next() {
+		var uid string
+		if err := rows.Scan(&uid); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("cannot read annotation pins from %s: %w", s.path, err)
+		}
+		if !keep(uid) {
+			gone = append(gone, uid)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("cannot read annotation pins from %s: %w", s.path, err)
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	n := 0
+	for _, uid := range gone {
+		res, err := tx.ExecContext(ctx, `DELETE FROM annotation_pins WHERE pod_uid = ?`, uid)
+		if err != nil {
+			return 0, fmt.Errorf("cannot forget annotation pins of pod %s in %s: %w", uid, s.path, err)
+		}
+		k, _ := res.RowsAffected() // modernc always reports it
+		n += int(k)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("cannot forget annotation pins in %s: %w", s.path, err)
+	}
+	return n, nil
+}

@@ -136,3 +136,29 @@ func TestPinsMigrateFromSchema2(t *testing.T) {
 		t.Errorf("rows after migration: %d, %v; want %d", n, err, len(rows))
 	}
 }
+
+func TestForgetPinsOfPodsThatAreGone(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t, FileOptions{})
+	at := time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)
+	var pins []attribution.AnnotationPin
+	for _, uid := range []string{"gone-1", "live", "gone-2"} {
+		for _, ctr := range []string{"init", "main"} {
+			pins = append(pins, attribution.AnnotationPin{PodUID: uid, Container: ctr, Key: hamiKey, Value: uid, At: at})
+		}
+	}
+	if err := s.SavePins(ctx, pins); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.ForgetPins(ctx, func(uid string) bool { return uid == "live" })
+	if err != nil || n != 4 {
+		t.Fatalf("ForgetPins = %d, %v; want 4 pins of two pods", n, err)
+	}
+	got, err := s.Pins(ctx)
+	if err != nil || len(got) != 2 || got[0].PodUID != "live" || got[1].PodUID != "live" {
+		t.Errorf("Pins after forgetting = %+v, %v; want live's two", got, err)
+	}
+	if n, err := s.ForgetPins(ctx, func(string) bool { return true }); err != nil || n != 0 {
+		t.Errorf("ForgetPins keeping everything = %d, %v", n, err)
+	}
+}

@@ -169,6 +169,10 @@ func (o pinningOutbox) SavePins(ctx context.Context, pins []attribution.Annotati
 	return o.store.SavePins(ctx, pins)
 }
 
+func (o pinningOutbox) ForgetPins(ctx context.Context, keep func(podUID string) bool) (int, error) {
+	return o.store.ForgetPins(ctx, keep)
+}
+
 // splitList splits a comma-separated flag value, dropping empty items.
 func splitList(s string) []string {
 	var out []string
