@@ -283,9 +283,11 @@ func expectedEnergy(sc *scenario.Scenario, g scenario.GPU) float64 {
 		}
 	}
 	for _, pod := range sc.Pods {
-		for _, c := range pod.Containers {
-			for _, p := range c.Processes {
-				add(p)
+		for _, cs := range [][]scenario.Container{pod.InitContainers, pod.Containers} {
+			for _, c := range cs {
+				for _, p := range c.Processes {
+					add(p)
+				}
 			}
 		}
 	}
