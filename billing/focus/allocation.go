@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -108,18 +109,19 @@ func parseMethodDetails(s string) (methodDetails, error) {
 	return md, nil
 }
 
+var jsonNumberText = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
+
+// jsonNumber returns a JSON number's text; a string holding digits is not
+// a number.
 func jsonNumber(raw json.RawMessage) (string, error) {
 	s := string(bytes.TrimSpace(raw))
 	if s == "" {
 		return "", errors.New("missing")
 	}
-	var n json.Number
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&n); err != nil {
+	if !jsonNumberText.MatchString(s) {
 		return "", errors.New("not a number")
 	}
-	return n.String(), nil
+	return s, nil
 }
 
 // allocation checks the split cost allocation columns of one row.
@@ -189,7 +191,7 @@ func (c *checker) collectOrigin(r record) {
 		g.sum.Add(g.sum, x)
 		// Each ratio is written to finitely many places: allow half a
 		// unit in its last place.
-		g.tol.Add(g.tol, new(big.Rat).Mul(big.NewRat(1, 2), pow10(-decimals(ratio))))
+		g.tol.Add(g.tol, new(big.Rat).Mul(big.NewRat(1, 2), pow10(-decimals(strings.ToUpper(ratio)))))
 	}
 	// Dimensions and non-summable metrics of allocated charges match the
 	// origin charge's.
