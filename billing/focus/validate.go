@@ -59,6 +59,8 @@ func Check(header []string, rows [][]string) []Violation {
 }
 
 type checker struct {
+	names  []string // the header's FOCUS and custom columns, sorted
+	width  int
 	cols   map[string]int
 	out    []Violation
 	groups map[originKey]*origin
@@ -73,16 +75,19 @@ func (c *checker) add(row int, col, rule, format string, args ...any) {
 var customColumn = regexp.MustCompile(`^x_[A-Z][A-Za-z0-9]*$`)
 
 func (c *checker) header(h []string) {
+	c.width = len(h)
 	for i, name := range h {
 		if _, dup := c.cols[name]; dup {
 			c.add(0, name, "Unique", "column %q appears twice", name)
 			continue
 		}
 		c.cols[name] = i
+		c.names = append(c.names, name)
 		if _, ok := columns[name]; !ok && !customColumn.MatchString(name) {
 			c.add(0, name, "CustomColumnPrefix", "%q is not a FOCUS 1.3 column and has no x_ prefix with a PascalCase name", name)
 		}
 	}
+	slices.Sort(c.names)
 	for _, name := range sortedColumns() {
 		if columns[name].level == mandatory && !c.has(name) {
 			c.add(0, name, "Present", "mandatory column %s is missing", name)
@@ -138,8 +143,8 @@ var (
 )
 
 func (c *checker) row(r record) {
-	if len(r.cells) != len(r.cols) && len(r.cells) < len(r.cols) {
-		c.add(r.n, "File", "Width", "%d cells, the header has %d columns", len(r.cells), len(r.cols))
+	if len(r.cells) != c.width {
+		c.add(r.n, "File", "Width", "%d cells, the header has %d columns", len(r.cells), c.width)
 	}
 	c.formats(r)
 	c.allowedValues(r)
@@ -152,7 +157,7 @@ func (c *checker) row(r record) {
 // formats checks each cell's data type and value format, and the
 // not-null columns.
 func (c *checker) formats(r record) {
-	for name := range c.cols {
+	for _, name := range c.names {
 		col, known := columns[name]
 		if !known {
 			continue
@@ -237,6 +242,14 @@ func (c *checker) nullability(r record) {
 			c.add(r.n, col, "NullForTax", `%s must be null when ChargeCategory is "Tax"`, col)
 		case usageOrPurchase && !correction && r.null(col):
 			c.add(r.n, col, "NotNullForUsage", `%s must not be null when ChargeCategory is "Usage" or "Purchase" and ChargeClass is not "Correction"`, col)
+		}
+	}
+	// A charge without a SKU price has no quantity priced or consumed.
+	if c.has("SkuPriceId") && r.null("SkuPriceId") {
+		for _, col := range []string{"PricingQuantity", "ConsumedQuantity"} {
+			if c.has(col) && !r.null(col) {
+				c.add(r.n, col, "NullWithSkuPriceId", "%s must be null when SkuPriceId is null", col)
+			}
 		}
 	}
 	if c.has("ConsumedQuantity") {

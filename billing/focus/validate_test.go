@@ -137,9 +137,10 @@ func TestValidatorRejectsEachBrokenRule(t *testing.T) {
 		{name: "usage without PricingCategory", edit: map[string]string{"PricingCategory": ""}, rule: "PricingCategory.NotNullForUsage"},
 		{name: "tax with a unit price", row: 2, edit: map[string]string{"ChargeCategory": "Tax", "ListUnitPrice": "1"}, rule: "ListUnitPrice.NullForTax"},
 		{name: "usage without ConsumedQuantity", edit: map[string]string{"ConsumedQuantity": "", "ConsumedUnit": ""}, rule: "ConsumedQuantity.NotNullForUsage"},
-		{name: "ConsumedQuantity on an adjustment", row: 2, edit: map[string]string{"ConsumedQuantity": "1", "ConsumedUnit": "GPU-Hours"}, rule: "ConsumedQuantity.NullUnlessUsage"},
+		{name: "ConsumedQuantity on an adjustment", row: 2, edit: map[string]string{"ConsumedQuantity": "1", "ConsumedUnit": "GPU-Hours"}, rule: "ConsumedQuantity.NullUnlessUsage", extra: true},
 		{name: "ConsumedUnit without quantity", row: 2, edit: map[string]string{"ConsumedUnit": "GPU-Hours"}, rule: "ConsumedUnit.NullWithConsumedQuantity"},
 		{name: "quantity without ConsumedUnit", edit: map[string]string{"ConsumedUnit": ""}, rule: "ConsumedUnit.NotNullWithConsumedQuantity"},
+		{name: "quantity without a SKU price", row: 2, edit: map[string]string{"PricingQuantity": "1", "PricingUnit": "GPU-Hours"}, rule: "PricingQuantity.NullWithSkuPriceId"},
 		{name: "PricingUnit without quantity", row: 2, edit: map[string]string{"PricingUnit": "GPU-Hours"}, rule: "PricingUnit.NullWithPricingQuantity"},
 		{name: "ResourceType without ResourceId", row: 2, edit: map[string]string{"ResourceType": "GPU Pool"}, rule: "ResourceType.NullWithResourceId"},
 		{name: "ResourceId without ResourceType", edit: map[string]string{"ResourceType": ""}, rule: "ResourceType.NotNullWithResourceId"},
@@ -206,6 +207,9 @@ func TestValidateReadsCSV(t *testing.T) {
 	}
 	if vs, _ := Validate(strings.NewReader("")); len(vs) != 1 || vs[0].Rule != "File.Header" {
 		t.Errorf("empty file: %v", vs)
+	}
+	if vs := Check(h, [][]string{rows[0][:len(rows[0])-1]}); !slices.Contains(rules(vs), "File.Width") {
+		t.Errorf("short row: %v", vs)
 	}
 	if vs, _ := Validate(strings.NewReader(strings.Join(h, ",") + "," + h[0] + "\n")); !slices.Contains(rules(vs), h[0]+".Unique") {
 		t.Errorf("duplicate column: %v", vs)
