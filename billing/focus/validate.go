@@ -275,6 +275,8 @@ func (c *checker) nullability(r record) {
 		{"ResourceType", "ResourceId", true},
 		{"ResourceName", "ResourceId", false},
 		{"SkuMeter", "SkuId", false},
+		{"ListUnitPrice", "SkuPriceId", true},
+		{"ContractedUnitPrice", "SkuPriceId", true},
 		{"SkuPriceDetails", "SkuPriceId", false},
 		{"AllocatedResourceName", "AllocatedResourceId", true},
 		{"AllocatedResourceId", "AllocatedMethodId", false},

@@ -140,6 +140,8 @@ func TestValidatorRejectsEachBrokenRule(t *testing.T) {
 		{name: "ConsumedQuantity on an adjustment", row: 2, edit: map[string]string{"ConsumedQuantity": "1", "ConsumedUnit": "GPU-Hours"}, rule: "ConsumedQuantity.NullUnlessUsage", extra: true},
 		{name: "ConsumedUnit without quantity", row: 2, edit: map[string]string{"ConsumedUnit": "GPU-Hours"}, rule: "ConsumedUnit.NullWithConsumedQuantity"},
 		{name: "quantity without ConsumedUnit", edit: map[string]string{"ConsumedUnit": ""}, rule: "ConsumedUnit.NotNullWithConsumedQuantity"},
+		{name: "unit price without a SKU price", row: 2, edit: map[string]string{"ContractedUnitPrice": "2.50"}, rule: "ContractedUnitPrice.NullWithSkuPriceId"},
+		{name: "SKU price without a unit price", row: 1, edit: map[string]string{"ContractedUnitPrice": "", "ChargeCategory": "Credit", "ChargeFrequency": "One-Time", "ConsumedQuantity": "", "ConsumedUnit": "", "ContractedCost": "8.33", "EffectiveCost": "8.33"}, rule: "ContractedUnitPrice.NotNullWithSkuPriceId", extra: true},
 		{name: "quantity without a SKU price", row: 2, edit: map[string]string{"PricingQuantity": "1", "PricingUnit": "GPU-Hours"}, rule: "PricingQuantity.NullWithSkuPriceId"},
 		{name: "PricingUnit without quantity", row: 2, edit: map[string]string{"PricingUnit": "GPU-Hours"}, rule: "PricingUnit.NullWithPricingQuantity"},
 		{name: "ResourceType without ResourceId", row: 2, edit: map[string]string{"ResourceType": "GPU Pool"}, rule: "ResourceType.NullWithResourceId"},
