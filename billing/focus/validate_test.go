@@ -135,7 +135,7 @@ func TestValidatorRejectsEachBrokenRule(t *testing.T) {
 		{name: "usage without ListUnitPrice", row: 1, edit: map[string]string{"ListUnitPrice": ""}, rule: "ListUnitPrice.NotNullForUsage", extra: true},
 		{name: "usage without SkuId", row: 1, edit: map[string]string{"SkuId": "", "SkuMeter": "", "SkuPriceId": ""}, rule: "SkuId.NotNullForUsage", extra: true},
 		{name: "usage without PricingCategory", edit: map[string]string{"PricingCategory": ""}, rule: "PricingCategory.NotNullForUsage"},
-		{name: "tax with a unit price", row: 2, edit: map[string]string{"ChargeCategory": "Tax", "ListUnitPrice": "1"}, rule: "ListUnitPrice.NullForTax"},
+		{name: "tax with a unit price", row: 2, edit: map[string]string{"ChargeCategory": "Tax", "ListUnitPrice": "1"}, rule: "ListUnitPrice.NullForTax", extra: true},
 		{name: "usage without ConsumedQuantity", edit: map[string]string{"ConsumedQuantity": "", "ConsumedUnit": ""}, rule: "ConsumedQuantity.NotNullForUsage"},
 		{name: "ConsumedQuantity on an adjustment", row: 2, edit: map[string]string{"ConsumedQuantity": "1", "ConsumedUnit": "GPU-Hours"}, rule: "ConsumedQuantity.NullUnlessUsage", extra: true},
 		{name: "ConsumedUnit without quantity", row: 2, edit: map[string]string{"ConsumedUnit": "GPU-Hours"}, rule: "ConsumedUnit.NullWithConsumedQuantity"},
