@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"strconv"
 	"time"
 
 	"github.com/gpuledger/gpuledger/billing/pricebook"
@@ -60,31 +61,38 @@ func focusTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z
 // with no ledger data is an error: a FOCUS file of no charges would read
 // as a month that cost nothing.
 func WriteFOCUS(w io.Writer, r *Report) error {
-	if r.Empty() {
-		return fmt.Errorf("cannot write FOCUS file: the ledger has no data from %s to %s", r.From.Format(time.RFC3339), r.To.Format(time.RFC3339))
-	}
-	capacity := map[string]*big.Rat{}
-	for _, m := range r.Models {
-		capacity[m.Model] = m.CapacityHours
+	rows, err := focusRows(r)
+	if err != nil {
+		return err
 	}
 	cw := csv.NewWriter(w)
 	if err := cw.Write(FOCUSHeader); err != nil {
 		return fmt.Errorf("cannot write FOCUS file: %w", err)
 	}
-	for _, l := range r.Lines {
-		row, err := focusRow(r, l, capacity[l.GPUModel])
-		if err != nil {
-			return err
-		}
-		if err := cw.Write(row); err != nil {
-			return fmt.Errorf("cannot write FOCUS file: %w", err)
-		}
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
+	if err := cw.WriteAll(rows); err != nil {
 		return fmt.Errorf("cannot write FOCUS file: %w", err)
 	}
 	return nil
+}
+
+// focusRows are the report's lines as FOCUS rows.
+func focusRows(r *Report) ([][]string, error) {
+	if r.Empty() {
+		return nil, fmt.Errorf("cannot write FOCUS file: the ledger has no data from %s to %s", r.From.Format(time.RFC3339), r.To.Format(time.RFC3339))
+	}
+	capacity := map[string]*big.Rat{}
+	for _, m := range r.Models {
+		capacity[m.Model] = m.CapacityHours
+	}
+	rows := make([][]string, 0, len(r.Lines))
+	for _, l := range r.Lines {
+		row, err := focusRow(r, l, capacity[l.GPUModel])
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
 }
 
 // focusRow is one line as a FOCUS row, in FOCUSHeader's order. An empty
@@ -204,4 +212,52 @@ func focusJSON(v any) (string, error) {
 		return "", fmt.Errorf("cannot write FOCUS JSON cell: %w", err)
 	}
 	return string(b), nil
+}
+
+// focusJSONColumns are written as JSON objects in the JSON-lines variant,
+// focusNumberColumns as JSON numbers (their decimal text, never a float).
+var (
+	focusJSONColumns   = map[string]bool{"AllocatedMethodDetails": true, "AllocatedTags": true, "Tags": true}
+	focusNumberColumns = map[string]bool{"BilledCost": true, "EffectiveCost": true, "ListCost": true, "ContractedCost": true,
+		"ConsumedQuantity": true, "PricingQuantity": true, "ListUnitPrice": true, "ContractedUnitPrice": true,
+		"x_AllocatedGpuHours": true, "x_UsedGpuHours": true, "x_Efficiency": true, "x_EnergyKwh": true}
+)
+
+// WriteFOCUSJSONL writes the FOCUS rows of WriteFOCUS as JSON lines: one
+// object per row, keys in FOCUSHeader's order, null for an empty cell,
+// costs and quantities as JSON numbers with the CSV's digits, and the
+// key-value columns as objects.
+func WriteFOCUSJSONL(w io.Writer, r *Report) error {
+	rows, err := focusRows(r)
+	if err != nil {
+		return err
+	}
+	var b []byte
+	for _, row := range rows {
+		b = append(b[:0], '{')
+		for i, col := range FOCUSHeader {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendQuote(b, col)
+			b = append(b, ':')
+			switch v := row[i]; {
+			case v == "":
+				b = append(b, "null"...)
+			case focusJSONColumns[col] || focusNumberColumns[col]:
+				b = append(b, v...)
+			default:
+				s, err := json.Marshal(v)
+				if err != nil {
+					return fmt.Errorf("cannot write FOCUS JSON lines: %w", err)
+				}
+				b = append(b, s...)
+			}
+		}
+		b = append(b, '}', '\n')
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("cannot write FOCUS JSON lines: %w", err)
+		}
+	}
+	return nil
 }

@@ -3,7 +3,10 @@ package report
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
+	"io"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +122,89 @@ func TestFOCUSTimesInUTC(t *testing.T) {
 	}
 }
 
+// TestFOCUSJSONLinesMatchCSV: the JSON-lines variant holds the CSV's
+// cells: keys in the header's order, null for an empty cell, numbers with
+// the CSV's digits, the key-value columns as objects.
+func TestFOCUSJSONLinesMatchCSV(t *testing.T) {
+	from, to := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	gpus, tenants := monthFleet(from, to, time.UTC)
+	st := fileLedger(t, ledgerRows(gpus, tenants, time.Hour), nil)
+	r := mustBuild(t, st, monthBook(t, "UTC", "usage", "shared"), from, to)
+	var fo, jl bytes.Buffer
+	if err := WriteFOCUS(&fo, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFOCUSJSONL(&jl, r); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&fo).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(jl.String(), "\n"), "\n")
+	if len(lines) != len(recs)-1 {
+		t.Fatalf("%d JSON lines, %d CSV rows", len(lines), len(recs)-1)
+	}
+	kinds := map[string]string{"BilledCost": "number", "PricingQuantity": "number", "x_Efficiency": "number", "Tags": "object",
+		"AllocatedMethodDetails": "object", "ChargeCategory": "string", "SkuId": "string"}
+	for i, line := range lines {
+		dec := json.NewDecoder(strings.NewReader(line))
+		var obj map[string]json.RawMessage
+		if err := dec.Decode(&obj); err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		keys := keyOrder(t, line)
+		if !slices.Equal(keys, recs[0]) {
+			t.Fatalf("line %d keys %v, want %v", i+1, keys, recs[0])
+		}
+		for j, col := range recs[0] {
+			raw, cell := string(obj[col]), recs[i+1][j]
+			var got string
+			switch {
+			case raw == "null":
+				got = ""
+			case raw[0] == '"':
+				if err := json.Unmarshal(obj[col], &got); err != nil {
+					t.Fatal(err)
+				}
+				if k := kinds[col]; k != "" && k != "string" {
+					t.Errorf("line %d %s is a string, want a %s", i+1, col, k)
+				}
+			default:
+				got = raw
+				if k := kinds[col]; k == "string" || (k == "number" && raw[0] == '{') || (k == "object" && raw[0] != '{') {
+					t.Errorf("line %d %s = %s, want a %s", i+1, col, raw, k)
+				}
+			}
+			if got != cell {
+				t.Errorf("line %d %s = %s, CSV %q", i+1, col, raw, cell)
+			}
+		}
+	}
+}
+
+// keyOrder lists a JSON object's top-level keys in the order written.
+func keyOrder(t *testing.T, line string) []string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(line))
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
 // TestFOCUSEmptyPeriodIsAnError: a period the ledger has no data for
 // gives a clear error and writes nothing, where the finance CSV is its
 // header alone.
@@ -126,13 +212,16 @@ func TestFOCUSEmptyPeriodIsAnError(t *testing.T) {
 	st := fileLedger(t, nil, nil)
 	b := monthBook(t, "UTC", "allocation", "platform")
 	from, to := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
-	var buf bytes.Buffer
-	err := WriteFOCUS(&buf, mustBuild(t, st, b, from, to))
-	if err == nil || !strings.Contains(err.Error(), "no data from 2026-01-01T00:00:00Z to 2026-02-01T00:00:00Z") {
-		t.Fatalf("err = %v, want the empty period named", err)
-	}
-	if buf.Len() != 0 {
-		t.Errorf("wrote %q", buf.String())
+	r := mustBuild(t, st, b, from, to)
+	for name, write := range map[string]func(io.Writer, *Report) error{"CSV": WriteFOCUS, "JSON lines": WriteFOCUSJSONL} {
+		var buf bytes.Buffer
+		err := write(&buf, r)
+		if err == nil || !strings.Contains(err.Error(), "no data from 2026-01-01T00:00:00Z to 2026-02-01T00:00:00Z") {
+			t.Fatalf("%s: err = %v, want the empty period named", name, err)
+		}
+		if buf.Len() != 0 {
+			t.Errorf("%s: wrote %q", name, buf.String())
+		}
 	}
 }
 

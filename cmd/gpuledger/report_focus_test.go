@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -22,8 +23,8 @@ func TestReportFOCUSOnSimulatedLedger(t *testing.T) {
 	for _, policy := range []string{"allocation", "usage"} {
 		dir := t.TempDir()
 		prices := pricesFile(t, policy)
-		fo, fin := filepath.Join(dir, "focus.csv"), filepath.Join(dir, "finance.csv")
-		for _, args := range [][]string{{"--format", "focus", "--out", fo}, {"--out", fin}} {
+		fo, fin, jl := filepath.Join(dir, "focus.csv"), filepath.Join(dir, "finance.csv"), filepath.Join(dir, "focus.jsonl")
+		for _, args := range [][]string{{"--format", "focus", "--out", fo}, {"--out", fin}, {"--format", "focus-jsonl", "--out", jl}} {
 			args = append([]string{"--period", "2026-11", "--prices", prices, "--ledger", db}, args...)
 			if err := runReport(context.Background(), args, &bytes.Buffer{}); err != nil {
 				t.Fatal(err)
@@ -41,6 +42,28 @@ func TestReportFOCUSOnSimulatedLedger(t *testing.T) {
 		amounts := columnSum(t, readCSV(t, fin), "amount")
 		if billed.FloatString(2) != "180.00" || billed.Cmp(amounts) != 0 {
 			t.Errorf("%s: BilledCost adds up to %s, finance CSV %s, want 180.00", policy, billed.FloatString(2), amounts.FloatString(2))
+		}
+		// The JSON lines hold the same costs, as numbers.
+		data, err = os.ReadFile(jl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jsonSum := new(big.Rat)
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		for _, line := range lines {
+			var row struct{ BilledCost json.Number }
+			if err := json.Unmarshal([]byte(line), &row); err != nil {
+				t.Fatal(err)
+			}
+			x, ok := new(big.Rat).SetString(row.BilledCost.String())
+			if !ok {
+				t.Fatalf("BilledCost %q", row.BilledCost)
+			}
+			jsonSum.Add(jsonSum, x)
+		}
+		if len(lines) != len(readCSV(t, fo))-1 || jsonSum.Cmp(billed) != 0 {
+			t.Errorf("%s: %d JSON lines adding up to %s; CSV %d rows, %s", policy, len(lines), jsonSum.FloatString(2),
+				len(readCSV(t, fo))-1, billed.FloatString(2))
 		}
 	}
 }
