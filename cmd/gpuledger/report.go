@@ -21,20 +21,25 @@ const (
 	reportCSV  = "csv"
 	reportJSON = "json"
 	reportHTML = "html"
+	// reportFOCUS: a FOCUS 1.3 cost and usage CSV (docs/focus.md).
+	reportFOCUS = "focus"
+	// reportFOCUSJSONL: the same rows as JSON lines.
+	reportFOCUSJSONL = "focus-jsonl"
 )
 
 const reportUsageText = `usage: gpuledger report (--period YYYY-MM | --from T --to T) --prices FILE
-                        [--format csv|json|html] [--out FILE] [--ledger DSN]
+                        [--format csv|json|html|focus|focus-jsonl] [--out FILE] [--ledger DSN]
 
 Writes the chargeback for one period from the ledger and a price book
 (contract: shared/contracts/report.md): the finance CSV, the same numbers as
-JSON, or a self-contained HTML report.
+JSON, a self-contained HTML report, or a FOCUS 1.3 cost and usage file (CSV,
+or JSON lines).
 
   --period   a calendar month in the price book's time zone
   --from/--to  any other range: RFC 3339, or YYYY-MM-DD for the start of that
              day in the price book's time zone (--to is exclusive)
   --prices   the price book, prices.yaml (env GPULEDGER_PRICES)
-  --format   csv (default, or from --out's extension), json or html
+  --format   csv (default, or from --out's extension), json, html, focus or focus-jsonl
   --out      output file, written only once complete; default stdout
   --ledger   ledger DSN (env GPULEDGER_LEDGER): PATH, file:PATH or
              clickhouse://user:password@host:9000/database
@@ -58,7 +63,7 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	fs.StringVar(&f.from, "from", "", "start of the range, inclusive (RFC 3339 or YYYY-MM-DD)")
 	fs.StringVar(&f.to, "to", "", "end of the range, exclusive (RFC 3339 or YYYY-MM-DD)")
 	fs.StringVar(&f.prices, "prices", envDefault("GPULEDGER_PRICES", ""), "price book (env GPULEDGER_PRICES)")
-	fs.StringVar(&f.format, "format", "", "csv, json or html (default: from --out's extension, else csv)")
+	fs.StringVar(&f.format, "format", "", "csv, json, html, focus or focus-jsonl (default: from --out's extension, else csv)")
 	fs.StringVar(&f.out, "out", "", "output file; default stdout")
 	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
 	if err := parseFlags(fs, args, reportUsageText); err != nil {
@@ -80,8 +85,8 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	if f.format == "" {
 		f.format = formatFromName(f.out)
 	}
-	if f.format != reportCSV && f.format != reportJSON && f.format != reportHTML {
-		return f, fmt.Errorf("report: --format %q: want csv, json or html", f.format)
+	if f.format != reportCSV && f.format != reportJSON && f.format != reportHTML && f.format != reportFOCUS && f.format != reportFOCUSJSONL {
+		return f, fmt.Errorf("report: --format %q: want csv, json, html, focus or focus-jsonl", f.format)
 	}
 	return f, nil
 }
@@ -190,6 +195,10 @@ func writeReport(ctx context.Context, st report.Source, book *pricebook.Book, fr
 		err = report.WriteJSON(w, rep)
 	case reportHTML:
 		err = report.WriteHTML(w, rep)
+	case reportFOCUS:
+		err = report.WriteFOCUS(w, rep)
+	case reportFOCUSJSONL:
+		err = report.WriteFOCUSJSONL(w, rep)
 	default:
 		err = report.WriteCSV(w, rep)
 	}

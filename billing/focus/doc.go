@@ -1,0 +1,10 @@
+// Package focus checks a cost and usage file against the FinOps Open Cost
+// and Usage Specification (FOCUS) 1.3, as CSV: the columns the
+// specification makes mandatory, each column's data type and format,
+// allowed values and nullability, and the rules between columns that
+// docs/focus.md lists. It is written from the specification's column
+// definitions, not from the code that writes gpuledger's FOCUS export
+// (billing/report), so that the export's tests can fail.
+//
+// CSV has no null: an empty cell is null, as FOCUS exports commonly write it.
+package focus

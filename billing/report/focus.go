@@ -1,0 +1,263 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/big"
+	"strconv"
+	"time"
+
+	"github.com/gpuledger/gpuledger/billing/pricebook"
+)
+
+// The FOCUS 1.3 export (docs/focus.md): one row per line of the finance
+// CSV, with the same amounts, so BilledCost adds up to the CSV's total to
+// the minor unit. Each GPU model's capacity is the origin charge the
+// split cost allocation columns describe: its lines (team charges, idle
+// shares and the platform's unallocated part) are the allocated charges.
+
+// FOCUSHeader is the FOCUS export's header: the FOCUS columns gpuledger
+// fills, in alphabetical order, then its x_ extension columns.
+var FOCUSHeader = []string{
+	"AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags",
+	"BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd", "BillingPeriodStart",
+	"ChargeCategory", "ChargeClass", "ChargeDescription", "ChargeFrequency", "ChargePeriodEnd", "ChargePeriodStart",
+	"ConsumedQuantity", "ConsumedUnit", "ContractedCost", "ContractedUnitPrice", "EffectiveCost",
+	"HostProviderName", "InvoiceIssuerName", "ListCost", "ListUnitPrice",
+	"PricingCategory", "PricingQuantity", "PricingUnit", "ResourceId", "ResourceName", "ResourceType",
+	"ServiceCategory", "ServiceName", "ServiceProviderName", "ServiceSubcategory",
+	"SkuId", "SkuMeter", "SkuPriceId", "SubAccountId", "SubAccountName", "Tags",
+	"x_AllocatedGpuHours", "x_Efficiency", "x_EnergyKwh", "x_LineType", "x_SharingMode", "x_UsedGpuHours",
+}
+
+// Fixed values of the export. The chargeback is internal: the GPU
+// platform provides the service, runs it on infrastructure gpuledger
+// cannot see (so HostProviderName equals ServiceProviderName, as FOCUS
+// allows), and issues the bill.
+const (
+	focusProvider        = "GPU platform"
+	focusBillingAccount  = "gpu-platform"
+	focusBillingName     = "GPU platform chargeback"
+	focusServiceName     = "Kubernetes GPU"
+	focusServiceCategory = "Compute"
+	focusServiceSubcat   = "Containers"
+	focusUnit            = "GPU-Hours"
+	focusResourceType    = "GPU Pool"
+	// focusTagPrefix prefixes the tags gpuledger defines, as FOCUS asks of
+	// data generator-defined tag keys; the team label is the user's own
+	// tag and keeps its key.
+	focusTagPrefix = "gpuledger/"
+	// ratioDecimals: AllocatedRatio is line hours / model capacity hours,
+	// written to 12 places.
+	ratioDecimals = 12
+)
+
+// focusTime writes an instant as FOCUS wants it: UTC, seconds, a Z.
+func focusTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
+
+// WriteFOCUS writes the report as a FOCUS 1.3 cost and usage CSV. A period
+// with no ledger data is an error: a FOCUS file of no charges would read
+// as a month that cost nothing.
+func WriteFOCUS(w io.Writer, r *Report) error {
+	rows, err := focusRows(r)
+	if err != nil {
+		return err
+	}
+	cw := csv.NewWriter(w)
+	if err := cw.Write(FOCUSHeader); err != nil {
+		return fmt.Errorf("cannot write FOCUS file: %w", err)
+	}
+	if err := cw.WriteAll(rows); err != nil {
+		return fmt.Errorf("cannot write FOCUS file: %w", err)
+	}
+	return nil
+}
+
+// focusRows are the report's lines as FOCUS rows.
+func focusRows(r *Report) ([][]string, error) {
+	if r.Empty() {
+		return nil, fmt.Errorf("cannot write FOCUS file: the ledger has no data from %s to %s", r.From.Format(time.RFC3339), r.To.Format(time.RFC3339))
+	}
+	capacity := map[string]*big.Rat{}
+	for _, m := range r.Models {
+		capacity[m.Model] = m.CapacityHours
+	}
+	rows := make([][]string, 0, len(r.Lines))
+	for _, l := range r.Lines {
+		row, err := focusRow(r, l, capacity[l.GPUModel])
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// focusRow is one line as a FOCUS row, in FOCUSHeader's order. An empty
+// cell is null.
+func focusRow(r *Report, l Line, capacity *big.Rat) ([]string, error) {
+	f := lineFields(r, l)
+	book := r.Book
+	c := map[string]string{
+		"BilledCost": f.Amount, "EffectiveCost": f.Amount, "ListCost": f.Amount, "ContractedCost": f.Amount,
+		"BillingAccountId": focusBillingAccount, "BillingAccountName": focusBillingName, "BillingCurrency": f.Currency,
+		"BillingPeriodStart": focusTime(r.From), "BillingPeriodEnd": focusTime(r.To),
+		// One row covers the line's whole period, as the finance CSV does.
+		"ChargePeriodStart": focusTime(r.From), "ChargePeriodEnd": focusTime(r.To),
+		"HostProviderName": focusProvider, "InvoiceIssuerName": focusProvider, "ServiceProviderName": focusProvider,
+		"ServiceCategory": focusServiceCategory, "ServiceName": focusServiceName, "ServiceSubcategory": focusServiceSubcat,
+		"x_LineType": string(l.Type), "x_SharingMode": neutralise(l.SharingMode),
+		"x_AllocatedGpuHours": f.Allocated, "x_UsedGpuHours": f.Used, "x_Efficiency": f.Efficiency, "x_EnergyKwh": f.Energy,
+	}
+	if l.Type == LineRounding {
+		// Not usage of any SKU or resource, and not split from a charge:
+		// the one adjustment that makes the file add up to its total
+		// rounded once.
+		c["ChargeCategory"], c["ChargeFrequency"] = "Adjustment", "One-Time"
+		c["ChargeDescription"] = "Rounding: the period's total rounded once, less the lines rounded one by one (largest remainder)"
+	} else {
+		charged := l.ChargedHours(book.Policy)
+		qty := decimal(charged, hoursDecimals)
+		sku := pricebook.NormalizeModel(l.GPUModel)
+		c["ChargeCategory"], c["ChargeFrequency"], c["PricingCategory"] = "Usage", "Usage-Based", "Standard"
+		c["ChargeDescription"] = focusDescription(book, l)
+		c["PricingQuantity"], c["PricingUnit"], c["ConsumedQuantity"], c["ConsumedUnit"] = qty, focusUnit, qty, focusUnit
+		c["ListUnitPrice"], c["ContractedUnitPrice"] = f.Rate, f.Rate
+		c["SkuId"], c["SkuMeter"] = neutralise(sku), focusMeter(book)
+		c["SkuPriceId"] = neutralise(sku + "/" + f.Currency + "/" + f.Rate)
+		c["ResourceId"] = neutralise("gpu-pool/" + l.GPUModel)
+		c["ResourceName"], c["ResourceType"] = neutralise(l.GPUModel+" GPUs"), focusResourceType
+		tags, err := focusJSON(map[string]any{focusTagPrefix + "gpu-model": l.GPUModel})
+		if err != nil {
+			return nil, err
+		}
+		c["Tags"] = tags
+		if l.Team != "" {
+			c["SubAccountId"], c["SubAccountName"] = neutralise(l.Team), neutralise(l.Team)
+		}
+		if err := focusAllocation(c, book, l, charged, qty, capacity); err != nil {
+			return nil, err
+		}
+	}
+	row := make([]string, len(FOCUSHeader))
+	for i, col := range FOCUSHeader {
+		row[i] = c[col]
+	}
+	return row, nil
+}
+
+// focusAllocation fills the split cost allocation columns: the method is
+// the book's policy and idle rule, the ratio the line's share of its
+// model's capacity hours, and the allocated resource the namespace.
+// Platform lines are the origin charge's unallocated part, so they name
+// no allocated resource.
+func focusAllocation(c map[string]string, book *pricebook.Book, l Line, charged *big.Rat, qty string, capacity *big.Rat) error {
+	c["AllocatedMethodId"] = fmt.Sprintf("gpuledger/%s/idle-%s", book.Policy, book.Idle)
+	if capacity != nil && capacity.Sign() > 0 {
+		ratio := decimal(new(big.Rat).Quo(charged, capacity), ratioDecimals)
+		details, err := focusJSON(map[string]any{
+			"Elements": []map[string]any{{"AllocatedRatio": json.Number(ratio), "UsageUnit": focusUnit, "UsageQuantity": json.Number(qty)}},
+			"x_Policy": string(book.Policy), "x_Idle": string(book.Idle),
+		})
+		if err != nil {
+			return err
+		}
+		c["AllocatedMethodDetails"] = details
+	}
+	if l.Type == LinePlatform || l.Namespace == "" {
+		return nil
+	}
+	c["AllocatedResourceId"], c["AllocatedResourceName"] = neutralise(l.Namespace), neutralise(l.Namespace)
+	tags := map[string]any{focusTagPrefix + "namespace": l.Namespace, focusTagPrefix + "sharing-mode": l.SharingMode}
+	if l.Team != "" {
+		tags[book.TeamLabel] = l.Team
+	}
+	at, err := focusJSON(tags)
+	if err != nil {
+		return err
+	}
+	c["AllocatedTags"] = at
+	return nil
+}
+
+// focusMeter names what the SKU meters: the policy's column.
+func focusMeter(book *pricebook.Book) string {
+	if book.Policy == pricebook.PolicyUsage {
+		return "Used " + focusUnit
+	}
+	return "Allocated " + focusUnit
+}
+
+func focusDescription(book *pricebook.Book, l Line) string {
+	verb := "held"
+	if book.Policy == pricebook.PolicyUsage {
+		verb = "used"
+	}
+	switch l.Type {
+	case LineIdleShare:
+		return fmt.Sprintf("Share of idle %s capacity (idle: shared) for team %s, namespace %s", l.GPUModel, l.Team, l.Namespace)
+	case LinePlatform:
+		return fmt.Sprintf("%s capacity no team was charged for (%s)", l.GPUModel, l.SharingMode)
+	}
+	return fmt.Sprintf("GPU-hours %s by team %s, namespace %s on %s (%s)", verb, l.Team, l.Namespace, l.GPUModel, l.SharingMode)
+}
+
+// focusJSON writes a JSON cell; encoding/json sorts map keys, so a cell's
+// text depends only on its content.
+func focusJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("cannot write FOCUS JSON cell: %w", err)
+	}
+	return string(b), nil
+}
+
+// focusJSONColumns are written as JSON objects in the JSON-lines variant,
+// focusNumberColumns as JSON numbers (their decimal text, never a float).
+var (
+	focusJSONColumns   = map[string]bool{"AllocatedMethodDetails": true, "AllocatedTags": true, "Tags": true}
+	focusNumberColumns = map[string]bool{"BilledCost": true, "EffectiveCost": true, "ListCost": true, "ContractedCost": true,
+		"ConsumedQuantity": true, "PricingQuantity": true, "ListUnitPrice": true, "ContractedUnitPrice": true,
+		"x_AllocatedGpuHours": true, "x_UsedGpuHours": true, "x_Efficiency": true, "x_EnergyKwh": true}
+)
+
+// WriteFOCUSJSONL writes the FOCUS rows of WriteFOCUS as JSON lines: one
+// object per row, keys in FOCUSHeader's order, null for an empty cell,
+// costs and quantities as JSON numbers with the CSV's digits, and the
+// key-value columns as objects.
+func WriteFOCUSJSONL(w io.Writer, r *Report) error {
+	rows, err := focusRows(r)
+	if err != nil {
+		return err
+	}
+	var b []byte
+	for _, row := range rows {
+		b = append(b[:0], '{')
+		for i, col := range FOCUSHeader {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendQuote(b, col)
+			b = append(b, ':')
+			switch v := row[i]; {
+			case v == "":
+				b = append(b, "null"...)
+			case focusJSONColumns[col] || focusNumberColumns[col]:
+				b = append(b, v...)
+			default:
+				s, err := json.Marshal(v)
+				if err != nil {
+					return fmt.Errorf("cannot write FOCUS JSON lines: %w", err)
+				}
+				b = append(b, s...)
+			}
+		}
+		b = append(b, '}', '\n')
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("cannot write FOCUS JSON lines: %w", err)
+		}
+	}
+	return nil
+}

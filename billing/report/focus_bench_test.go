@@ -1,0 +1,64 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gpuledger/gpuledger/billing/focus"
+	"github.com/gpuledger/gpuledger/billing/ledger"
+)
+
+// BenchmarkFOCUSExport: the FOCUS export (Build from the embedded store,
+// then WriteFOCUS) of BenchmarkMonthlyReport's March, on the same ledger
+// file and with the same variables: GPULEDGER_BENCH_REPORT_COPIES=25 is the
+// 100-GPU month of BENCHMARKS.md (target: under 5 s). The file written is
+// then checked by the FOCUS validator, outside the timing.
+//
+//	GPULEDGER_BENCH_REPORT_COPIES=25 GPULEDGER_BENCH_REPORT_LEDGER=/tmp/fleet100.db go test -run '^$' -bench FOCUSExport -benchtime 5x -timeout 60m ./billing/report
+func BenchmarkFOCUSExport(b *testing.B) {
+	ctx := context.Background()
+	path := os.Getenv("GPULEDGER_BENCH_REPORT_LEDGER")
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "ledger.db")
+	}
+	from, to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	rows, err := benchLedger(ctx, b, path, from, to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{MustExist: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	bk := monthBook(b, "UTC", "allocation", "shared")
+	// The timed loop is a sub-benchmark, so the ledger is built once
+	// however many rounds the benchmark runs.
+	b.Run("export", func(b *testing.B) {
+		var r *Report
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if r, err = Build(ctx, st, bk, from, to); err != nil {
+				b.Fatal(err)
+			}
+			if err := WriteFOCUS(io.Discard, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		var buf bytes.Buffer
+		if err := WriteFOCUS(&buf, r); err != nil {
+			b.Fatal(err)
+		}
+		if vs, err := focus.Validate(&buf); err != nil || len(vs) > 0 {
+			b.Fatalf("validator: %v %v", vs, err)
+		}
+		b.ReportMetric(float64(rows), "ledger-rows")
+		b.ReportMetric(float64(len(r.Lines)), "focus-rows")
+	})
+}
