@@ -1,0 +1,99 @@
+package kubetest
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// requiredVersion returns the version gomod requires of module.
+func requiredVersion(t *testing.T, gomod, module string) string {
+	t.Helper()
+	b, err := os.ReadFile(gomod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == "require" {
+			f = f[1:]
+		}
+		if len(f) >= 2 && f[0] == module && strings.HasPrefix(f[1], "v") {
+			return f[1]
+		}
+	}
+	t.Fatalf("%s requires no %s", gomod, module)
+	return ""
+}
+
+// The harness looks for binaries under the versions the tool modules pin;
+// a bump in one place only would make every run skip (or rebuild nothing).
+func TestVersionsMatchToolModules(t *testing.T) {
+	if got := requiredVersion(t, "../tools/kubeserver/go.mod", "k8s.io/kubernetes"); got != KubeVersion {
+		t.Errorf("internal/tools/kubeserver pins k8s.io/kubernetes %s, KubeVersion is %s", got, KubeVersion)
+	}
+	if got := requiredVersion(t, "../tools/etcdserver/go.mod", "go.etcd.io/etcd/server/v3"); got != EtcdVersion {
+		t.Errorf("internal/tools/etcdserver pins go.etcd.io/etcd/server/v3 %s, EtcdVersion is %s", got, EtcdVersion)
+	}
+	// The staging modules (required as v0.0.0 by k8s.io/kubernetes) must be
+	// replaced by the release's own published versions.
+	b, err := os.ReadFile("../tools/kubeserver/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	staging := "v0" + strings.TrimPrefix(KubeVersion, "v1")
+	replaced := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 4 && f[1] == "=>" && strings.HasPrefix(f[0], "k8s.io/") {
+			replaced++
+			if f[2] != f[0] || f[3] != staging {
+				t.Errorf("internal/tools/kubeserver: %s, want %s => %s %s", strings.TrimSpace(line), f[0], f[0], staging)
+			}
+		}
+	}
+	for _, m := range []string{"k8s.io/api", "k8s.io/apiserver", "k8s.io/kubectl", "k8s.io/component-base"} {
+		if !strings.Contains(string(b), m+" => "+m+" "+staging) {
+			t.Errorf("internal/tools/kubeserver does not replace %s with %s", m, staging)
+		}
+	}
+	if replaced == 0 {
+		t.Error("internal/tools/kubeserver replaces no staging module")
+	}
+}
+
+// The script and the harness must agree on the cache directory.
+func TestScriptDirMatchesToolsDir(t *testing.T) {
+	t.Setenv(EnvToolsDir, t.TempDir())
+	out, err := exec.Command("sh", "../../scripts/kube-tools.sh", "--dir").Output()
+	if err != nil {
+		t.Fatalf("kube-tools.sh --dir: %v", err)
+	}
+	if got := strings.TrimSpace(string(out)); got != ToolsDir() {
+		t.Errorf("scripts/kube-tools.sh --dir = %s, harness uses %s", got, ToolsDir())
+	}
+}
+
+func TestTokenFile(t *testing.T) {
+	got := TokenFile([]Identity{
+		{User: "admin", Groups: []string{"system:masters"}, Token: "t1"},
+		{User: "system:serviceaccount:gpuledger:gpuledger", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:gpuledger"}, Token: "t2"},
+		{User: "nobody", Token: "t3"},
+	})
+	want := `t1,admin,admin,"system:masters"
+t2,system:serviceaccount:gpuledger:gpuledger,system:serviceaccount:gpuledger:gpuledger,"system:serviceaccounts,system:serviceaccounts:gpuledger"
+t3,nobody,nobody
+`
+	if got != want {
+		t.Errorf("TokenFile:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestFindToolsReportsMissing(t *testing.T) {
+	t.Setenv(EnvToolsDir, t.TempDir())
+	_, err := FindTools()
+	if err == nil || !strings.Contains(err.Error(), "etcd, kube-apiserver, kubectl missing") {
+		t.Errorf("FindTools in an empty cache: %v", err)
+	}
+}
