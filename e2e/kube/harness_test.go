@@ -103,6 +103,10 @@ func collectorAccount(objs []object) (namespace, name string, err error) {
 	return namespace, name, nil
 }
 
+// baseline is a ServiceAccount nothing is bound to: what it may do, every
+// ServiceAccount may.
+var baseline = kubetest.ServiceAccount("gpuledger-test-baseline", "nobody")
+
 // The one control plane the package's tests share: starting one costs
 // about 20 s of CPU. Its static token file is written at start, so every
 // ServiceAccount of the manifests gets its token up front.
@@ -139,7 +143,7 @@ func cluster(t *testing.T) (*kubetest.Cluster, []object, kubetest.Identity) {
 			return
 		}
 		shared.collector = kubetest.ServiceAccount(ns, name)
-		ids := []kubetest.Identity{shared.collector}
+		ids := []kubetest.Identity{shared.collector, baseline}
 		for _, o := range shared.objs {
 			if o.GetKind() == "ServiceAccount" && (o.GetNamespace() != ns || o.GetName() != name) {
 				ids = append(ids, kubetest.ServiceAccount(o.GetNamespace(), o.GetName()))
@@ -226,11 +230,13 @@ func apply(ctx context.Context, t *testing.T, c *kubetest.Cluster, objs []object
 		if o.GetKind() != "Namespace" {
 			// A namespaced object cannot be dry-run before its namespace
 			// exists, so namespaces are only applied.
-			if _, err := c.Kubectl(ctx, bytes.NewReader(b), "apply", "--dry-run=server", "-f", "-"); err != nil {
+			if _, err := c.Kubectl(ctx, bytes.NewReader(b), "apply", "--server-side", "--dry-run=server", "-f", "-"); err != nil {
 				return fmt.Errorf("server-side dry run of %s: %w", o, err)
 			}
 		}
-		out, err := c.Kubectl(ctx, bytes.NewReader(b), "apply", "-f", "-")
+		// Server-side apply: no last-applied annotation, whose 256 KiB
+		// limit a dashboard ConfigMap could exceed.
+		out, err := c.Kubectl(ctx, bytes.NewReader(b), "apply", "--server-side", "-f", "-")
 		if err != nil {
 			return fmt.Errorf("apply %s: %w", o, err)
 		}

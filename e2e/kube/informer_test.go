@@ -200,7 +200,12 @@ func TestInformersAsServiceAccount(t *testing.T) {
 	if err := admin.Put().Resource("namespaces").Name("team-vision").Body(&ns).Do(ctx).Error(); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.Delete().Namespace("team-ml").Resource("pods").Name("trainer-0").Do(ctx).Error(); err != nil {
+	// A bound pod's deletion waits for its kubelet to stop it (the pod only
+	// gets a deletionTimestamp, and the collector still sees it, rightly:
+	// it may still hold the GPU); none runs here, so delete at once, as
+	// the kubelet finally does.
+	now := int64(0)
+	if err := admin.Delete().Namespace("team-ml").Resource("pods").Name("trainer-0").Body(&metav1.DeleteOptions{GracePeriodSeconds: &now}).Do(ctx).Error(); err != nil {
 		t.Fatal(err)
 	}
 	snap = waitFor(t, src, "infer-1 added, trainer-0 deleted, team-vision relabelled", func(m attribution.Metadata) bool {
