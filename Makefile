@@ -63,3 +63,5 @@ dashboards:
 
 clean:
 	rm -rf bin out
+
+include deploy/deploy.mk

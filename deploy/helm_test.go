@@ -1,0 +1,727 @@
+package deploy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	chartDir           = "helm/gpuledger"
+	requireIntegration = "GPULEDGER_REQUIRE_INTEGRATION"
+)
+
+var (
+	helmOnce sync.Once
+	helmPath string
+	helmErr  error
+)
+
+// helmBin is the pinned helm (scripts/tools.sh builds it once into a cache
+// outside the repository), or $GPULEDGER_HELM. Without it the test skips,
+// unless GPULEDGER_REQUIRE_INTEGRATION is set.
+func helmBin(t *testing.T) string {
+	t.Helper()
+	helmOnce.Do(func() {
+		if p := os.Getenv("GPULEDGER_HELM"); p != "" {
+			helmPath = p
+			return
+		}
+		var stderr bytes.Buffer
+		cmd := exec.Command("../scripts/tools.sh", "helm")
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			helmErr = fmt.Errorf("scripts/tools.sh helm: %v\n%s", err, stderr.String())
+			return
+		}
+		helmPath = strings.TrimSpace(string(out))
+	})
+	if helmErr != nil {
+		if os.Getenv(requireIntegration) != "" {
+			t.Fatalf("helm unavailable and %s is set: %v", requireIntegration, helmErr)
+		}
+		t.Skipf("helm unavailable: %v", helmErr)
+	}
+	return helmPath
+}
+
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(helmBin(t), args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+func render(t *testing.T, args ...string) []object {
+	t.Helper()
+	out, err := helm(t, append([]string{"template", "gpuledger", chartDir, "--namespace", "gpuledger"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodeAll(t, out)
+}
+
+// object is one rendered manifest, decoded strictly into its API type.
+type object struct {
+	Kind, Name string
+	Obj        any
+}
+
+var docSep = regexp.MustCompile(`(?m)^---[ \t]*$`)
+
+// decodeAll decodes every document strictly: an unknown or duplicated
+// field fails the test, so a misspelled or misplaced key cannot hide.
+func decodeAll(t *testing.T, manifests string) []object {
+	t.Helper()
+	var objs []object
+	for _, doc := range docSep.Split(manifests, -1) {
+		o, err := decode(doc)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, doc)
+		}
+		if o.Kind != "" {
+			objs = append(objs, o)
+		}
+	}
+	return objs
+}
+
+// decode decodes one document into its API type; a document of comments
+// only gives a zero object.
+func decode(doc string) (object, error) {
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+		return object{}, fmt.Errorf("not YAML: %v", err)
+	}
+	if tm.Kind == "" && tm.APIVersion == "" {
+		return object{}, nil
+	}
+	var into any
+	switch tm.APIVersion + " " + tm.Kind {
+	case "v1 Namespace":
+		into = &corev1.Namespace{}
+	case "v1 ServiceAccount":
+		into = &corev1.ServiceAccount{}
+	case "v1 Service":
+		into = &corev1.Service{}
+	case "v1 ConfigMap":
+		into = &corev1.ConfigMap{}
+	case "v1 Secret":
+		into = &corev1.Secret{}
+	case "v1 PersistentVolumeClaim":
+		into = &corev1.PersistentVolumeClaim{}
+	case "apps/v1 DaemonSet":
+		into = &appsv1.DaemonSet{}
+	case "rbac.authorization.k8s.io/v1 ClusterRole":
+		into = &rbacv1.ClusterRole{}
+	case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
+		into = &rbacv1.ClusterRoleBinding{}
+	case "batch/v1 Job":
+		into = &batchv1.Job{}
+	case "batch/v1 CronJob":
+		into = &batchv1.CronJob{}
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		into = &serviceMonitor{}
+	case "monitoring.coreos.com/v1 PodMonitor":
+		into = &podMonitor{}
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		into = &prometheusRule{}
+	default:
+		return object{}, fmt.Errorf("no decoder for %s %s (%s): add one", tm.APIVersion, tm.Kind, tm.Metadata.Name)
+	}
+	if err := strictDecode([]byte(doc), into); err != nil {
+		return object{}, fmt.Errorf("%s %s does not decode strictly into %T: %v", tm.Kind, tm.Metadata.Name, into, err)
+	}
+	if tm.Metadata.Name == "" {
+		return object{}, fmt.Errorf("%s without a name", tm.Kind)
+	}
+	return object{Kind: tm.Kind, Name: tm.Metadata.Name, Obj: into}, nil
+}
+
+// strictDecode decodes as the API server does: field names are case
+// sensitive (encoding/json would take hostPid for hostPID), and unknown or
+// duplicated fields are errors.
+func strictDecode(doc []byte, into any) error {
+	j, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return err
+	}
+	strict, err := kjson.UnmarshalStrict(j, into)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
+}
+
+// The decoder itself rejects what a typo in a template would produce.
+func TestDecodeIsStrict(t *testing.T) {
+	for _, doc := range []string{
+		"apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: x}\nspec: {template: {spec: {hostPid: true}}}\n",
+		"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: [{port: 1, targetport: 2}]}\n",
+		"apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: x}\nspec: {endpoints: [{port: m, intervall: 30s}]}\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: b}\ndata: {c: d}\n",
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n",
+	} {
+		if _, err := decode(doc); err == nil {
+			t.Errorf("decoded without error:\n%s", doc)
+		}
+	}
+}
+
+// The Prometheus Operator's types are not in k8s.io/api: these cover the
+// fields the chart sets, and unknown fields are errors.
+type typeMeta struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+}
+
+type endpoint struct {
+	Port              string           `json:"port"`
+	Path              string           `json:"path"`
+	Interval          string           `json:"interval"`
+	ScrapeTimeout     string           `json:"scrapeTimeout"`
+	HonorLabels       bool             `json:"honorLabels"`
+	Relabelings       []map[string]any `json:"relabelings,omitempty"`
+	MetricRelabelings []map[string]any `json:"metricRelabelings,omitempty"`
+}
+
+type monitorSpec struct {
+	Selector          metav1.LabelSelector `json:"selector"`
+	NamespaceSelector struct {
+		MatchNames []string `json:"matchNames"`
+	} `json:"namespaceSelector"`
+	Endpoints           []endpoint `json:"endpoints,omitempty"`
+	PodMetricsEndpoints []endpoint `json:"podMetricsEndpoints,omitempty"`
+}
+
+type serviceMonitor struct {
+	typeMeta `json:",inline"`
+	Spec     monitorSpec `json:"spec"`
+}
+
+type podMonitor struct {
+	typeMeta `json:",inline"`
+	Spec     monitorSpec `json:"spec"`
+}
+
+type ruleSpec struct {
+	Groups []struct {
+		Name  string `json:"name"`
+		Rules []struct {
+			Record      string            `json:"record,omitempty"`
+			Alert       string            `json:"alert,omitempty"`
+			Expr        string            `json:"expr"`
+			For         string            `json:"for,omitempty"`
+			Labels      map[string]string `json:"labels,omitempty"`
+			Annotations map[string]string `json:"annotations,omitempty"`
+		} `json:"rules"`
+	} `json:"groups"`
+}
+
+type prometheusRule struct {
+	typeMeta `json:",inline"`
+	Spec     ruleSpec `json:"spec"`
+}
+
+func kinds(objs []object) []string {
+	var ks []string
+	for _, o := range objs {
+		ks = append(ks, o.Kind)
+	}
+	sort.Strings(ks)
+	return slices.Compact(ks)
+}
+
+func only[T any](t *testing.T, objs []object) T {
+	t.Helper()
+	var found []T
+	for _, o := range objs {
+		if v, ok := o.Obj.(T); ok {
+			found = append(found, v)
+		}
+	}
+	if len(found) != 1 {
+		var zero T
+		t.Fatalf("want exactly one %T, got %d", zero, len(found))
+	}
+	return found[0]
+}
+
+func TestLint(t *testing.T) {
+	for _, args := range [][]string{nil, {"-f", "testdata/all-features.yaml"}} {
+		out, err := helm(t, append([]string{"lint", "--strict", chartDir}, args...)...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+}
+
+// TestDefaults: the default rendering needs no CRD and no ClickHouse, and
+// the collector is read-only everywhere but its data directory.
+func TestDefaults(t *testing.T) {
+	objs := render(t)
+	want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Service", "ServiceAccount"}
+	if got := kinds(objs); !slices.Equal(got, want) {
+		t.Fatalf("kinds %v, want %v (no Secret, Job, CronJob or monitoring.coreos.com objects by default)", got, want)
+	}
+	checkClusterRole(t, only[*rbacv1.ClusterRole](t, objs))
+	ds := only[*appsv1.DaemonSet](t, objs)
+	checkCollector(t, ds)
+	if v := ds.Spec.Template.Spec.Volumes; volume(t, v, "data").HostPath == nil ||
+		volume(t, v, "data").HostPath.Path != "/var/lib/gpuledger" {
+		t.Errorf("data volume %+v, want hostPath /var/lib/gpuledger", volume(t, v, "data"))
+	}
+	for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "GPULEDGER_LEDGER" {
+			t.Errorf("GPULEDGER_LEDGER set without ClickHouse configured: %+v", e)
+		}
+	}
+	// The price book ConfigMap carries deploy/prices.yaml.
+	prices, err := os.ReadFile("prices.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := configMap(t, objs, "gpuledger-prices")
+	if got := cm.Data["prices.yaml"]; strings.TrimSpace(got) != strings.TrimSpace(string(prices)) {
+		t.Errorf("price book ConfigMap differs from deploy/prices.yaml:\n%s", got)
+	}
+	checkDashboards(t, objs, "gpuledger")
+}
+
+func TestAllFeatures(t *testing.T) {
+	objs := render(t, "-f", "testdata/all-features.yaml")
+	want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "CronJob", "DaemonSet", "Job",
+		"PersistentVolumeClaim", "PodMonitor", "PrometheusRule", "Secret", "Service", "ServiceAccount", "ServiceMonitor"}
+	if got := kinds(objs); !slices.Equal(got, want) {
+		t.Fatalf("kinds %v, want %v", got, want)
+	}
+	checkClusterRole(t, only[*rbacv1.ClusterRole](t, objs))
+	ds := only[*appsv1.DaemonSet](t, objs)
+	checkCollector(t, ds)
+	c := ds.Spec.Template.Spec.Containers[0]
+	checkClickHouseEnv(t, "collector", c, ds.Spec.Template.Spec.Volumes, "gpuledger-clickhouse")
+	if env(t, c, "GPULEDGER_CLICKHOUSE_CLUSTER").Value != "main" || env(t, c, "GPULEDGER_DCGM").Value != "remote" {
+		t.Errorf("cluster/dcgm env not set from values: %+v", c.Env)
+	}
+	if volume(t, ds.Spec.Template.Spec.Volumes, "data").EmptyDir == nil {
+		t.Errorf("dataDir.type emptyDir not honoured: %+v", volume(t, ds.Spec.Template.Spec.Volumes, "data"))
+	}
+
+	sec := only[*corev1.Secret](t, objs)
+	if sec.StringData["dsn"] == "" || sec.StringData["password"] != "s3cret" {
+		t.Errorf("secret %+v", sec.StringData)
+	}
+	if hook := sec.Annotations["helm.sh/hook"]; hook != "pre-install,pre-upgrade" {
+		t.Errorf("the Secret must exist before the migrate hook: hook %q", hook)
+	}
+
+	job := only[*batchv1.Job](t, objs)
+	if job.Annotations["helm.sh/hook"] != "pre-install,pre-upgrade" {
+		t.Errorf("migrate Job hook %q", job.Annotations["helm.sh/hook"])
+	}
+	jc := job.Spec.Template.Spec.Containers[0]
+	if !slices.Equal(jc.Args, []string{"ledger", "migrate"}) {
+		t.Errorf("migrate args %v", jc.Args)
+	}
+	checkClickHouseEnv(t, "migrate", jc, job.Spec.Template.Spec.Volumes, "gpuledger-clickhouse")
+	checkNonRoot(t, "migrate", jc)
+
+	cj := only[*batchv1.CronJob](t, objs)
+	pod := cj.Spec.JobTemplate.Spec.Template.Spec
+	rc := pod.Containers[0]
+	script := strings.Join(rc.Command, " ")
+	for _, s := range []string{"gpuledger report --period", "--format csv", "--format html", "-1 month"} {
+		if !strings.Contains(script, s) {
+			t.Errorf("report command lacks %q:\n%s", s, script)
+		}
+	}
+	checkClickHouseEnv(t, "report", rc, pod.Volumes, "gpuledger-clickhouse")
+	checkNonRoot(t, "report", rc)
+	pvc := only[*corev1.PersistentVolumeClaim](t, objs)
+	if claim := volume(t, pod.Volumes, "reports").PersistentVolumeClaim; claim == nil || claim.ClaimName != pvc.Name {
+		t.Errorf("reports volume %+v, want the PVC %s", volume(t, pod.Volumes, "reports"), pvc.Name)
+	}
+	if got := *pvc.Spec.StorageClassName; got != "standard" {
+		t.Errorf("storage class %q", got)
+	}
+	cm := configMap(t, objs, "gpuledger-prices")
+	if !strings.Contains(cm.Data["prices.yaml"], "currency: EUR") {
+		t.Errorf("prices.book not used: %q", cm.Data["prices.yaml"])
+	}
+
+	sm := only[*serviceMonitor](t, objs)
+	svc := only[*corev1.Service](t, objs)
+	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != svc.Spec.Ports[0].Name ||
+		sm.Metadata.Labels["release"] != "kube-prometheus-stack" || len(sm.Spec.Endpoints[0].Relabelings) != 1 {
+		t.Errorf("ServiceMonitor %+v", sm)
+	}
+	for k, v := range sm.Spec.Selector.MatchLabels {
+		if svc.Labels[k] != v {
+			t.Errorf("ServiceMonitor selects %s=%s, the Service has %q", k, v, svc.Labels[k])
+		}
+	}
+	pm := only[*podMonitor](t, objs)
+	if len(pm.Spec.PodMetricsEndpoints) != 1 || len(pm.Spec.PodMetricsEndpoints[0].MetricRelabelings) != 1 ||
+		!reflect.DeepEqual(pm.Spec.Selector.MatchLabels, ds.Spec.Selector.MatchLabels) {
+		t.Errorf("PodMonitor %+v", pm)
+	}
+
+	// The PrometheusRule's spec is alerts/prometheusrule.yaml's.
+	pr := only[*prometheusRule](t, objs)
+	src, err := os.ReadFile("../alerts/prometheusrule.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want0 prometheusRule
+	if err := strictDecode(src, &want0); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(pr.Spec, want0.Spec) || len(pr.Spec.Groups) == 0 {
+		t.Errorf("PrometheusRule spec differs from alerts/prometheusrule.yaml")
+	}
+	if pr.Metadata.Labels["release"] != "kube-prometheus-stack" {
+		t.Errorf("PrometheusRule labels %v", pr.Metadata.Labels)
+	}
+	checkDashboards(t, objs, "monitoring")
+}
+
+// An existing Secret replaces the chart's.
+func TestExistingSecret(t *testing.T) {
+	objs := render(t, "--set", "clickhouse.existingSecret=ch-creds", "--set", "clickhouse.dsnKey=url")
+	for _, o := range objs {
+		if o.Kind == "Secret" {
+			t.Fatalf("rendered a Secret with clickhouse.existingSecret set")
+		}
+	}
+	ds := only[*appsv1.DaemonSet](t, objs)
+	checkClickHouseEnv(t, "collector", ds.Spec.Template.Spec.Containers[0], ds.Spec.Template.Spec.Volumes, "ch-creds")
+	if ref := env(t, ds.Spec.Template.Spec.Containers[0], "GPULEDGER_LEDGER").ValueFrom.SecretKeyRef; ref.Key != "url" {
+		t.Errorf("dsnKey not used: %+v", ref)
+	}
+	only[*batchv1.Job](t, objs)
+	only[*batchv1.CronJob](t, objs)
+}
+
+// The schema rejects bad values and names them.
+func TestSchemaRejects(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set-json", `collector.resources="64Mi"`}, "at '/collector/resources': got string, want object"},
+		{[]string{"--set", "service.port=-1"}, "at '/service/port': minimum: got -1"},
+		{[]string{"--set", "service.port=70000"}, "at '/service/port': maximum"},
+		{[]string{"--set", "bogus=1"}, "additional properties 'bogus' not allowed"},
+		{[]string{"--set", "collector.bogus=1"}, "at '/collector': additional properties 'bogus' not allowed"},
+		{[]string{"--set", "dcgm.mode=fast"}, "at '/dcgm/mode': value must be one of 'embedded', 'remote', 'off'"},
+		{[]string{"--set", "collector.dataDir.type=tmpfs"}, "at '/collector/dataDir/type'"},
+		{[]string{"--set", "image.pullPolicy=Sometimes"}, "at '/image/pullPolicy'"},
+		{[]string{"--set", "clickhouse.dsn=mysql://x"}, "at '/clickhouse/dsn'"},
+		{[]string{"--set", "collector.goMemLimit=lots"}, "at '/collector/goMemLimit'"},
+		{[]string{"--set", "collector.pollInterval=soon"}, "at '/collector/pollInterval'"},
+		{[]string{"--set", "collector.resources.limits.memory=much"}, "at '/collector/resources/limits/memory'"},
+	} {
+		_, err := helm(t, append([]string{"template", "gpuledger", chartDir}, tc.args...)...)
+		if err == nil {
+			t.Errorf("%v: rendered, want a schema error", tc.args)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error does not say %q:\n%v", tc.args, tc.want, err)
+		}
+	}
+}
+
+// TestManifestsCurrent is the stale check of `make manifests`: the chart's
+// copies of the rules, dashboards and price book equal their sources, and
+// deploy/gpuledger.yaml is the chart's current rendering.
+func TestManifestsCurrent(t *testing.T) {
+	same := func(src, cp string) {
+		a, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(cp)
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s is not a current copy of %s: run make manifests", cp, src)
+		}
+	}
+	same("../alerts/prometheusrule.yaml", chartDir+"/files/prometheusrule.yaml")
+	same("prices.yaml", chartDir+"/files/prices.yaml")
+	srcs, _ := filepath.Glob("../dashboards/json/*.json")
+	cps, _ := filepath.Glob(chartDir + "/files/dashboards/*.json")
+	if len(srcs) == 0 || len(srcs) != len(cps) {
+		t.Errorf("%d dashboards, %d copies in the chart: run make manifests", len(srcs), len(cps))
+	}
+	for _, s := range srcs {
+		same(s, chartDir+"/files/dashboards/"+filepath.Base(s))
+	}
+
+	cmd := exec.Command("../scripts/manifests.sh", "render")
+	cmd.Env = append(os.Environ(), "HELM="+helmBin(t))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	want, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("manifests.sh render: %v\n%s", err, stderr.String())
+	}
+	got, err := os.ReadFile("gpuledger.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("deploy/gpuledger.yaml is stale: run make manifests")
+	}
+	objs := decodeAll(t, string(got))
+	if ns := only[*corev1.Namespace](t, objs); ns.Name != "gpuledger" {
+		t.Errorf("namespace %q", ns.Name)
+	}
+}
+
+// checkClusterRole: exactly get/list/watch on pods, namespaces, nodes and
+// resource.k8s.io resourceslices.
+func checkClusterRole(t *testing.T, cr *rbacv1.ClusterRole) {
+	t.Helper()
+	got := map[string]bool{}
+	for _, r := range cr.Rules {
+		if len(r.NonResourceURLs) > 0 || len(r.ResourceNames) > 0 {
+			t.Errorf("unexpected rule %+v", r)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					got[g+"/"+res+":"+v] = true
+				}
+			}
+		}
+	}
+	want := map[string]bool{}
+	for _, res := range []string{"/pods", "/namespaces", "/nodes", "resource.k8s.io/resourceslices"} {
+		for _, v := range []string{"get", "list", "watch"} {
+			want[res+":"+v] = true
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ClusterRole grants %v, want exactly %v", keys(got), keys(want))
+	}
+}
+
+func keys(m map[string]bool) []string {
+	var k []string
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func checkCollector(t *testing.T, ds *appsv1.DaemonSet) {
+	t.Helper()
+	pod := ds.Spec.Template.Spec
+	if !pod.HostPID {
+		t.Error("hostPID must be true: NVML reports host PIDs")
+	}
+	if pod.HostNetwork || pod.HostIPC {
+		t.Error("hostNetwork/hostIPC are not needed")
+	}
+	if pod.NodeSelector["nvidia.com/gpu.present"] != "true" {
+		t.Errorf("node selector %v", pod.NodeSelector)
+	}
+	if !slices.ContainsFunc(pod.Tolerations, func(tl corev1.Toleration) bool {
+		return tl.Key == "nvidia.com/gpu" && tl.Operator == corev1.TolerationOpExists
+	}) {
+		t.Errorf("no toleration for nvidia.com/gpu: %+v", pod.Tolerations)
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if c.Args[0] != "collect" {
+		t.Errorf("args %v", c.Args)
+	}
+	if e := env(t, c, "NODE_NAME"); e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+		t.Errorf("NODE_NAME not from the downward API: %+v", e)
+	}
+	if env(t, c, "GPULEDGER_PROC_ROOT").Value != "/host/proc" {
+		t.Error("GPULEDGER_PROC_ROOT is not the host /proc mount")
+	}
+
+	// Every hostPath mount is read-only except the data directory.
+	byName := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		byName[v.Name] = v
+	}
+	hostPaths := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		v, ok := byName[m.Name]
+		if !ok {
+			t.Errorf("mount %s has no volume", m.Name)
+			continue
+		}
+		if m.Name == "data" {
+			if m.ReadOnly || m.MountPath != "/var/lib/gpuledger" {
+				t.Errorf("data mount %+v", m)
+			}
+			continue
+		}
+		if v.HostPath != nil {
+			hostPaths[v.HostPath.Path] = m.MountPath
+		}
+		if !m.ReadOnly && v.HostPath != nil {
+			t.Errorf("hostPath %s mounted writable at %s", v.HostPath.Path, m.MountPath)
+		}
+	}
+	if hostPaths["/proc"] != "/host/proc" || hostPaths["/var/lib/kubelet/pod-resources"] != "/var/lib/kubelet/pod-resources" {
+		t.Errorf("host mounts %v", hostPaths)
+	}
+
+	sc := c.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		(sc.Privileged != nil && *sc.Privileged) || sc.Capabilities == nil ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
+		t.Errorf("collector securityContext %+v: want read-only root, no escalation, every capability dropped and none added", sc)
+	}
+
+	// Requests and limits follow BENCHMARKS.md (private 25-31 MiB, total
+	// RSS 53-69 MiB on the dense node); GOMEMLIMIT stays below the limit.
+	req, lim := c.Resources.Requests, c.Resources.Limits
+	mi := func(q resource.Quantity) int64 { return q.Value() >> 20 }
+	if mi(req[corev1.ResourceMemory]) < 64 || mi(lim[corev1.ResourceMemory]) < 96 {
+		t.Errorf("memory request %v limit %v: below the measured total RSS", req.Memory(), lim.Memory())
+	}
+	if _, ok := lim[corev1.ResourceCPU]; ok {
+		t.Errorf("CPU limit %v: throttling would delay cycles and scrapes", lim.Cpu())
+	}
+	gml := env(t, c, "GOMEMLIMIT").Value
+	var n int64
+	if _, err := fmt.Sscanf(gml, "%dMiB", &n); err != nil || n >= mi(lim[corev1.ResourceMemory]) || n < 32 {
+		t.Errorf("GOMEMLIMIT %q, memory limit %v", gml, lim.Memory())
+	}
+	if ds.Spec.Template.Spec.ServiceAccountName != "gpuledger" {
+		t.Errorf("service account %q", ds.Spec.Template.Spec.ServiceAccountName)
+	}
+}
+
+func checkClickHouseEnv(t *testing.T, what string, c corev1.Container, vols []corev1.Volume, secret string) {
+	t.Helper()
+	l := env(t, c, "GPULEDGER_LEDGER")
+	if l.Value != "" || l.ValueFrom == nil || l.ValueFrom.SecretKeyRef == nil || l.ValueFrom.SecretKeyRef.Name != secret {
+		t.Errorf("%s: GPULEDGER_LEDGER not from Secret %s: %+v", what, secret, l)
+	}
+	pf := env(t, c, "GPULEDGER_CLICKHOUSE_PASSWORD_FILE").Value
+	var mounted bool
+	for _, m := range c.VolumeMounts {
+		if m.Name == "clickhouse" && strings.HasPrefix(pf, m.MountPath+"/") && m.ReadOnly {
+			mounted = true
+		}
+	}
+	if v := volume(t, vols, "clickhouse"); !mounted || v.Secret == nil || v.Secret.SecretName != secret {
+		t.Errorf("%s: password file %s not a read-only mount of Secret %s: %+v", what, pf, secret, v)
+	}
+}
+
+func checkNonRoot(t *testing.T, what string, c corev1.Container) {
+	t.Helper()
+	sc := c.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("%s: securityContext %+v, want non-root with a read-only root", what, sc)
+	}
+}
+
+func checkDashboards(t *testing.T, objs []object, ns string) {
+	t.Helper()
+	srcs, _ := filepath.Glob("../dashboards/json/*.json")
+	n := 0
+	for _, o := range objs {
+		cm, ok := o.Obj.(*corev1.ConfigMap)
+		if !ok || cm.Labels["grafana_dashboard"] == "" {
+			continue
+		}
+		n++
+		if cm.Labels["grafana_dashboard"] != "1" || cm.Namespace != ns || len(cm.Data) != 1 {
+			t.Errorf("dashboard ConfigMap %s: labels %v namespace %s", cm.Name, cm.Labels, cm.Namespace)
+		}
+		for file, data := range cm.Data {
+			src, err := os.ReadFile("../dashboards/json/" + file)
+			if err != nil {
+				t.Errorf("ConfigMap %s carries %s, not in dashboards/json", cm.Name, file)
+				continue
+			}
+			var a, b any
+			if json.Unmarshal(src, &a) != nil || json.Unmarshal([]byte(data), &b) != nil || !reflect.DeepEqual(a, b) {
+				t.Errorf("ConfigMap %s: %s differs from dashboards/json", cm.Name, file)
+			}
+		}
+	}
+	if n != len(srcs) || n == 0 {
+		t.Errorf("%d dashboard ConfigMaps for %d dashboards", n, len(srcs))
+	}
+}
+
+func configMap(t *testing.T, objs []object, name string) *corev1.ConfigMap {
+	t.Helper()
+	for _, o := range objs {
+		if cm, ok := o.Obj.(*corev1.ConfigMap); ok && cm.Name == name {
+			return cm
+		}
+	}
+	t.Fatalf("no ConfigMap %s", name)
+	return nil
+}
+
+func env(t *testing.T, c corev1.Container, name string) corev1.EnvVar {
+	t.Helper()
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e
+		}
+	}
+	t.Errorf("container %s: no env %s", c.Name, name)
+	return corev1.EnvVar{}
+}
+
+func volume(t *testing.T, vols []corev1.Volume, name string) corev1.Volume {
+	t.Helper()
+	for _, v := range vols {
+		if v.Name == name {
+			return v
+		}
+	}
+	t.Errorf("no volume %s", name)
+	return corev1.Volume{}
+}
