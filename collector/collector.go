@@ -40,6 +40,31 @@ type Sink interface {
 	Write(ctx context.Context, rows []attribution.Row, findings []attribution.Finding) error
 }
 
+// PinSink is a Sink that also keeps annotation pins (the embedded ledger),
+// so that a restarted collector charges by the annotation values its
+// predecessor first observed (attribution.Engine.RestorePins). Saving a
+// pin again must change nothing: the first pin per key wins. ForgetPins
+// drops the pins of pods keep does not name.
+type PinSink interface {
+	Sink
+	SavePins(ctx context.Context, pins []attribution.AnnotationPin) error
+	ForgetPins(ctx context.Context, keep func(podUID string) bool) (int, error)
+}
+
+// pinPruneEvery is how often, on the collector's clock, the pins of pods
+// that are gone are dropped from the PinSinks.
+const pinPruneEvery = time.Hour
+
+// AnomalyMalformedCgroupLine counts lines of /proc/<pid>/cgroup files that
+// could not be parsed and were skipped. It sits beside attribution's own
+// anomaly kinds in gpuledger_attribution_anomalies_total.
+const AnomalyMalformedCgroupLine = "malformed_cgroup_line"
+
+// malformedCounter is implemented by procfs.Resolver.
+type malformedCounter interface {
+	MalformedCgroupLines() (n uint64, example string)
+}
+
 // Collector runs collection cycles. It is not safe for concurrent Cycle calls.
 type Collector struct {
 	node   string
@@ -51,9 +76,17 @@ type Collector struct {
 	log    *slog.Logger
 
 	owners *ownerCache
-	prev   time.Time
-	health health
-	outbox func() OutboxStatus
+	// malformedSeen is the resolver's malformed-line count already
+	// reported as anomalies.
+	malformedSeen uint64
+	// pins are annotation pins not yet saved by every PinSink; they are
+	// retried each cycle (saving is idempotent).
+	pins []attribution.AnnotationPin
+	// pinsPruned is when pins were last pruned (first: the first cycle).
+	pinsPruned time.Time
+	prev       time.Time
+	health     health
+	outbox     func() OutboxStatus
 }
 
 // Config holds the collector's own settings.
@@ -192,13 +225,31 @@ func (c *Collector) resolveOwners(obs *attribution.Observation) {
 	}
 	c.owners.endCycle()
 	c.health.report(SourceProcfs, firstErr)
+	c.reportMalformedCgroups()
+}
+
+// reportMalformedCgroups counts the cgroup lines the resolver skipped since
+// the last cycle as anomalies, logged once: a kernel or runtime that writes
+// them does so for every process.
+func (c *Collector) reportMalformedCgroups() {
+	mc, ok := c.src.Procs.(malformedCounter)
+	if !ok {
+		return
+	}
+	n, example := mc.MalformedCgroupLines()
+	if n <= c.malformedSeen {
+		return
+	}
+	c.health.anomaly(attribution.Anomaly{Kind: AnomalyMalformedCgroupLine, Key: "procfs", Detail: example}, n-c.malformedSeen)
+	c.malformedSeen = n
 }
 
 func (c *Collector) emit(ctx context.Context, res attribution.CycleResult, obs attribution.Observation, took time.Duration) error {
 	for _, a := range res.Anomalies {
-		c.health.anomaly(a)
+		c.health.anomaly(a, 1)
 	}
 	err := c.writeSinks(ctx, res)
+	c.prunePins(ctx, obs)
 	if c.exp != nil {
 		meta := c.health.meta(obs, took)
 		if c.outbox != nil {
@@ -213,8 +264,12 @@ func (c *Collector) emit(ctx context.Context, res attribution.CycleResult, obs a
 }
 
 func (c *Collector) writeSinks(ctx context.Context, res attribution.CycleResult) (firstErr error) {
+	// Pins before rows: a row charged by a pinned value must never be on
+	// disk while its pin is not, or a restart would re-pin whatever the
+	// annotation says then.
+	firstErr = c.savePins(ctx, res.NewPins)
 	if len(res.Rows) == 0 && len(res.Findings) == 0 {
-		return nil
+		return firstErr
 	}
 	defer func() {
 		if firstErr == nil && c.health.writeDown {
@@ -232,6 +287,65 @@ func (c *Collector) writeSinks(ctx context.Context, res attribution.CycleResult)
 	}
 	c.health.rowsWritten += uint64(len(res.Rows))
 	return firstErr
+}
+
+// savePins hands the cycle's new pins, and any a sink failed to save
+// before, to every PinSink. Pins stay pending until all of them succeed.
+func (c *Collector) savePins(ctx context.Context, fresh []attribution.AnnotationPin) error {
+	c.pins = append(c.pins, fresh...)
+	if len(c.pins) == 0 {
+		return nil
+	}
+	var firstErr error
+	for _, s := range c.sinks {
+		ps, ok := s.(PinSink)
+		if !ok {
+			continue
+		}
+		if err := ps.SavePins(ctx, c.pins); err != nil {
+			c.health.writeFailed(err)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("cannot save annotation pins: %w", err)
+			}
+		}
+	}
+	if firstErr == nil {
+		c.pins = nil
+	}
+	return firstErr
+}
+
+// prunePins drops, every pinPruneEvery, the pins of pods this cycle's
+// metadata no longer lists. Pod UIDs are never reused, so such a pin can
+// never apply again. Only a complete view may prune: with the metadata
+// degraded or pins still unsaved, nothing is dropped.
+func (c *Collector) prunePins(ctx context.Context, obs attribution.Observation) {
+	if c.pinsPruned.IsZero() {
+		c.pinsPruned = obs.Time
+		return
+	}
+	if obs.Time.Sub(c.pinsPruned) < pinPruneEvery || c.src.Meta == nil || obs.Degraded[SourceKubeMeta] || len(c.pins) > 0 {
+		return
+	}
+	c.pinsPruned = obs.Time
+	live := make(map[string]bool, len(obs.Metadata.Pods))
+	for _, p := range obs.Metadata.Pods {
+		live[p.UID] = true
+	}
+	for _, s := range c.sinks {
+		ps, ok := s.(PinSink)
+		if !ok {
+			continue
+		}
+		n, err := ps.ForgetPins(ctx, func(uid string) bool { return live[uid] })
+		if err != nil {
+			c.log.Warn("cannot drop annotation pins of pods that are gone; retrying next hour", "err", err)
+			continue
+		}
+		if n > 0 {
+			c.log.Debug("dropped annotation pins of pods that are gone", "pins", n)
+		}
+	}
 }
 
 // Run cycles every interval on the collector's clock until ctx ends, then

@@ -56,8 +56,11 @@ func (h *health) count(source string, err error) {
 	}
 }
 
-func (h *health) anomaly(a attribution.Anomaly) {
-	h.anomalies[a.Kind]++
+// anomaly counts n anomalies of a's kind and logs a's key once. Kinds are
+// attribution's strings, whatever they are: a kind added there is counted
+// and exported without a change here.
+func (h *health) anomaly(a attribution.Anomaly, n uint64) {
+	h.anomalies[a.Kind] += n
 	key := a.Kind + ":" + a.Key
 	if h.seenAnomaly[key] {
 		return

@@ -35,8 +35,8 @@ func TestHealthLogsEachAnomalyKeyOnce(t *testing.T) {
 	var buf bytes.Buffer
 	h := newHealth(slog.New(slog.NewTextHandler(&buf, nil)))
 	for range 3 {
-		h.anomaly(attribution.Anomaly{Kind: "bad_device_id", Key: "GPU-x", Detail: "bad"})
-		h.anomaly(attribution.Anomaly{Kind: "bad_device_id", Key: "GPU-y", Detail: "bad"})
+		h.anomaly(attribution.Anomaly{Kind: "bad_device_id", Key: "GPU-x", Detail: "bad"}, 1)
+		h.anomaly(attribution.Anomaly{Kind: "bad_device_id", Key: "GPU-y", Detail: "bad"}, 1)
 	}
 	if n := strings.Count(buf.String(), "attribution input problem"); n != 2 {
 		t.Errorf("logged %d lines for two keys seen three times, want 2", n)

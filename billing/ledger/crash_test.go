@@ -11,17 +11,36 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
 )
 
-// Crash test: a child process (this test binary, re-executed) appends
-// numbered batches in a loop and prints each number once Append returned;
-// the parent SIGKILLs it right after a report, while the next batch is being
-// written, and checks the file.
+// Crash test: a child process (this test binary, re-executed) saves the
+// annotation pins of a numbered batch, then appends its rows, in a loop (the
+// collector's order), and prints each number once both returned; the parent
+// SIGKILLs it right after a report, while the next batch is being written,
+// and checks the file.
 const (
 	crashFileEnv  = "GPULEDGER_TEST_CRASH_FILE"
 	crashStartEnv = "GPULEDGER_TEST_CRASH_START"
 	crashGPUs     = 400 // 2000 rows a batch
+	crashPins     = 50
 )
+
+// crashBatchPins are batch b's pins; edited gives the same keys another
+// value, which must never replace the first.
+func crashBatchPins(b int, edited bool) []attribution.AnnotationPin {
+	pins := make([]attribution.AnnotationPin, crashPins)
+	for i := range pins {
+		v := fmt.Sprintf("GPU-%d-%d,NVIDIA,1000,30:;", b, i)
+		if edited {
+			v = "edited"
+		}
+		pins[i] = attribution.AnnotationPin{PodUID: fmt.Sprintf("uid-%d", b), Container: fmt.Sprintf("c%d", i),
+			Key: "hami.io/vgpu-devices-allocated", Value: v, At: crashBatch(b)}
+	}
+	return pins
+}
 
 func crashBatch(b int) time.Time { return t0.Add(time.Duration(b) * time.Minute) }
 
@@ -42,6 +61,14 @@ func TestCrashChild(t *testing.T) {
 		rows := fleetRows(crashBatch(b), 1, time.Minute, crashGPUs)
 		if b > 0 { // replay the previous batch too: it must change nothing
 			rows = append(fleetRows(crashBatch(b-1), 1, time.Minute, crashGPUs), rows...)
+		}
+		pins := crashBatchPins(b, false)
+		if b > 0 { // the previous batch's keys again, edited: the first value stays
+			pins = append(pins, crashBatchPins(b-1, true)...)
+		}
+		if err := s.SavePins(ctx, pins); err != nil {
+			fmt.Println("pins:", err)
+			os.Exit(3)
 		}
 		if err := s.Append(ctx, rows, nil); err != nil {
 			fmt.Println("append:", err)
@@ -101,9 +128,43 @@ func TestSIGKILLMidBatch(t *testing.T) {
 		if int64(len(batch.Rows)) != int64(top+1)*perBatch {
 			t.Fatalf("round %d: outbox holds %d rows, want %d", round, len(batch.Rows), int64(top+1)*perBatch)
 		}
+		checkCrashPins(t, s, round, last)
 		s.Close()
 		t.Logf("round %d: killed after batch %d reported, %d batches on disk", round, last, top+1)
 		next = top + 1
+	}
+}
+
+// checkCrashPins: the pins of every reported batch are there, whole and
+// with their first value; the batch being written at the kill has all or
+// none of its pins; nothing beyond.
+func checkCrashPins(t *testing.T, s *FileStore, round, last int) {
+	t.Helper()
+	pins, err := s.Pins(context.Background())
+	if err != nil {
+		t.Fatalf("round %d: Pins: %v", round, err)
+	}
+	byBatch := map[string][]attribution.AnnotationPin{}
+	for _, p := range pins {
+		byBatch[p.PodUID] = append(byBatch[p.PodUID], p)
+	}
+	for b := 0; b <= last+1; b++ {
+		got := byBatch[fmt.Sprintf("uid-%d", b)]
+		delete(byBatch, fmt.Sprintf("uid-%d", b))
+		if b == last+1 && len(got) == 0 {
+			continue
+		}
+		if len(got) != crashPins {
+			t.Fatalf("round %d: batch %d has %d pins, want %d (lost or partial)", round, b, len(got), crashPins)
+		}
+		for _, p := range got {
+			if p.Value == "edited" || !p.At.Equal(crashBatch(b)) {
+				t.Fatalf("round %d: pin %+v is not the first one saved", round, p)
+			}
+		}
+	}
+	if len(byBatch) != 0 {
+		t.Fatalf("round %d: pins of batches never written: %v", round, byBatch)
 	}
 }
 

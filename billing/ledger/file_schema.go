@@ -9,7 +9,7 @@ import (
 
 // FileSchemaVersion is the schema version this build writes, kept in the
 // file's PRAGMA user_version.
-const FileSchemaVersion = 2
+const FileSchemaVersion = 3
 
 // fileApplicationID marks a SQLite file as a gpuledger ledger ("GPUL").
 const fileApplicationID = 0x4750554C
@@ -112,6 +112,19 @@ CREATE TABLE IF NOT EXISTS rollup_dirty (
 	slot INTEGER PRIMARY KEY
 );
 `, data: rebuildRollup},
+	// 3: the annotation values in force per container (file_pins.go), so
+	// that a restarted collector charges by the values its predecessor
+	// first observed.
+	{sql: `
+CREATE TABLE IF NOT EXISTS annotation_pins (
+	pod_uid   TEXT    NOT NULL,
+	container TEXT    NOT NULL,
+	key       TEXT    NOT NULL,
+	value     TEXT    NOT NULL,
+	at_ns     INTEGER NOT NULL,
+	PRIMARY KEY (pod_uid, container, key)
+) WITHOUT ROWID;
+`},
 }
 
 // migrate checks the file is ours and not from a newer gpuledger, then

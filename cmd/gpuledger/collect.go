@@ -94,7 +94,15 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	meta, err := kubemeta.NewInformerSource(ctx, kubemeta.NodeWatches(kube, f.node), f.node, log)
+	watches := kubemeta.NodeWatches(kube, f.node)
+	// DRA is optional: a cluster without resource.k8s.io/v1, or RBAC
+	// without the ResourceSlice rule, reports no DRA devices (logged once).
+	dra, err := kubemeta.ResourceClient(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	watches.ResourceSlices = kubemeta.ResourceSliceWatch(dra, f.node)
+	meta, err := kubemeta.NewInformerSource(ctx, watches, f.node, log)
 	if err != nil {
 		return fmt.Errorf("cannot start Kubernetes metadata informers: %w", err)
 	}
@@ -118,9 +126,19 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	exp := exposition.New(f.node, exposition.Options{BuildVersion: version, BuildRevision: revision,
 		PodLabelAllowlist: splitList(f.podLabels), Prices: exportedPrices(book)})
 	engine := attribution.NewEngine(attribution.Config{Node: f.node, LedgerInterval: f.ledgerInterval, PollInterval: f.poll, TeamLabel: f.teamLabel})
+	// The annotation values the previous collector on this node pinned: a
+	// tenant's edit while we were down must not move cost.
+	pins, err := out.store.Pins(ctx)
+	if err != nil {
+		return err
+	}
+	engine.RestorePins(pins)
+	if len(pins) > 0 {
+		log.Info("restored annotation pins from the node's ledger", "pins", len(pins))
+	}
 	c := collector.New(collector.Config{Node: f.node, Outbox: out.status}, collector.WallClock{}, collector.Sources{
 		NVML: nv, DCGM: dcgm, Pods: pods, Meta: meta, Procs: procfs.NewResolver(f.procRoot),
-	}, engine, exp, []collector.Sink{out}, log)
+	}, engine, exp, []collector.Sink{pinningOutbox{out}}, log)
 
 	srv := &http.Server{Handler: serveMux(exp), ReadHeaderTimeout: 5 * time.Second}
 	// A collector whose metrics cannot be served (bad web config, port in
@@ -139,6 +157,20 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	err = c.Run(runCtx, f.poll)
 	cancel()
 	return errors.Join(err, <-served)
+}
+
+// pinningOutbox saves annotation pins to the embedded ledger the outbox
+// commits rows to, so the collector hands it the pins before the rows.
+type pinningOutbox struct{ *outbox }
+
+var _ collector.PinSink = pinningOutbox{}
+
+func (o pinningOutbox) SavePins(ctx context.Context, pins []attribution.AnnotationPin) error {
+	return o.store.SavePins(ctx, pins)
+}
+
+func (o pinningOutbox) ForgetPins(ctx context.Context, keep func(podUID string) bool) (int, error) {
+	return o.store.ForgetPins(ctx, keep)
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -67,6 +67,12 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	// A ledger left by an earlier run holds the annotation values that run
+	// pinned: a rerun into the same directory is a restarted collector.
+	pins, err := store.Pins(ctx)
+	if err != nil {
+		return err
+	}
 	sinks := []collector.Sink{files, store}
 	if *ledgerDSN != "" {
 		extra, err := ledger.Open(ctx, *ledgerDSN, storeOpenersForWrite())
@@ -90,7 +96,7 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		defer stop()
 	}
 	started := time.Now()
-	opt := simOptions{TeamLabel: *teamLabel, Speed: *speed}
+	opt := simOptions{TeamLabel: *teamLabel, Speed: *speed, Pins: pins}
 	if err := simulateScenario(ctx, sc, opt, sinks, exp); err != nil {
 		return err
 	}
@@ -121,6 +127,9 @@ type simOptions struct {
 	// Speed paces the virtual clock at this many simulated seconds per
 	// wall second; 0 runs as fast as the machine allows.
 	Speed float64
+	// Pins are annotation values an earlier run pinned (from its ledger),
+	// restored into the engine before the first cycle.
+	Pins []attribution.AnnotationPin
 }
 
 // simulateScenario runs the real collector pipeline against a simulated node
@@ -191,6 +200,7 @@ func simulatedCollector(ctx context.Context, sc *scenario.Scenario, node *sim.No
 		IdleThreshold:  sc.Detection.IdleThreshold,
 		NoisyWindow:    sc.Detection.NoisyWindow,
 	})
+	engine.RestorePins(opt.Pins)
 	c := collector.New(collector.Config{Node: sc.Node.Name}, node.Clock(), collector.Sources{
 		NVML:  nv,
 		DCGM:  dcgmsource.NewSource(dc, log),
@@ -200,6 +210,9 @@ func simulatedCollector(ctx context.Context, sc *scenario.Scenario, node *sim.No
 	}, engine, exp, sinks, log)
 	return c, func() { pods.Close(); nv.Close() }, nil
 }
+
+// The embedded ledger keeps the annotation pins of a simulated collector.
+var _ collector.PinSink = (*ledger.FileStore)(nil)
 
 // csvSink writes ledger.csv and flags.csv into a directory.
 type csvSink struct {

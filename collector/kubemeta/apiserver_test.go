@@ -12,17 +12,19 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 )
 
 // apiServer is a small Kubernetes API server for core/v1 pods, namespaces
-// and nodes over real HTTP: list, watch (classic and the streaming
+// and nodes and resource.k8s.io/v1 ResourceSlices over real HTTP: list, watch (classic and the streaming
 // sendInitialEvents form client-go uses by default) and server-side field
 // selectors on the fields the collector scopes by. Like a real API server
 // it answers in protobuf when the client accepts it (ours asks for it
@@ -38,7 +40,9 @@ type apiServer struct {
 	watchers  map[string][]*watcher
 	selectors map[string][]string // resource -> field selectors received
 	forbidden map[string]bool
-	jsonOnly  bool // answer JSON even to clients that accept protobuf
+	jsonOnly  bool            // answer JSON even to clients that accept protobuf
+	noDRA     bool            // serve no resource.k8s.io group: 404, as a cluster without DRA
+	broken    map[string]bool // resources that answer 500
 }
 
 type watcher struct {
@@ -55,10 +59,11 @@ func newAPIServer(t *testing.T, objs ...runtime.Object) *apiServer {
 	t.Helper()
 	s := &apiServer{
 		t:         t,
-		objs:      map[string]map[string]runtime.Object{"pods": {}, "namespaces": {}, "nodes": {}},
+		objs:      map[string]map[string]runtime.Object{"pods": {}, "namespaces": {}, "nodes": {}, "resourceslices": {}},
 		watchers:  map[string][]*watcher{},
 		selectors: map[string][]string{},
 		forbidden: map[string]bool{},
+		broken:    map[string]bool{},
 	}
 	for _, o := range objs {
 		s.put(o)
@@ -78,12 +83,38 @@ func (s *apiServer) client() rest.Interface {
 	return c
 }
 
+// resourceClient returns the production resource.k8s.io/v1 client pointed
+// at the server.
+func (s *apiServer) resourceClient() rest.Interface {
+	s.t.Helper()
+	c, err := NewResourceClient(&rest.Config{Host: s.srv.URL})
+	if err != nil {
+		s.t.Fatalf("NewResourceClient: %v", err)
+	}
+	return c
+}
+
+// withoutDRA makes the server answer 404 for the resource.k8s.io group, as
+// a cluster whose API server does not serve it.
+func (s *apiServer) withoutDRA() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noDRA = true
+}
+
 // answerJSONOnly makes the server ignore the client's preference for
 // protobuf, as servers of aggregated or older APIs may.
 func (s *apiServer) answerJSONOnly() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.jsonOnly = true
+}
+
+// breakResource makes the server fail every request for resource with 500.
+func (s *apiServer) breakResource(resource string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.broken[resource] = true
 }
 
 func (s *apiServer) forbid(resource string) {
@@ -102,8 +133,23 @@ func (s *apiServer) selectorsSeen() map[string][]string {
 	return out
 }
 
-// kinds maps the served resources to their kinds.
-var kinds = map[string]string{"pods": "Pod", "namespaces": "Namespace", "nodes": "Node"}
+// groups maps the served resources to their group versions.
+var groups = map[string]schema.GroupVersion{
+	"pods": corev1.SchemeGroupVersion, "namespaces": corev1.SchemeGroupVersion, "nodes": corev1.SchemeGroupVersion,
+	"resourceslices": resourcev1.SchemeGroupVersion,
+}
+
+// emptyList returns an empty list of a served resource.
+func emptyList(res string) runtime.Object {
+	return map[string]runtime.Object{"pods": &corev1.PodList{}, "namespaces": &corev1.NamespaceList{},
+		"nodes": &corev1.NodeList{}, "resourceslices": &resourcev1.ResourceSliceList{}}[res]
+}
+
+// emptyObject returns an empty object of a served resource.
+func emptyObject(res string) runtime.Object {
+	return map[string]runtime.Object{"pods": &corev1.Pod{}, "namespaces": &corev1.Namespace{},
+		"nodes": &corev1.Node{}, "resourceslices": &resourcev1.ResourceSlice{}}[res]
+}
 
 func resourceOf(o runtime.Object) string {
 	switch o.(type) {
@@ -113,6 +159,8 @@ func resourceOf(o runtime.Object) string {
 		return "namespaces"
 	case *corev1.Node:
 		return "nodes"
+	case *resourcev1.ResourceSlice:
+		return "resourceslices"
 	}
 	panic(fmt.Sprintf("test API server: unexpected %T", o)) // a bug in the test itself
 }
@@ -129,8 +177,13 @@ func key(o runtime.Object) string {
 func fieldSet(o runtime.Object) fields.Set {
 	a, _ := meta.Accessor(o)
 	set := fields.Set{"metadata.name": a.GetName(), "metadata.namespace": a.GetNamespace()}
-	if p, ok := o.(*corev1.Pod); ok {
-		set["spec.nodeName"] = p.Spec.NodeName
+	switch o := o.(type) {
+	case *corev1.Pod:
+		set["spec.nodeName"] = o.Spec.NodeName
+	case *resourcev1.ResourceSlice:
+		if o.Spec.NodeName != nil {
+			set["spec.nodeName"] = *o.Spec.NodeName
+		}
 	}
 	return set
 }
@@ -180,7 +233,7 @@ func (s *apiServer) notify(res, typ string, o runtime.Object) {
 // codec picks the serializer for a request as the API server does: the
 // first type of the Accept header that it can write.
 func (s *apiServer) codec(r *http.Request) runtime.SerializerInfo {
-	codecs, err := coreCodecs()
+	codecs, err := apiCodecs()
 	if err != nil {
 		s.t.Fatalf("codecs: %v", err)
 	}
@@ -195,15 +248,38 @@ func (s *apiServer) codec(r *http.Request) runtime.SerializerInfo {
 	return info
 }
 
-// encoder writes objects of core/v1 with their apiVersion and kind.
-func encoder(info runtime.SerializerInfo) runtime.Encoder {
-	codecs, _ := coreCodecs()
-	return codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion)
+// encoder writes objects of a served resource with their apiVersion and
+// kind.
+func encoder(info runtime.SerializerInfo, res string) runtime.Encoder {
+	codecs, _ := apiCodecs()
+	return codecs.EncoderForVersion(info.Serializer, groups[res])
+}
+
+// resourceOfPath returns the resource a request path names, as the API
+// server routes it: /api/v1/<res> for core, /apis/<group>/<version>/<res>.
+func (s *apiServer) resourceOfPath(path string) (string, bool) {
+	var res, gv string
+	if r, ok := strings.CutPrefix(path, "/api/v1/"); ok {
+		res, gv = r, "v1"
+	} else if r, ok := strings.CutPrefix(path, "/apis/"); ok {
+		i := strings.LastIndexByte(r, '/')
+		if i < 0 {
+			return "", false
+		}
+		res, gv = r[i+1:], r[:i]
+	}
+	want, known := groups[res]
+	if !known || want.String() != gv {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return res, !(s.noDRA && want.Group == resourcev1.GroupName)
 }
 
 func (s *apiServer) serve(w http.ResponseWriter, r *http.Request) {
-	res, ok := strings.CutPrefix(r.URL.Path, "/api/v1/")
-	if _, known := kinds[res]; !ok || !known {
+	res, ok := s.resourceOfPath(r.URL.Path)
+	if !ok {
 		http.NotFound(w, r)
 		return
 	}
@@ -215,8 +291,18 @@ func (s *apiServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.selectors[res] = append(s.selectors[res], q.Get("fieldSelector"))
-	forbidden := s.forbidden[res]
+	forbidden, broken := s.forbidden[res], s.broken[res]
 	s.mu.Unlock()
+	if broken {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_ = json.NewEncoder(w).Encode(metav1.Status{
+			TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+			Status:   metav1.StatusFailure, Reason: metav1.StatusReasonInternalError, Code: http.StatusInternalServerError,
+			Message: "etcdserver: request timed out",
+		})
+		return
+	}
 	if forbidden {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusForbidden)
@@ -235,7 +321,7 @@ func (s *apiServer) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *apiServer) list(w http.ResponseWriter, r *http.Request, res string, sel fields.Selector) {
-	list := map[string]runtime.Object{"pods": &corev1.PodList{}, "namespaces": &corev1.NamespaceList{}, "nodes": &corev1.NodeList{}}[res]
+	list := emptyList(res)
 	s.mu.Lock()
 	var items []runtime.Object
 	for _, o := range s.objs[res] {
@@ -252,7 +338,7 @@ func (s *apiServer) list(w http.ResponseWriter, r *http.Request, res string, sel
 	la.SetResourceVersion(rv)
 	info := s.codec(r)
 	w.Header().Set("Content-Type", info.MediaType)
-	if err := encoder(info).Encode(list, w); err != nil {
+	if err := encoder(info, res).Encode(list, w); err != nil {
 		s.t.Errorf("encode %s list: %v", res, err)
 	}
 }
@@ -268,7 +354,7 @@ func (s *apiServer) watch(w http.ResponseWriter, r *http.Request, res string, se
 		}
 		// The end of the initial events: a bookmark carrying the list's
 		// resource version and the annotation client-go waits for.
-		bm := map[string]runtime.Object{"pods": &corev1.Pod{}, "namespaces": &corev1.Namespace{}, "nodes": &corev1.Node{}}[res]
+		bm := emptyObject(res)
 		a, _ := meta.Accessor(bm)
 		a.SetResourceVersion(strconv.Itoa(s.rv))
 		a.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
@@ -291,7 +377,7 @@ func (s *apiServer) watch(w http.ResponseWriter, r *http.Request, res string, se
 	// As the API server does: each object encoded in the negotiated
 	// format, wrapped in a WatchEvent, framed for that format's stream.
 	info := s.codec(r)
-	objEnc := encoder(info)
+	objEnc := encoder(info, res)
 	stream := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(w), info.StreamSerializer.Serializer)
 	w.Header().Set("Content-Type", info.MediaType)
 	w.WriteHeader(http.StatusOK)

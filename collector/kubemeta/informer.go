@@ -34,6 +34,8 @@ const syncTimeout = 30 * time.Second
 //   - apiGroups: [""]
 //     resources: ["pods", "namespaces", "nodes"]
 //     verbs: ["get", "list", "watch"]
+//
+// and, optionally, the ResourceSlice rule of ResourceSliceWatch.
 type InformerSource struct {
 	node string
 	log  *slog.Logger
@@ -42,8 +44,12 @@ type InformerSource struct {
 	running   sync.WaitGroup // the informers' goroutines
 	informers []cache.SharedIndexInformer
 
-	// The informers' stores, keyed as client-go keys objects.
-	pods, namespaces, nodes cache.Store
+	// The informers' stores, keyed as client-go keys objects. slices is
+	// nil when no ResourceSlice watch was given.
+	pods, namespaces, nodes, slices cache.Store
+	// slicesUnavailable is set while the ResourceSlice API answers 404 or
+	// 403; slicesFailed once any attempt failed (resourceslices.go).
+	slicesUnavailable, slicesFailed atomic.Bool
 
 	// dirty is set by informer event handlers and cleared by the rebuild.
 	dirty atomic.Bool
@@ -55,9 +61,12 @@ type InformerSource struct {
 
 var _ Source = (*InformerSource)(nil)
 
-// Watches are the three list-and-watch streams an InformerSource reads.
+// Watches are the list-and-watch streams an InformerSource reads.
+// ResourceSlices is optional (ResourceSliceWatch): without it the source
+// reports no DRA devices.
 type Watches struct {
 	Pods, Namespaces, Nodes cache.ListerWatcher
+	ResourceSlices          cache.ListerWatcher
 }
 
 // NodeWatches scopes the watches to one node on the API server's side:
@@ -121,6 +130,14 @@ func NewInformerSource(ctx context.Context, w Watches, nodeName string, log *slo
 		synced = append(synced, reg.HasSynced)
 		*r.store = inf.GetStore()
 		s.informers = append(s.informers, inf)
+	}
+	if w.ResourceSlices != nil {
+		sync, err := s.watchResourceSlices(w.ResourceSlices)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("cannot watch resourceslices: %w", err)
+		}
+		synced = append(synced, sync)
 	}
 	for _, inf := range s.informers {
 		s.running.Go(func() { inf.RunWithContext(runCtx) })

@@ -21,6 +21,7 @@ const (
 	ctrA     = "3f9a1c0d2b4e6f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708"
 	ctrB     = "b1e2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
 	ctrInit  = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	ctrSide  = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 )
 
 var podStart = time.Date(2026, 11, 1, 0, 0, 5, 0, time.UTC)
@@ -46,9 +47,12 @@ func pod(ns, name, uid, nodeName string, phase corev1.PodPhase, statuses ...core
 }
 
 // trainPod has two containers listed in spec order different from the
-// status order, an init container, labels, annotations and a start time.
+// status order, a plain init container and a sidecar (restartPolicy
+// Always) listed in the opposite order in the status, labels, annotations
+// and a start time.
 func trainPod() *corev1.Pod {
 	start := metav1.NewTime(podStart)
+	always := corev1.ContainerRestartPolicyAlways
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "team-a", Name: "train-0", UID: "0b5c6d2e-1a2b-4c3d-8e4f-0123456789ab",
@@ -58,7 +62,7 @@ func trainPod() *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			NodeName:       thisNode,
-			InitContainers: []corev1.Container{{Name: "fetch"}},
+			InitContainers: []corev1.Container{{Name: "fetch"}, {Name: "proxy", RestartPolicy: &always}},
 			Containers:     []corev1.Container{{Name: "trainer"}, {Name: "logger"}},
 		},
 		Status: corev1.PodStatus{
@@ -69,6 +73,7 @@ func trainPod() *corev1.Pod {
 				{Name: "trainer", ContainerID: "containerd://" + ctrA},
 			},
 			InitContainerStatuses: []corev1.ContainerStatus{
+				{Name: "proxy", ContainerID: "containerd://" + ctrSide},
 				{Name: "fetch", ContainerID: "docker://" + ctrInit},
 			},
 		},
@@ -103,7 +108,10 @@ func wantInitial() attribution.Metadata {
 				Containers: []attribution.ContainerMeta{
 					{Name: "trainer", ID: ctrA},
 					{Name: "logger", ID: ctrB},
+				},
+				InitContainers: []attribution.ContainerMeta{
 					{Name: "fetch", ID: ctrInit},
+					{Name: "proxy", ID: ctrSide, Sidecar: true},
 				},
 			},
 			{

@@ -37,6 +37,9 @@ func (s *InformerSource) build() attribution.Metadata {
 		}
 		m.Pods = append(m.Pods, podMeta(p))
 	}
+	if s.slices != nil {
+		m.DRADevices = draDevices(s.slices.List(), s.node)
+	}
 	// Stores return map order; a stable order keeps the output stable.
 	slices.SortFunc(m.Pods, func(a, b attribution.PodMeta) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
@@ -56,18 +59,26 @@ func podMeta(p *corev1.Pod) attribution.PodMeta {
 		Name:        p.Name,
 		Labels:      maps.Clone(p.Labels),
 		Annotations: maps.Clone(p.Annotations),
-		Containers:  make([]attribution.ContainerMeta, 0, len(p.Spec.Containers)+len(p.Spec.InitContainers)),
+		Containers:  make([]attribution.ContainerMeta, 0, len(p.Spec.Containers)),
 	}
 	if p.Status.StartTime != nil {
 		pm.StartTime = p.Status.StartTime.UTC() // client-go decodes times into time.Local
 	}
-	// Init containers come after the regular ones: those hold the GPUs, and
-	// restartable init containers (sidecars) may too.
 	for _, c := range p.Spec.Containers {
 		pm.Containers = append(pm.Containers, attribution.ContainerMeta{Name: c.Name, ID: containerID(p.Status.ContainerStatuses, c.Name)})
 	}
+	// Init containers apart and in spec order: HAMi's annotation lists
+	// them first, and sidecars (restartPolicy Always) run beside the
+	// regular containers and may hold GPUs too.
+	if len(p.Spec.InitContainers) > 0 {
+		pm.InitContainers = make([]attribution.ContainerMeta, 0, len(p.Spec.InitContainers))
+	}
 	for _, c := range p.Spec.InitContainers {
-		pm.Containers = append(pm.Containers, attribution.ContainerMeta{Name: c.Name, ID: containerID(p.Status.InitContainerStatuses, c.Name)})
+		pm.InitContainers = append(pm.InitContainers, attribution.ContainerMeta{
+			Name:    c.Name,
+			ID:      containerID(p.Status.InitContainerStatuses, c.Name),
+			Sidecar: c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways,
+		})
 	}
 	return pm
 }

@@ -1,6 +1,7 @@
 // Package kubemeta gives the collector the Kubernetes view of its node:
-// node labels, namespace labels, and the pods bound to it with their labels,
-// annotations and container IDs.
+// node labels, namespace labels, the pods bound to it with their labels,
+// annotations and container IDs (regular and init containers apart), and the
+// devices its DRA ResourceSlices publish.
 package kubemeta
 
 import (

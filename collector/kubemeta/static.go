@@ -3,6 +3,7 @@ package kubemeta
 import (
 	"context"
 	"maps"
+	"slices"
 
 	"github.com/gpuledger/gpuledger/attribution"
 )
@@ -32,10 +33,16 @@ func copyMetadata(m attribution.Metadata) attribution.Metadata {
 		for i, p := range m.Pods {
 			p.Labels = maps.Clone(p.Labels)
 			p.Annotations = maps.Clone(p.Annotations)
-			if p.Containers != nil {
-				p.Containers = append([]attribution.ContainerMeta(nil), p.Containers...)
-			}
+			p.Containers = slices.Clone(p.Containers)
+			p.InitContainers = slices.Clone(p.InitContainers)
 			out.Pods[i] = p
+		}
+	}
+	if m.DRADevices != nil {
+		out.DRADevices = make([]attribution.DRADevice, len(m.DRADevices))
+		for i, d := range m.DRADevices {
+			d.Attributes = maps.Clone(d.Attributes)
+			out.DRADevices[i] = d
 		}
 	}
 	return out

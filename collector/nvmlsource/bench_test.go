@@ -30,6 +30,7 @@ func (d *benchDevice) GetName() (string, nvml.Return) { return "NVIDIA H100 80GB
 func (d *benchDevice) GetMemoryInfo() (nvml.Memory, nvml.Return) {
 	return nvml.Memory{Total: 80 << 30}, nvml.SUCCESS
 }
+func (d *benchDevice) GetMinorNumber() (int, nvml.Return) { return 0, nvml.SUCCESS }
 func (d *benchDevice) GetMigMode() (int, int, nvml.Return) {
 	return nvml.DEVICE_MIG_DISABLE, nvml.DEVICE_MIG_DISABLE, nvml.SUCCESS
 }

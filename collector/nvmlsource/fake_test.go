@@ -11,6 +11,8 @@ type fakeGPU struct {
 	uuid     string
 	name     string
 	memBytes uint64
+	minor    int
+	minorRet nvml.Return // GetMinorNumber; SUCCESS by default
 	mig      bool
 	migs     []*fakeMIG // index = MIG device index; nil is a hole (NOT_FOUND)
 
@@ -52,9 +54,10 @@ func (g *fakeGPU) device() *mock.Device {
 		return g.dev
 	}
 	g.dev = &mock.Device{
-		GetUUIDFunc:       func() (string, nvml.Return) { return g.uuid, nvml.SUCCESS },
-		GetNameFunc:       func() (string, nvml.Return) { return g.name, nvml.SUCCESS },
-		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) { return nvml.Memory{Total: g.memBytes}, nvml.SUCCESS },
+		GetUUIDFunc:        func() (string, nvml.Return) { return g.uuid, nvml.SUCCESS },
+		GetNameFunc:        func() (string, nvml.Return) { return g.name, nvml.SUCCESS },
+		GetMemoryInfoFunc:  func() (nvml.Memory, nvml.Return) { return nvml.Memory{Total: g.memBytes}, nvml.SUCCESS },
+		GetMinorNumberFunc: func() (int, nvml.Return) { return g.minor, g.minorRet },
 		GetMigModeFunc: func() (int, int, nvml.Return) {
 			if g.mig {
 				return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS

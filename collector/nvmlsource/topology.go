@@ -16,6 +16,8 @@ type device struct {
 	uuid       string
 	model      string
 	memMiB     uint64
+	minor      int
+	hasMinor   bool
 	migEnabled bool
 	mig        []migDevice
 	state      *deviceState
@@ -42,6 +44,7 @@ type deviceState struct {
 	notedUtilUnsupported    bool
 	notedSamplesUnsupported bool
 	notedEnergyUnsupported  bool
+	notedMinorMissing       bool
 }
 
 // refreshTopology enumerates the GPUs and their MIG devices again. It
@@ -98,6 +101,7 @@ func (s *Source) discoverDevice(i int) (d *device, soft []error, err error) {
 	} else {
 		soft = append(soft, d.errorf("read the memory size", ret))
 	}
+	s.readMinor(d)
 	switch current, _, ret := h.GetMigMode(); ret {
 	case nvml.SUCCESS:
 		d.migEnabled = current == nvml.DEVICE_MIG_ENABLE
@@ -112,6 +116,23 @@ func (s *Source) discoverDevice(i int) (d *device, soft []error, err error) {
 		soft = append(soft, migErrs...)
 	}
 	return d, soft, nil
+}
+
+// readMinor reads the GPU's minor number (/dev/nvidia<minor>), which GKE's
+// device plugin names GPUs by. Without it only GKE IDs go unmatched, so a
+// failure is said once per GPU and is not a topology error: a soft error
+// would re-enumerate the GPUs every cycle for a value that never comes.
+func (s *Source) readMinor(d *device) {
+	minor, ret := d.handle.GetMinorNumber()
+	if ret == nvml.SUCCESS && minor >= 0 {
+		d.minor, d.hasMinor = minor, true
+		return
+	}
+	if !d.state.notedMinorMissing {
+		d.state.notedMinorMissing = true
+		s.log.Info("GPU has no minor number; GKE device IDs naming it cannot be matched",
+			"gpu", d.index, "uuid", d.uuid, "err", ret.Error(), "minor", minor)
+	}
 }
 
 // discoverMIG lists the MIG devices of a MIG-enabled GPU. Indexes are
@@ -214,6 +235,8 @@ func (d *device) gpu() attribution.GPU {
 		UUID:       d.uuid,
 		Model:      d.model,
 		MemoryMiB:  d.memMiB,
+		Minor:      d.minor,
+		HasMinor:   d.hasMinor,
 		MIGEnabled: d.migEnabled,
 	}
 	if len(d.mig) > 0 {

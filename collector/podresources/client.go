@@ -89,8 +89,8 @@ func NewClient(socket string, log *slog.Logger, opts ...Option) *Client {
 	return c
 }
 
-// List returns one Allocation per container and resource with devices, for
-// every pod kubelet lists.
+// List returns one Allocation per container and resource with devices, and
+// one per container holding DRA claims, for every pod kubelet lists.
 func (c *Client) List(ctx context.Context) ([]attribution.Allocation, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -195,7 +195,8 @@ func (c *Client) closeConn() error {
 }
 
 // flatten turns a List response into one Allocation per container device
-// entry, skipping entries without a resource name or device IDs.
+// entry, skipping entries without a resource name or device IDs, and one
+// Allocation per container holding DRA claims (dynamic_resources).
 func flatten(resp *podresourcesv1.ListPodResourcesResponse) []attribution.Allocation {
 	var out []attribution.Allocation
 	for _, pod := range resp.GetPodResources() {
@@ -213,6 +214,39 @@ func flatten(resp *podresourcesv1.ListPodResourcesResponse) []attribution.Alloca
 					DeviceIDs: ids,
 				})
 			}
+			if claims := claimDevices(ctr.GetDynamicResources()); len(claims) > 0 {
+				out = append(out, attribution.Allocation{
+					Namespace: pod.GetNamespace(),
+					Pod:       pod.GetName(),
+					Container: ctr.GetName(),
+					Claims:    claims,
+				})
+			}
+		}
+	}
+	return out
+}
+
+// claimDevices lists one ClaimDevice per allocated device of a container's
+// DRA claims. An empty pool name is kept: a driver may publish its slices
+// without one, and attribution matches it against the ResourceSlices as is.
+// Entries naming neither driver nor device identify nothing and are
+// skipped; anything else, however odd, is passed on so that attribution
+// can count it as an anomaly instead of losing it here.
+func claimDevices(dyn []*podresourcesv1.DynamicResource) []attribution.ClaimDevice {
+	var out []attribution.ClaimDevice
+	for _, claim := range dyn {
+		for _, res := range claim.GetClaimResources() {
+			if res.GetDriverName() == "" && res.GetDeviceName() == "" {
+				continue
+			}
+			out = append(out, attribution.ClaimDevice{
+				ClaimNamespace: claim.GetClaimNamespace(),
+				ClaimName:      claim.GetClaimName(),
+				Driver:         res.GetDriverName(),
+				Pool:           res.GetPoolName(),
+				Device:         res.GetDeviceName(),
+			})
 		}
 	}
 	return out

@@ -305,3 +305,86 @@ func TestCloseIdempotent(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+const mig1 = "MIG-1c2d0000-0000-4000-8000-000000000002"
+
+// draResponse has DRA claims as kubelet lists them under
+// dynamic_resources: a pod with two claims on one container, a device
+// shared by two pods' claims, a claim resource without a pool, a claim with
+// no resources yet, and a container that holds both a device-plugin
+// resource and a claim.
+var draResponse = &podresourcesv1.ListPodResourcesResponse{
+	PodResources: []*podresourcesv1.PodResources{
+		{Name: "train-0", Namespace: "team-a", Containers: []*podresourcesv1.ContainerResources{
+			{Name: "main", DynamicResources: []*podresourcesv1.DynamicResource{
+				{ClaimName: "train-0-gpus", ClaimNamespace: "team-a", ClaimResources: []*podresourcesv1.ClaimResource{
+					{DriverName: "gpu.nvidia.com", PoolName: "node-1", DeviceName: "gpu-0",
+						CdiDevices: []*podresourcesv1.CDIDevice{{Name: "k8s.gpu.nvidia.com/claim=abc-gpu-0"}}},
+					{DriverName: "gpu.nvidia.com", PoolName: "node-1", DeviceName: "gpu-1"},
+				}},
+				{ClaimName: "scratch-mig", ClaimNamespace: "team-a", ClaimResources: []*podresourcesv1.ClaimResource{
+					{DriverName: "gpu.nvidia.com", PoolName: "node-1", DeviceName: "gpu-2-mig-1g10gb-0"},
+				}},
+				{ClaimName: "pending", ClaimNamespace: "team-a"}, // no resources
+			}},
+			{Name: "log-shipper"}, // nothing at all
+		}},
+		{Name: "infer-a", Namespace: "team-b", Containers: []*podresourcesv1.ContainerResources{
+			{Name: "server",
+				Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/mig-1g.10gb", DeviceIds: []string{mig1}}},
+				DynamicResources: []*podresourcesv1.DynamicResource{
+					{ClaimName: "shared-gpu", ClaimNamespace: "team-b", ClaimResources: []*podresourcesv1.ClaimResource{
+						{DriverName: "gpu.nvidia.com", PoolName: "node-1", DeviceName: "gpu-3"},
+					}},
+				}},
+		}},
+		{Name: "infer-b", Namespace: "team-b", Containers: []*podresourcesv1.ContainerResources{
+			{Name: "server", DynamicResources: []*podresourcesv1.DynamicResource{
+				// The same claim as infer-a: both pods share gpu-3.
+				{ClaimName: "shared-gpu", ClaimNamespace: "team-b", ClaimResources: []*podresourcesv1.ClaimResource{
+					{DriverName: "gpu.nvidia.com", PoolName: "node-1", DeviceName: "gpu-3"},
+				}},
+				// A non-GPU driver without a pool, and an entry naming nothing.
+				{ClaimName: "nic", ClaimNamespace: "team-b", ClaimResources: []*podresourcesv1.ClaimResource{
+					{DriverName: "dra.net", DeviceName: "eth1"},
+					{},
+				}},
+			}},
+		}},
+	},
+}
+
+var wantDRAAllocations = []attribution.Allocation{
+	{Namespace: "team-a", Pod: "train-0", Container: "main", Claims: []attribution.ClaimDevice{
+		{ClaimNamespace: "team-a", ClaimName: "train-0-gpus", Driver: "gpu.nvidia.com", Pool: "node-1", Device: "gpu-0"},
+		{ClaimNamespace: "team-a", ClaimName: "train-0-gpus", Driver: "gpu.nvidia.com", Pool: "node-1", Device: "gpu-1"},
+		{ClaimNamespace: "team-a", ClaimName: "scratch-mig", Driver: "gpu.nvidia.com", Pool: "node-1", Device: "gpu-2-mig-1g10gb-0"},
+	}},
+	{Namespace: "team-b", Pod: "infer-a", Container: "server", Resource: "nvidia.com/mig-1g.10gb", DeviceIDs: []string{mig1}},
+	{Namespace: "team-b", Pod: "infer-a", Container: "server", Claims: []attribution.ClaimDevice{
+		{ClaimNamespace: "team-b", ClaimName: "shared-gpu", Driver: "gpu.nvidia.com", Pool: "node-1", Device: "gpu-3"},
+	}},
+	{Namespace: "team-b", Pod: "infer-b", Container: "server", Claims: []attribution.ClaimDevice{
+		{ClaimNamespace: "team-b", ClaimName: "shared-gpu", Driver: "gpu.nvidia.com", Pool: "node-1", Device: "gpu-3"},
+		{ClaimNamespace: "team-b", ClaimName: "nic", Driver: "dra.net", Pool: "", Device: "eth1"},
+	}},
+}
+
+func TestClientListDynamicResources(t *testing.T) {
+	socket := socketPath(t)
+	serve(t, socket, &fakeKubelet{resp: draResponse})
+	c := NewClient(socket, nil)
+	defer c.Close()
+	got, err := c.List(context.Background())
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if !reflect.DeepEqual(got, wantDRAAllocations) {
+		t.Errorf("List =\n%+v\nwant\n%+v", got, wantDRAAllocations)
+	}
+	for _, a := range got {
+		if len(a.Claims) > 0 && (a.Resource != "" || len(a.DeviceIDs) > 0) {
+			t.Errorf("allocation %s/%s/%s carries claims and device-plugin IDs: %+v", a.Namespace, a.Pod, a.Container, a)
+		}
+	}
+}

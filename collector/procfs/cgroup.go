@@ -5,6 +5,23 @@ import (
 	"strings"
 )
 
+// Cgroup is what a /proc/<pid>/cgroup file says about its process.
+type Cgroup struct {
+	// PodUID is the Kubernetes pod UID with dashes, or the 32-hex UID
+	// kubelet gives static pods; empty outside any pod.
+	PodUID string
+	// ContainerID is 64 lowercase hex, or empty when the process sits in
+	// the pod's cgroup but in no container (CRI-O's conmon, the pod cgroup
+	// itself).
+	ContainerID string
+	// InPod is false for a process outside any pod (a host process).
+	InPod bool
+	// Malformed counts the lines that could not be parsed and were
+	// skipped; Problem describes the first of them.
+	Malformed int
+	Problem   error
+}
+
 // ParseCgroup finds the pod and container a process belongs to from the
 // content of /proc/<pid>/cgroup.
 //
@@ -14,14 +31,20 @@ import (
 // Paths are not anchored at the root: seen from a private cgroup namespace
 // they may start with "/.." or lack the "/kubepods" prefix.
 //
-// podUID is the Kubernetes pod UID with dashes, or the 32-hex UID kubelet
-// gives static pods. containerID is 64 lowercase hex, or empty when the
-// process sits in the pod's cgroup but in no container (CRI-O's conmon, the
-// pod cgroup itself). ok is false, without an error, for a process outside
-// any pod. err reports malformed content, such as a pod cgroup whose UID is
-// not a UID. The strings returned share memory with content.
-func ParseCgroup(content string) (podUID, containerID string, ok bool, err error) {
-	lineNo := 0
+// A malformed line (not "hierarchy-ID:controllers:path", or a pod cgroup
+// whose UID is not a UID) is counted and skipped: one bad v1 hierarchy
+// must not hide the container the other lines name. Only when no line
+// names a pod and some line is malformed is the file an error, since the
+// process may then be in a pod nobody can tell. CRLF line ends and empty
+// lines carry nothing wrong and are not counted. The strings returned
+// share memory with content, except a systemd pod UID.
+func ParseCgroup(content string) (Cgroup, error) {
+	var (
+		cg       Cgroup
+		rawUID   string // the first pod seen, "_" form for systemd slices
+		lineNo   int
+		firstErr error
+	)
 	for rest := content; rest != ""; {
 		var line string
 		if i := strings.IndexByte(rest, '\n'); i >= 0 {
@@ -30,30 +53,50 @@ func ParseCgroup(content string) (podUID, containerID string, ok bool, err error
 			line, rest = rest, ""
 		}
 		lineNo++
+		line = strings.TrimSuffix(line, "\r")
 		if line == "" {
 			continue
 		}
-		path, err := cgroupPath(line)
+		uid, id, found, err := parseLine(line)
 		if err != nil {
-			return "", "", false, fmt.Errorf("cgroup line %d: %w", lineNo, err)
-		}
-		uid, id, found, err := parsePath(path)
-		if err != nil {
-			return "", "", false, fmt.Errorf("cgroup line %d: %w", lineNo, err)
-		}
-		if !found {
+			cg.Malformed++
+			if firstErr == nil {
+				firstErr = fmt.Errorf("cgroup line %d: %w", lineNo, err)
+			}
 			continue
 		}
+		if !found || cg.ContainerID != "" {
+			continue // later lines are read only to count malformed ones
+		}
 		if id != "" {
-			return uid, id, true, nil
+			rawUID, cg.ContainerID = uid, id
+			continue
 		}
 		// A pod without a container: keep looking, another v1 hierarchy
 		// may name the container.
-		if podUID == "" {
-			podUID = uid
+		if rawUID == "" {
+			rawUID = uid
 		}
 	}
-	return podUID, "", podUID != "", nil
+	if rawUID == "" && cg.Malformed > 0 {
+		return Cgroup{Malformed: cg.Malformed, Problem: firstErr}, firstErr
+	}
+	cg.Problem = firstErr
+	cg.InPod = rawUID != ""
+	cg.PodUID = rawUID
+	if strings.IndexByte(rawUID, '_') >= 0 {
+		cg.PodUID = dashed(rawUID) // once, not per line: the collector resolves every new PID
+	}
+	return cg, nil
+}
+
+// parseLine parses one line of a cgroup file.
+func parseLine(line string) (podUID, containerID string, found bool, err error) {
+	path, err := cgroupPath(line)
+	if err != nil {
+		return "", "", false, err
+	}
+	return parsePath(path)
 }
 
 // cgroupPath returns the path of one "hierarchy-ID:controllers:path" line.
@@ -167,7 +210,8 @@ func podSegment(prev, seg string) (uid string, isPod bool, err error) {
 }
 
 // systemdPodUID parses the name of a systemd pod slice (".slice" removed):
-// [<root>-]kubepods[-burstable|-besteffort]-pod<uid with _>.
+// [<root>-]kubepods[-burstable|-besteffort]-pod<uid with _>. The UID is
+// returned with its "_" (systemd's escape for "-"), or as 32 hex.
 func systemdPodUID(name string) (uid string, isPod bool, err error) {
 	i := strings.Index(name, "kubepods")
 	if i < 0 || (i > 0 && name[i-1] != '-') {
@@ -185,7 +229,7 @@ func systemdPodUID(name string) (uid string, isPod bool, err error) {
 	}
 	switch {
 	case isUID(raw, '_'):
-		return dashed(raw), true, nil
+		return raw, true, nil // ParseCgroup restores the dashes
 	case isHex(raw, 32):
 		return raw, true, nil
 	}

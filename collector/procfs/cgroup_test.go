@@ -140,12 +140,12 @@ func TestParseCgroup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gotUID, gotID, ok, err := ParseCgroup(tt.content)
+			cg, err := ParseCgroup(tt.content)
 			if err != nil {
 				t.Fatalf("ParseCgroup: %v", err)
 			}
-			if gotUID != tt.uid || gotID != tt.id || ok != tt.ok {
-				t.Errorf("ParseCgroup = (%q, %q, %v), want (%q, %q, %v)", gotUID, gotID, ok, tt.uid, tt.id, tt.ok)
+			if cg.PodUID != tt.uid || cg.ContainerID != tt.id || cg.InPod != tt.ok || cg.Malformed != 0 {
+				t.Errorf("ParseCgroup = %+v, want (%q, %q, %v) and no malformed line", cg, tt.uid, tt.id, tt.ok)
 			}
 		})
 	}
@@ -171,15 +171,15 @@ func TestParseCgroupMalformed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u, id, ok, err := ParseCgroup(tt.content)
+			cg, err := ParseCgroup(tt.content)
 			if err == nil {
-				t.Fatalf("ParseCgroup = (%q, %q, %v), want an error", u, id, ok)
+				t.Fatalf("ParseCgroup = %+v, want an error", cg)
 			}
 			if !strings.Contains(err.Error(), tt.wantInErr) {
 				t.Errorf("error %q does not mention %q", err, tt.wantInErr)
 			}
-			if u != "" || id != "" || ok {
-				t.Errorf("ParseCgroup returned (%q, %q, %v) with an error", u, id, ok)
+			if cg.PodUID != "" || cg.ContainerID != "" || cg.InPod || cg.Malformed == 0 {
+				t.Errorf("ParseCgroup returned %+v with an error, want nothing but the malformed lines counted", cg)
 			}
 		})
 	}
@@ -198,7 +198,7 @@ func TestParseCgroupAllocs(t *testing.T) {
 	}
 	for _, c := range cases {
 		got := testing.AllocsPerRun(100, func() {
-			if _, _, _, err := ParseCgroup(c.content); err != nil {
+			if _, err := ParseCgroup(c.content); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -228,22 +228,33 @@ func FuzzParseCgroup(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, content string) {
-		u, id, ok, err := ParseCgroup(content)
+		cg, err := ParseCgroup(content)
+		if cg.Malformed < 0 || cg.Malformed > strings.Count(content, "\n")+1 {
+			t.Fatalf("%d malformed lines in %d lines", cg.Malformed, strings.Count(content, "\n")+1)
+		}
+		if (cg.Malformed > 0) != (cg.Problem != nil) {
+			t.Fatalf("Malformed %d but Problem %v", cg.Malformed, cg.Problem)
+		}
 		switch {
 		case err != nil:
-			if u != "" || id != "" || ok {
-				t.Fatalf("error %v with (%q, %q, %v)", err, u, id, ok)
+			if cg.PodUID != "" || cg.ContainerID != "" || cg.InPod || cg.Malformed == 0 {
+				t.Fatalf("error %v with %+v", err, cg)
 			}
-		case ok:
-			if !wellFormedUID.MatchString(u) {
-				t.Fatalf("ok with malformed pod UID %q", u)
+		case cg.InPod:
+			if !wellFormedUID.MatchString(cg.PodUID) {
+				t.Fatalf("in a pod with malformed pod UID %q", cg.PodUID)
 			}
-			if id != "" && !wellFormedID.MatchString(id) {
-				t.Fatalf("ok with malformed container ID %q", id)
+			if cg.ContainerID != "" && !wellFormedID.MatchString(cg.ContainerID) {
+				t.Fatalf("in a pod with malformed container ID %q", cg.ContainerID)
+			}
+			// One more junk line changes nothing but the count.
+			junk, err := ParseCgroup(content + "\njunk\n")
+			if err != nil || junk.PodUID != cg.PodUID || junk.ContainerID != cg.ContainerID || junk.Malformed != cg.Malformed+1 {
+				t.Fatalf("a junk line changed %+v into %+v, %v", cg, junk, err)
 			}
 		default:
-			if u != "" || id != "" {
-				t.Fatalf("not ok but returned (%q, %q)", u, id)
+			if cg.PodUID != "" || cg.ContainerID != "" {
+				t.Fatalf("not in a pod but returned %+v", cg)
 			}
 		}
 	})

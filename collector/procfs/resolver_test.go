@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpuledger/gpuledger/attribution"
@@ -90,5 +91,31 @@ func TestResolverOwnProcess(t *testing.T) {
 	}
 	if !got.Resolved || got.Comm != want {
 		t.Errorf("Resolve(own pid) = %+v, want Resolved and Comm %q", got, want)
+	}
+}
+
+// A junk line beside a good one still resolves the owner and is counted, so
+// the collector can report it; a file of nothing but junk fails and counts.
+func TestResolverCountsMalformedLines(t *testing.T) {
+	root := t.TempDir()
+	writeProc(t, root, "500", "junk\n0::/kubepods/besteffort/pod"+uid+"/"+ctrA+"\r\n", "python3\n")
+	writeProc(t, root, "501", "x\ny\n", "sh\n")
+	r := NewResolver(root)
+	if n, _ := r.MalformedCgroupLines(); n != 0 {
+		t.Fatalf("a new resolver counts %d malformed lines", n)
+	}
+	got, err := r.Resolve(500)
+	if want := (attribution.Owner{Resolved: true, PodUID: uid, ContainerID: ctrA, Comm: "python3"}); err != nil || got != want {
+		t.Fatalf("Resolve(500) = %+v, %v; want %+v", got, err, want)
+	}
+	n, example := r.MalformedCgroupLines()
+	if n != 1 || !strings.Contains(example, "pid 500") || !strings.Contains(example, "junk") {
+		t.Errorf("MalformedCgroupLines = %d, %q; want 1 naming pid 500 and the line", n, example)
+	}
+	if _, err := r.Resolve(501); err == nil {
+		t.Error("Resolve of a file of junk succeeded")
+	}
+	if n, _ := r.MalformedCgroupLines(); n != 3 {
+		t.Errorf("MalformedCgroupLines = %d after two more junk lines, want 3", n)
 	}
 }
