@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -71,15 +72,18 @@ func TestInformersAsServiceAccount(t *testing.T) {
 		status corev1.PodStatus
 	}{
 		{
-			pod: pod("team-ml", "trainer-0", gpuNode, map[string]string{"app": "trainer"}, []string{"setup"}, "trainer", "sidecar"),
+			// An init container, a sidecar (restartable init container)
+			// and two regular containers.
+			pod: withSidecar(pod("team-ml", "trainer-0", gpuNode, map[string]string{"app": "trainer"}, []string{"setup"}, "trainer", "logger"), "proxy"),
 			status: corev1.PodStatus{
 				Phase: corev1.PodRunning, StartTime: &start,
 				ContainerStatuses: []corev1.ContainerStatus{
 					runningStatus("trainer", "containerd://"+strings.Repeat("a", 64), start),
-					runningStatus("sidecar", "containerd://"+strings.Repeat("b", 64), start),
+					runningStatus("logger", "containerd://"+strings.Repeat("b", 64), start),
 				},
 				InitContainerStatuses: []corev1.ContainerStatus{
 					terminatedStatus("setup", "containerd://"+strings.Repeat("c", 64), start),
+					runningStatus("proxy", "containerd://"+strings.Repeat("f", 64), start),
 				},
 			},
 		},
@@ -128,8 +132,23 @@ func TestInformersAsServiceAccount(t *testing.T) {
 		uids[created.Name] = string(created.UID)
 	}
 
-	// The collector: the production client and watches, as the
-	// ServiceAccount (a static token mapped to its user and groups).
+	// DRA: this node's GPUs in one pool of two slices (a newer generation
+	// replaced an older one, which lingers), and another node's slice.
+	dra := adminClient(t, c, resourcev1.SchemeGroupVersion)
+	createSlice := func(rs *resourcev1.ResourceSlice) {
+		t.Helper()
+		if err := dra.Post().Resource("resourceslices").Body(rs).Do(ctx).Error(); err != nil {
+			t.Fatalf("create resourceslice %s: %v", rs.Name, err)
+		}
+	}
+	createSlice(slice("gpu-node-1-gpus-old", gpuNode, "gpu.nvidia.com", gpuNode, 1, 1, gpuDevice("gpu-0", "GPU-0000", "old")))
+	createSlice(slice("gpu-node-1-gpus-a", gpuNode, "gpu.nvidia.com", gpuNode, 2, 2, gpuDevice("gpu-0", "GPU-1111", "NVIDIA A100-SXM4-80GB")))
+	createSlice(slice("gpu-node-1-gpus-b", gpuNode, "gpu.nvidia.com", gpuNode, 2, 2, gpuDevice("gpu-1", "GPU-2222", "NVIDIA A100-SXM4-80GB")))
+	createSlice(slice("gpu-node-2-gpus", otherNode, "gpu.nvidia.com", otherNode, 1, 1, gpuDevice("gpu-0", "GPU-3333", "NVIDIA H100")))
+
+	// The collector: the production clients and watches, as `gpuledger
+	// collect` wires them, authenticated as the ServiceAccount (a static
+	// token mapped to its user and groups).
 	cfg, err := c.Config(collector)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +157,13 @@ func TestInformersAsServiceAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := kubemeta.NewInformerSource(ctx, kubemeta.NodeWatches(client, gpuNode), gpuNode, nil)
+	resourceClient, err := kubemeta.NewResourceClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watches := kubemeta.NodeWatches(client, gpuNode)
+	watches.ResourceSlices = kubemeta.ResourceSliceWatch(resourceClient, gpuNode)
+	src, err := kubemeta.NewInformerSource(ctx, watches, gpuNode, nil)
 	if err != nil {
 		t.Fatalf("NewInformerSource as %s: %v", collector.User, err)
 	}
@@ -176,8 +201,11 @@ func TestInformersAsServiceAccount(t *testing.T) {
 			Labels: map[string]string{"app": "trainer"},
 			Containers: []attribution.ContainerMeta{
 				{Name: "trainer", ID: strings.Repeat("a", 64)},
-				{Name: "sidecar", ID: strings.Repeat("b", 64)},
+				{Name: "logger", ID: strings.Repeat("b", 64)},
+			},
+			InitContainers: []attribution.ContainerMeta{
 				{Name: "setup", ID: strings.Repeat("c", 64)},
+				{Name: "proxy", ID: strings.Repeat("f", 64), Sidecar: true},
 			},
 		},
 		{
@@ -187,6 +215,14 @@ func TestInformersAsServiceAccount(t *testing.T) {
 	}
 	if got := describePods(snap.Pods); got != describePods(wantPods) {
 		t.Errorf("pods in the snapshot:\n%s\nwant:\n%s", got, describePods(wantPods))
+	}
+
+	wantDevices := []attribution.DRADevice{
+		{Driver: "gpu.nvidia.com", Pool: gpuNode, Name: "gpu-0", Attributes: map[string]string{"uuid": "GPU-1111", "productName": "NVIDIA A100-SXM4-80GB", "type": "gpu", "minor": "0"}},
+		{Driver: "gpu.nvidia.com", Pool: gpuNode, Name: "gpu-1", Attributes: map[string]string{"uuid": "GPU-2222", "productName": "NVIDIA A100-SXM4-80GB", "type": "gpu", "minor": "1"}},
+	}
+	if fmt.Sprint(snap.DRADevices) != fmt.Sprint(wantDevices) {
+		t.Errorf("DRA devices:\n%v\nwant:\n%v", snap.DRADevices, wantDevices)
 	}
 
 	// Changes arrive through the watches: a new pod on this node, a
@@ -208,13 +244,17 @@ func TestInformersAsServiceAccount(t *testing.T) {
 	if err := admin.Delete().Namespace("team-ml").Resource("pods").Name("trainer-0").Body(&metav1.DeleteOptions{GracePeriodSeconds: &now}).Do(ctx).Error(); err != nil {
 		t.Fatal(err)
 	}
-	snap = waitFor(t, src, "infer-1 added, trainer-0 deleted, team-vision relabelled", func(m attribution.Metadata) bool {
+	createSlice(slice("gpu-node-1-nics", gpuNode, "nic.example.com", gpuNode, 1, 1, resourcev1.Device{Name: "nic-0"}))
+	snap = waitFor(t, src, "infer-1 added, trainer-0 deleted, team-vision relabelled, a NIC slice added", func(m attribution.Metadata) bool {
 		var names []string
 		for _, p := range m.Pods {
 			names = append(names, p.Name)
 		}
-		return slices.Equal(names, []string{"infer-0", "infer-1"}) && m.Namespaces["team-vision"]["team"] == "perception"
+		return slices.Equal(names, []string{"infer-0", "infer-1"}) && m.Namespaces["team-vision"]["team"] == "perception" && len(m.DRADevices) == 3
 	})
+	if d := snap.DRADevices[2]; d.Driver != "nic.example.com" || d.Name != "nic-0" {
+		t.Errorf("the new slice's device: %+v", d)
+	}
 	if snap.NodeLabels["nvidia.com/gpu.replicas"] != "4" {
 		t.Errorf("node labels after the changes: %v", snap.NodeLabels)
 	}
@@ -244,8 +284,8 @@ func waitFor(t *testing.T, src kubemeta.Source, what string, ok func(attribution
 func describePods(pods []attribution.PodMeta) string {
 	var b strings.Builder
 	for _, p := range pods {
-		fmt.Fprintf(&b, "%s/%s uid=%s start=%s labels=%v annotations=%v containers=%v\n",
-			p.Namespace, p.Name, p.UID, p.StartTime.Format(time.RFC3339), p.Labels, p.Annotations, p.Containers)
+		fmt.Fprintf(&b, "%s/%s uid=%s start=%s labels=%v annotations=%v containers=%+v init=%+v\n",
+			p.Namespace, p.Name, p.UID, p.StartTime.Format(time.RFC3339), p.Labels, p.Annotations, p.Containers, p.InitContainers)
 	}
 	return b.String()
 }
@@ -313,5 +353,44 @@ func testScheme(t *testing.T) *runtime.Scheme {
 	if err := corev1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
+	if err := resourcev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
 	return s
+}
+
+// withSidecar adds a restartable init container (a sidecar) to p.
+func withSidecar(p *corev1.Pod, name string) *corev1.Pod {
+	always := corev1.ContainerRestartPolicyAlways
+	p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: name, Image: "example.invalid/img:1", RestartPolicy: &always})
+	return p
+}
+
+// slice is a ResourceSlice of one node's pool.
+func slice(name, nodeName, driver, pool string, generation, count int64, devices ...resourcev1.Device) *resourcev1.ResourceSlice {
+	return &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: resourcev1.ResourceSliceSpec{
+			Driver:   driver,
+			Pool:     resourcev1.ResourcePool{Name: pool, Generation: generation, ResourceSliceCount: count},
+			NodeName: &nodeName,
+			Devices:  devices,
+		},
+	}
+}
+
+// gpuDevice is a GPU as NVIDIA's DRA driver publishes it: some attributes
+// qualified with the driver's domain, some bare.
+func gpuDevice(name, uuid, product string) resourcev1.Device {
+	minor := int64(name[len(name)-1] - '0')
+	str := func(s string) resourcev1.DeviceAttribute { return resourcev1.DeviceAttribute{StringValue: &s} }
+	return resourcev1.Device{
+		Name: name,
+		Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+			"gpu.nvidia.com/uuid": str(uuid),
+			"productName":         str(product),
+			"type":                str("gpu"),
+			"minor":               {IntValue: &minor},
+		},
+	}
 }

@@ -14,7 +14,7 @@ import (
 // collectorReads are the resources collector/kubemeta lists and watches
 // (cluster-wide); the collector needs get, list and watch on each and
 // nothing else.
-var collectorReads = []string{"pods", "namespaces", "nodes"}
+var collectorReads = []string{"pods", "namespaces", "nodes", "resourceslices.resource.k8s.io"}
 
 var readVerbs = []string{"get", "list", "watch"}
 
