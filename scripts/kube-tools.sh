@@ -2,7 +2,7 @@
 # Builds etcd, kube-apiserver and kubectl for the real-API-server tests
 # (internal/kubetest) into a cache directory keyed by version:
 #
-#   ${GPULEDGER_TOOLS_DIR:-$HOME/.cache/gpuledger-tools}/kube-<k8s version>-etcd-<etcd version>/
+#   ${GPULEDGER_TOOLS_DIR:-$(go env GOCACHE)/../gpuledger-tools}/kube-<k8s version>-etcd-<etcd version>/
 #
 # Idempotent: a binary already there is not rebuilt, so only the first run is
 # slow (about 10 minutes on 2 cores). The versions come from the tool modules
@@ -27,7 +27,9 @@ kube_version=$(modver "$kubemod/go.mod" k8s.io/kubernetes)
 etcd_version=$(modver "$etcdmod/go.mod" go.etcd.io/etcd/server/v3)
 [ -n "$kube_version" ] && [ -n "$etcd_version" ] || { echo "kube-tools: cannot read versions from the tool modules" >&2; exit 1; }
 
-dir=${GPULEDGER_TOOLS_DIR:-$HOME/.cache/gpuledger-tools}/kube-$kube_version-etcd-$etcd_version
+# The same cache root as scripts/tools.sh (helm): beside Go's build cache.
+cache=${GPULEDGER_TOOLS_DIR:-$(dirname "$("$GO" env GOCACHE)")/gpuledger-tools}
+dir=$cache/kube-$kube_version-etcd-$etcd_version
 if [ "${1:-}" = "--dir" ]; then echo "$dir"; exit 0; fi
 mkdir -p "$dir"
 

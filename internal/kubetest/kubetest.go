@@ -45,8 +45,8 @@ const (
 
 // Environment variables the harness reads.
 const (
-	// EnvToolsDir overrides the cache root (default $HOME/.cache/gpuledger-tools),
-	// as it does for scripts/kube-tools.sh.
+	// EnvToolsDir overrides the cache root (default: gpuledger-tools beside
+	// `go env GOCACHE`), as it does for scripts/kube-tools.sh.
 	EnvToolsDir = "GPULEDGER_TOOLS_DIR"
 	// EnvRequire=1 turns missing binaries or a control plane that does not
 	// start into a test failure instead of a skip.
@@ -92,17 +92,28 @@ type Tools struct {
 	Etcd, APIServer, Kubectl string
 }
 
-// ToolsDir is where scripts/kube-tools.sh puts the binaries.
+// ToolsDir is where scripts/kube-tools.sh puts the binaries: under
+// $GPULEDGER_TOOLS_DIR, by default gpuledger-tools beside Go's build cache
+// (as scripts/tools.sh keeps helm).
 func ToolsDir() string {
 	root := os.Getenv(EnvToolsDir)
 	if root == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		root = filepath.Join(home, ".cache", "gpuledger-tools")
+		root = filepath.Join(filepath.Dir(goCache()), "gpuledger-tools")
 	}
 	return filepath.Join(root, "kube-"+KubeVersion+"-etcd-"+EtcdVersion)
+}
+
+// goCache is `go env GOCACHE`, or Go's default when go cannot say.
+func goCache() string {
+	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+		if dir := strings.TrimSpace(string(out)); dir != "" && dir != "off" {
+			return dir
+		}
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "go-build")
+	}
+	return filepath.Join(os.TempDir(), "go-build")
 }
 
 // FindTools returns the cached binaries. All three must be there: a test

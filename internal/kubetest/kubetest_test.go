@@ -3,6 +3,7 @@ package kubetest
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -65,13 +66,15 @@ func TestVersionsMatchToolModules(t *testing.T) {
 
 // The script and the harness must agree on the cache directory.
 func TestScriptDirMatchesToolsDir(t *testing.T) {
-	t.Setenv(EnvToolsDir, t.TempDir())
-	out, err := exec.Command("sh", "../../scripts/kube-tools.sh", "--dir").Output()
-	if err != nil {
-		t.Fatalf("kube-tools.sh --dir: %v", err)
-	}
-	if got := strings.TrimSpace(string(out)); got != ToolsDir() {
-		t.Errorf("scripts/kube-tools.sh --dir = %s, harness uses %s", got, ToolsDir())
+	for _, env := range []string{t.TempDir(), ""} { // set, and the default
+		t.Setenv(EnvToolsDir, env)
+		out, err := exec.Command("sh", "../../scripts/kube-tools.sh", "--dir").Output()
+		if err != nil {
+			t.Fatalf("kube-tools.sh --dir: %v", err)
+		}
+		if got := filepath.Clean(strings.TrimSpace(string(out))); got != ToolsDir() {
+			t.Errorf("%s=%q: scripts/kube-tools.sh --dir = %s, harness uses %s", EnvToolsDir, env, got, ToolsDir())
+		}
 	}
 }
 

@@ -3,7 +3,8 @@
 #
 # kube-tools builds etcd, kube-apiserver and kubectl from the tool modules
 # in internal/tools/{etcdserver,kubeserver} into a cache keyed by version
-# (GPULEDGER_TOOLS_DIR, default ~/.cache/gpuledger-tools); binaries already
+# (GPULEDGER_TOOLS_DIR, default $(go env GOCACHE)/../gpuledger-tools, as for
+# helm); binaries already
 # there are not rebuilt (cold: ~10 min on 2 cores; warm: under a second).
 # kube-test runs only the tests that use them.
 
