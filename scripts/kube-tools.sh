@@ -35,7 +35,7 @@ mkdir -p "$dir"
 
 # build MODULE_DIR NAME PACKAGE LDFLAGS: build PACKAGE as $dir/NAME unless it is there.
 build() {
-	if [ -x "$dir/$2" ]; then echo "kube-tools: $dir/$2 is there"; return; fi
+	if [ -x "$dir/$2" ]; then echo "kube-tools: $dir/$2 is there" >&2; return; fi
 	echo "kube-tools: building $2 ($3) ..." >&2
 	start=$(date +%s)
 	tmp=$dir/.$2.tmp.$$
