@@ -4,7 +4,7 @@ module github.com/gpuledger/gpuledger/internal/tools/kubeserver
 
 go 1.26.0
 
-require k8s.io/kubernetes v1.37.2
+require k8s.io/kubernetes v1.37.2 // indirect
 
 require (
 	cel.dev/expr v0.25.1 // indirect
