@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -187,7 +188,11 @@ func install(t *testing.T) (applied, unserved []object) {
 			unserved = append(unserved, o)
 		}
 	}
-	shared.installOnce.Do(func() { shared.installErr = apply(ctx, t, c, applied, false) })
+	shared.installOnce.Do(func() {
+		if shared.installErr = apply(ctx, t, c, applied, false); shared.installErr == nil {
+			waitForRBAC(ctx, c, shared.collector)
+		}
+	})
 	if shared.installErr != nil {
 		t.Fatal(shared.installErr)
 	}
@@ -267,4 +272,21 @@ func boolRank(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// waitForRBAC waits (at most 10 s) until the API server's authorizer has
+// caught up with the new bindings: until id may list what the collector
+// reads. Tests then see the RBAC as applied. A manifest that does not grant
+// it is reported by the tests, not here.
+func waitForRBAC(ctx context.Context, c *kubetest.Cluster, id kubetest.Identity) {
+	deadline := time.Now().Add(10 * time.Second)
+	for _, r := range collectorReads {
+		for {
+			out, _ := c.Kubectl(ctx, nil, "auth", "can-i", "list", r, "-A", "--as", id.User)
+			if strings.TrimSpace(out) == "yes" || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }
