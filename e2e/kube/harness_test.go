@@ -126,7 +126,9 @@ var shared struct {
 	c         *kubetest.Cluster
 	objs      []object
 	collector kubetest.Identity
-	err       error
+	err       error // from starting the control plane
+
+	manifestErr error
 
 	installOnce sync.Once
 	installErr  error
@@ -144,13 +146,13 @@ func TestMain(m *testing.M) {
 func cluster(t *testing.T) (*kubetest.Cluster, []object, kubetest.Identity) {
 	t.Helper()
 	shared.once.Do(func() {
-		shared.objs, shared.err = loadManifests()
-		if shared.err != nil {
+		shared.objs, shared.manifestErr = loadManifests()
+		if shared.manifestErr != nil {
 			return
 		}
 		ns, name, err := collectorAccount(shared.objs)
 		if err != nil {
-			shared.err = err
+			shared.manifestErr = err
 			return
 		}
 		shared.collector = kubetest.ServiceAccount(ns, name)
@@ -162,8 +164,8 @@ func cluster(t *testing.T) (*kubetest.Cluster, []object, kubetest.Identity) {
 		}
 		shared.c, shared.err = kubetest.Start(context.Background(), kubetest.Options{Identities: ids, Logf: t.Logf})
 	})
-	if shared.objs == nil && shared.err != nil {
-		t.Fatalf("cannot read the manifests: %v", shared.err)
+	if shared.manifestErr != nil {
+		t.Fatalf("manifests in %s: %v", manifestDir, shared.manifestErr)
 	}
 	kubetest.Require(t, shared.err)
 	return shared.c, shared.objs, shared.collector
