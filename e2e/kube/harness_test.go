@@ -119,7 +119,7 @@ func collectorAccount(objs []object) (namespace, name string, err error) {
 var baseline = kubetest.ServiceAccount("gpuledger-test-baseline", "nobody")
 
 // The one control plane the package's tests share: starting one costs
-// about 20 s of CPU. Its static token file is written at start, so every
+// a few seconds. Its static token file is written at start, so every
 // ServiceAccount of the manifests gets its token up front.
 var shared struct {
 	once      sync.Once

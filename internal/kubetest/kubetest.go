@@ -56,8 +56,8 @@ const (
 // ErrNoBinaries says the tools are not built.
 var ErrNoBinaries = errors.New("kubernetes test binaries not found")
 
-// startTimeout bounds etcd's and the API server's start (a cold API server
-// on a busy 2-core machine takes about 20 s).
+// startTimeout bounds etcd's and the API server's start (about 4 s on a
+// shared 2-core machine; the bound only stops a hung start).
 const startTimeout = 3 * time.Minute
 
 // Identity is a user the API server authenticates by a static bearer token.

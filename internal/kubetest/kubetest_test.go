@@ -1,6 +1,11 @@
 package kubetest
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,5 +103,80 @@ func TestFindToolsReportsMissing(t *testing.T) {
 	_, err := FindTools()
 	if err == nil || !strings.Contains(err.Error(), "etcd, kube-apiserver, kubectl missing") {
 		t.Errorf("FindTools in an empty cache: %v", err)
+	}
+}
+
+// A real start: the server answers as the admin with the version the tools
+// were built as, refuses an unknown token, and Stop leaves no process and
+// no directory behind.
+func TestStartAndStop(t *testing.T) {
+	nobody := Identity{User: "gpuledger-test-nobody"}
+	c, err := Start(context.Background(), Options{Identities: []Identity{nobody}, Logf: t.Logf})
+	Require(t, err)
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			c.Stop()
+		}
+	})
+	ctx := context.Background()
+	out, err := c.Kubectl(ctx, nil, "version", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type version struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	var v struct {
+		Client version `json:"clientVersion"`
+		Server version `json:"serverVersion"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("kubectl version: %v\n%s", err, out)
+	}
+	if v.Client.GitVersion != KubeVersion || v.Server.GitVersion != KubeVersion {
+		t.Errorf("kubectl %s, kube-apiserver %s; want both %s", v.Client.GitVersion, v.Server.GitVersion, KubeVersion)
+	}
+	// A known identity without bindings is authenticated but may not list.
+	kc := filepath.Join(t.TempDir(), "nobody.kubeconfig")
+	if err := c.WriteKubeconfig(kc, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.KubectlAs(ctx, kc, nil, "get", "pods", "-A"); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+		t.Errorf("%s listing pods: %v, want Forbidden", nobody.User, err)
+	}
+	// An unknown token is not authenticated (and anonymous access is off).
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(c.CAData)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	for _, token := range []string{"not-a-token", ""} {
+		req, _ := http.NewRequest(http.MethodGet, c.Host+"/api", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET /api with token %q: %s, want 401", token, resp.Status)
+		}
+	}
+	if _, err := c.Config(Identity{User: "unknown"}); err == nil {
+		t.Error("Config for an identity Start was not given succeeded")
+	}
+
+	c.Stop()
+	stopped = true
+	for _, p := range []*process{c.etcd, c.api} {
+		select {
+		case <-p.done:
+		default:
+			t.Errorf("%s still running after Stop", p.name)
+		}
+	}
+	if _, err := os.Stat(c.dir); !os.IsNotExist(err) {
+		t.Errorf("%s still there after Stop: %v", c.dir, err)
 	}
 }
