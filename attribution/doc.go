@@ -9,7 +9,7 @@
 // (observation.go) and everything it says leaves in a CycleResult (row.go),
 // so the same code runs in the DaemonSet, in the simulator and in tests.
 //
-// The contract is ../shared/contracts/ledger.md; where it is silent the
-// choices are in docs/ARCHITECTURE.md ("Attribution, per cycle and per GPU"
+// The rules it implements are in docs/ledger-format.md; where those are
+// silent the choices are in docs/ARCHITECTURE.md ("Attribution, per cycle and per GPU"
 // and "Detectors") and in the comments of this package.
 package attribution

@@ -32,12 +32,12 @@ func teamCostRate(counter string) string {
 func chargeback() *dashboard.DashboardBuilder {
 	alloc, used := sel(mAllocated, ctrFilter), sel(mUsed, ctrFilter)
 	b := newBoard(UIDChargeback, "gpuledger / Team chargeback",
-		"Cost and efficiency per team: GPU-hours allocated and used, the live cost rate under both billing policies, and the allocations that sat idle. Team is the namespace's team label (a pod cannot move its cost to another team).")
+		"Cost and efficiency per team: GPU-hours allocated and used, the live cost rate under both billing policies, and the allocations held but unused. Team is the namespace's team label (a pod cannot move its cost to another team).")
 
 	b.WithPanel(tableOf(chargebackTable, "Teams over the time range",
-		"Per team over the dashboard's time range: GPU-hours allocated, used, the efficiency (used / allocated) and the allocated GPU-hours left idle.",
+		"Per team over the dashboard's time range: GPU-hours allocated, used, the efficiency (used / allocated) and the allocated GPU-hours held but unused.",
 		24, 9,
-		map[string]string{"A": "Allocated GPU-h", "B": "Used GPU-h", "C": "Efficiency", "D": "Idle allocated GPU-h"}, nil,
+		map[string]string{"A": "Allocated GPU-h", "B": "Used GPU-h", "C": "Efficiency", "D": "Held-but-unused GPU-h"}, nil,
 		q("A", hours(sumBy("team", increase(alloc))), ""),
 		q("B", hours(sumBy("team", increase(used))), ""),
 		q("C", sumBy("team", increase(used))+" / "+sumBy("team", increase(alloc)), ""),
@@ -52,7 +52,7 @@ func chargeback() *dashboard.DashboardBuilder {
 		unitGPUs, 12, 9,
 		q("A", sumBy("team", rate(used)), "{{team}}")))
 	b.WithPanel(bars(chargebackEfficiency, "Efficiency by team (used / allocated, time range)",
-		"Used over allocated GPU-hours per team. Low bars are teams paying for GPUs they leave idle.",
+		"Used over allocated GPU-hours per team. Low bars are teams paying for GPUs they hold but leave unused.",
 		unitPercent, 12, 9,
 		q("A", sumBy("team", increase(used))+" / "+sumBy("team", increase(alloc)), "{{team}}")))
 	b.WithPanel(timeSeries(chargebackCostRate, "Live cost rate by team",
@@ -60,9 +60,9 @@ func chargeback() *dashboard.DashboardBuilder {
 		unitPerHour, 12, 9,
 		q("A", teamCostRate(mAllocated), "{{team}} allocated ({{currency}})"),
 		q("B", teamCostRate(mUsed), "{{team}} used ({{currency}})")))
-	b.WithPanel(tableOf(chargebackTopIdle, "Top idle allocations (time range)",
+	b.WithPanel(tableOf(chargebackTopIdle, "Top held-but-unused allocations (time range)",
 		"The 20 container slices that left the most allocated GPU-hours unused over the time range. Click a row for its GPU.",
-		24, 10, map[string]string{"A": "Idle allocated GPU-h"}, []string{"cluster"},
+		24, 10, map[string]string{"A": "Held-but-unused GPU-h"}, []string{"cluster"},
 		q("A", "topk(20, "+hours(idleAllocatedSeconds(ctrFilter))+")", "")).
 		DataLinks(drilldownLink()))
 	return b

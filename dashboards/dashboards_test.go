@@ -114,7 +114,7 @@ func TestLinkedPanels(t *testing.T) {
 		{"gpuledger-node-gpu", 4, "Unattributed share of busy time"},
 		{"gpuledger-findings", 1, "Noisy neighbours"},
 		{"gpuledger-findings", 2, "Starved containers and their noisy neighbour"},
-		{"gpuledger-findings", 3, "Idle allocations"},
+		{"gpuledger-findings", 3, "Held but unused"},
 	} {
 		i := slices.IndexFunc(bs[tc.uid].Panels, func(p boardPanel) bool { return p.ID == tc.id })
 		if i < 0 {

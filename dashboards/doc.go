@@ -4,15 +4,15 @@
 // Five dashboards read the series of the ledger contract (ledger.md,
 // "Prometheus series the rest of the system relies on"):
 //
-//   - fleet overview: allocated vs used GPU-hours by sharing mode, idle and
-//     unallocated capacity, the live cost rate, collector health;
-//   - team chargeback: cost and efficiency per team, top idle allocations;
+//   - fleet overview: allocated vs used GPU-hours by sharing mode, idle device
+//     time and never-allocated capacity, the live cost rate, collector health;
+//   - team chargeback: cost and efficiency per team, top held-but-unused allocations;
 //   - node and GPU drill-down: each GPU's capacity split into its
-//     containers' use, idle and unattributed, stacked to 100%;
+//     containers' use, idle device time and unattributed, stacked to 100%;
 //   - sharing efficiency: MIG, MPS, time-slicing, HAMi and exclusive GPUs
 //     compared on used / allocated;
-//   - findings: noisy neighbours with their starved victims and idle
-//     allocations, linked to the drill-down.
+//   - findings: noisy neighbours with their starved victims and GPUs
+//     held but unused, linked to the drill-down.
 //
 // Every dashboard has the template variables datasource, cluster, node,
 // team and namespace, and a stable UID so that links from alerts

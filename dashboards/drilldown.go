@@ -28,23 +28,23 @@ const blindThreshold = 0.2
 func drilldown() *dashboard.DashboardBuilder {
 	ctrs := drillCtrFilter
 	b := newBoard(UIDDrilldown, "gpuledger / Node & GPU drill-down",
-		"One node's GPUs: each GPU's capacity split into its containers' use, idle and unattributed time (stacked to 100%), the allocation split, and the containers on it.")
+		"One node's GPUs: each GPU's capacity split into its containers' use, idle device time and unattributed time (stacked to 100%), the allocation split, and the containers on it.")
 	b.WithVariable(gpuVariable())
 
 	b.WithPanel(stacked(PanelDrillUsage, "GPU ${gpu}: where its time went",
-		"The usage partition of one GPU as a share of its capacity: each container's used time, unattributed busy time (host processes, unresolved PIDs, missing per-process data) and idle time add up to 100%. With a team or namespace filter only those containers are shown.",
+		"The usage partition of one GPU as a share of its capacity: each container's used time, unattributed busy time (host processes, unresolved PIDs, missing per-process data) and idle device time add up to 100%. With a team or namespace filter only those containers are shown.",
 		unitPercent, 24, 10,
 		q("A", ofCapacity(sumBy(byGPU+", namespace, pod, container", rate(sel(mUsed, ctrs)))), "{{namespace}}/{{pod}}/{{container}}"),
 		q("B", ofCapacity(sumBy(byGPU, rate(sel(mUnattributed, drillFilter)))), "unattributed"),
-		q("C", ofCapacity(sumBy(byGPU, rate(sel(mIdle, drillFilter)))), "idle")).
+		q("C", ofCapacity(sumBy(byGPU, rate(sel(mIdle, drillFilter)))), "idle device time")).
 		Max(1).
 		Repeat("gpu").
 		RepeatDirection(dashboard.PanelRepeatDirectionV))
 	b.WithPanel(stacked(drillAllocation, "GPU ${gpu}: who holds it",
-		"The allocation partition of one GPU as a share of its capacity: each container's allocated share and the unallocated rest add up to 100%.",
+		"The allocation partition of one GPU as a share of its capacity: each container's allocated share and the never-allocated rest add up to 100%.",
 		unitPercent, 24, 8,
 		q("A", ofCapacity(sumBy(byGPU+", namespace, pod, container", rate(sel(mAllocated, ctrs)))), "{{namespace}}/{{pod}}/{{container}}"),
-		q("B", ofCapacity(sumBy(byGPU, rate(sel(mUnallocated, drillFilter)))), "unallocated")).
+		q("B", ofCapacity(sumBy(byGPU, rate(sel(mUnallocated, drillFilter)))), "never allocated")).
 		Max(1).
 		Repeat("gpu").
 		RepeatDirection(dashboard.PanelRepeatDirectionV))

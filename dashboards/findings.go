@@ -36,7 +36,7 @@ func findings() *dashboard.DashboardBuilder {
 	alloc := sumBy(byFinding, rate(sel(mAllocated, ctrFilter)))
 	share := sumBy(byFinding, sel(mRatio, ctrFilter))
 	b := newBoard(UIDFindings, "gpuledger / Findings",
-		"What the detectors flag right now: noisy neighbours on GPUs shared without hardware isolation with the containers they starve, and allocations left idle. Click a row for the GPU's drill-down.")
+		"What the detectors flag right now: noisy neighbours on GPUs shared without hardware isolation with the containers they starve, and allocations held but unused. Click a row for the GPU's drill-down.")
 
 	b.WithPanel(tableOf(PanelFindingsNoisy, "Noisy neighbours",
 		"Containers using at least twice their allocation share of a GPU that is at least 90% busy while another tenant gets less than its share (time-slicing, MPS, HAMi; never MIG). Used and share are in GPUs.",
@@ -52,8 +52,8 @@ func findings() *dashboard.DashboardBuilder {
 		q("B", withNoisyPod(used), ""),
 		q("C", withNoisyPod(share), "")).
 		DataLinks(drilldownLink()))
-	b.WithPanel(tableOf(PanelFindingsIdle, "Idle allocations",
-		"Containers that have held a GPU allocation for the whole idle window while using less than the idle threshold of it. Allocated and used are in GPUs.",
+	b.WithPanel(tableOf(PanelFindingsIdle, "Held but unused",
+		"Containers that have held a GPU allocation for the whole detection window while using less than the detector's threshold of it. Allocated and used are in GPUs.",
 		24, 8, map[string]string{"A": "Flagged", "B": "Allocated GPUs", "C": "Used GPUs"}, []string{"cluster"},
 		q("A", "max by ("+byFinding+") "+flagged(mIdleAlloc), ""),
 		q("B", ofFlagged(alloc, mIdleAlloc), ""),
@@ -64,7 +64,7 @@ func findings() *dashboard.DashboardBuilder {
 		"none", 8, 9,
 		q("A", "count("+flagged(mNoisy)+")", "noisy neighbours"),
 		q("B", "count("+flagged(mStarved)+")", "starved"),
-		q("C", "count("+flagged(mIdleAlloc)+")", "idle allocations")))
+		q("C", "count("+flagged(mIdleAlloc)+")", "held but unused")))
 	b.WithPanel(timeSeries(findingsInterference, "Noisy neighbours and victims: used vs share",
 		"GPUs used by the flagged noisy neighbours and their victims, next to their allocation shares: the noisy one far above its share, the victims below theirs.",
 		unitGPUs, 8, 9,
@@ -72,8 +72,8 @@ func findings() *dashboard.DashboardBuilder {
 			" and on (cluster, node, namespace, pod) ("+flagged(mNoisy)+" or "+flagged(mStarved)+")", "{{namespace}}/{{pod}} used"),
 		q("B", sumBy("cluster, node, namespace, pod", sel(mRatio, ctrFilter))+
 			" and on (cluster, node, namespace, pod) ("+flagged(mNoisy)+" or "+flagged(mStarved)+")", "{{namespace}}/{{pod}} share")))
-	b.WithPanel(timeSeries(findingsIdleUse, "Idle allocations: allocated vs used",
-		"GPUs held and GPUs used by the containers flagged for idle allocations.",
+	b.WithPanel(timeSeries(findingsIdleUse, "Held but unused: allocated vs used",
+		"GPUs held and GPUs used by the containers flagged as held but unused.",
 		unitGPUs, 8, 9,
 		q("A", ofFlagged(alloc, mIdleAlloc), "{{namespace}}/{{pod}} allocated"),
 		q("B", ofFlagged(orZero(used, alloc), mIdleAlloc), "{{namespace}}/{{pod}} used")))

@@ -35,7 +35,7 @@ func fleet() *dashboard.DashboardBuilder {
 	alloc, used := sel(mAllocated, ctrFilter), sel(mUsed, ctrFilter)
 	capacity := sel(mCapacity, gpuFilter)
 	b := newBoard(UIDFleet, "gpuledger / Fleet overview",
-		"Allocated vs used GPU-hours across the fleet, by sharing mode; idle and unallocated capacity; the live cost rate; and the health of the collectors. Rates are GPUs: GPU-hours per hour.")
+		"Allocated vs used GPU-hours across the fleet, by sharing mode; idle device time and never-allocated capacity; the live cost rate; and the health of the collectors. Rates are GPUs: GPU-hours per hour.")
 
 	b.WithRow(dashboard.NewRowBuilder("Fleet").Id(100))
 	b.WithPanel(singleStat(fleetGPUs, "Physical GPUs",
@@ -48,18 +48,18 @@ func fleet() *dashboard.DashboardBuilder {
 		"Share of the selected GPUs' capacity that containers of the selected teams kept busy.",
 		unitPercent, 4, 4, q("A", sumBy("", rate(used))+" / "+sumBy("", rate(capacity)), "used")))
 	b.WithPanel(singleStat(fleetEfficiency, "Efficiency (used / allocated)",
-		"GPU time used over GPU time allocated. Above 100% means time-sliced or MPS tenants borrowed idle time beyond their share.",
+		"GPU time used over GPU time allocated. Above 100% means time-sliced or MPS tenants borrowed time their neighbours left unused, beyond their share.",
 		unitPercent, 4, 4, q("A", sumBy("", rate(used))+" / "+sumBy("", rate(alloc)), "efficiency")))
-	b.WithPanel(singleStat(fleetIdleShare, "Idle capacity",
+	b.WithPanel(singleStat(fleetIdleShare, "Idle device time",
 		"Share of the selected GPUs' capacity during which the device was not busy, allocated or not.",
-		unitPercent, 4, 4, q("A", sumBy("", rate(sel(mIdle, gpuFilter)))+" / "+sumBy("", rate(capacity)), "idle")))
+		unitPercent, 4, 4, q("A", sumBy("", rate(sel(mIdle, gpuFilter)))+" / "+sumBy("", rate(capacity)), "idle device time")))
 	b.WithPanel(singleStat(fleetCostRate, "Fleet cost rate",
 		"What the selected GPUs cost per hour at the price book's rate per physical GPU-hour (gpuledger_price_per_gpu_hour, exported with the chargeback price book).",
 		unitPerHour, 4, 4, q("A", sumBy("currency", priced(sumBy("cluster, model", rate(capacity)))), "{{currency}}")))
 
 	b.WithRow(dashboard.NewRowBuilder("Allocation and use by sharing mode").Id(101))
 	b.WithPanel(timeSeries(fleetByMode, "Allocated vs used GPUs by sharing mode",
-		"Allocated and used GPUs (GPU-hours per hour) per sharing mode. Use below allocation is paid-for idle time; use above it is idle time borrowed from neighbours.",
+		"Allocated and used GPUs (GPU-hours per hour) per sharing mode. Use below allocation is held but unused (paid for); use above it is time borrowed from neighbours who left it unused.",
 		unitGPUs, 12, 9,
 		q("A", sumBy("sharing_mode", rate(alloc)), "{{sharing_mode}} allocated"),
 		q("B", sumBy("sharing_mode", rate(used)), "{{sharing_mode}} used")))
@@ -68,17 +68,17 @@ func fleet() *dashboard.DashboardBuilder {
 		unitGPUHours, 12, 9,
 		q("A", hours(sumBy("sharing_mode", increase(alloc))), "{{sharing_mode}} allocated"),
 		q("B", hours(sumBy("sharing_mode", increase(used))), "{{sharing_mode}} used")))
-	b.WithPanel(stacked(fleetUsagePartition, "Capacity: containers' use, unattributed, idle",
-		"The usage partition of the selected GPUs: containers' used + unattributed + idle adds up to capacity (team and namespace filters do not apply here).",
+	b.WithPanel(stacked(fleetUsagePartition, "Capacity: containers' use, unattributed, idle device time",
+		"The usage partition of the selected GPUs: containers' used + unattributed + idle device time adds up to capacity (team and namespace filters do not apply here).",
 		unitGPUs, 12, 9,
 		q("A", sumBy("", rate(sel(mUsed, gpuFilter))), "containers' use"),
 		q("B", sumBy("", rate(sel(mUnattributed, gpuFilter))), "unattributed"),
-		q("C", sumBy("", rate(sel(mIdle, gpuFilter))), "idle")))
-	b.WithPanel(stacked(fleetAllocationPartition, "Capacity: allocated and unallocated",
-		"The allocation partition of the selected GPUs: containers' allocated + unallocated adds up to capacity (team and namespace filters do not apply here).",
+		q("C", sumBy("", rate(sel(mIdle, gpuFilter))), "idle device time")))
+	b.WithPanel(stacked(fleetAllocationPartition, "Capacity: allocated and never allocated",
+		"The allocation partition of the selected GPUs: containers' allocated + never allocated adds up to capacity (team and namespace filters do not apply here).",
 		unitGPUs, 12, 9,
 		q("A", sumBy("", rate(sel(mAllocated, gpuFilter))), "allocated"),
-		q("B", sumBy("", rate(sel(mUnallocated, gpuFilter))), "unallocated")))
+		q("B", sumBy("", rate(sel(mUnallocated, gpuFilter))), "never allocated")))
 	b.WithPanel(bars(fleetBusyByNode, "Busy share by node",
 		"Share of each node's GPU capacity during which the devices were busy (containers' use plus unattributed). Click a bar for the node's drill-down.",
 		unitPercent, 12, 9,
@@ -118,7 +118,7 @@ func fleet() *dashboard.DashboardBuilder {
 		q("A", sumBy("cluster, node, source", rate(sel(mSourceErrors, gpuFilter)))+
 			" or "+sumBy("cluster, node, source", sel(mSourceUp, gpuFilter))+" * 0", "{{node}} {{source}}")))
 	b.WithPanel(timeSeries(fleetAnomalies, "Attribution input anomalies",
-		"Unknown or malformed device IDs, HAMi mismatches... per second, by kind (0 where there were none). Their capacity stays unallocated or unattributed.",
+		"Unknown or malformed device IDs, HAMi mismatches... per second, by kind (0 where there were none). Their capacity stays never allocated or unattributed.",
 		"short", 8, 8,
 		q("A", sumBy("cluster, node, kind", rate(sel(mAnomalies, gpuFilter)))+
 			" or "+sumBy("cluster, node", sel(mCycles, gpuFilter))+" * 0", "{{node}} {{kind}}")))

@@ -32,10 +32,10 @@ func findingsByMode(finding string) string {
 func sharing() *dashboard.DashboardBuilder {
 	alloc, used := sel(mAllocated, ctrFilter), sel(mUsed, ctrFilter)
 	b := newBoard(UIDSharing, "gpuledger / Sharing efficiency",
-		"MIG, MPS, time-slicing, HAMi and exclusive GPUs compared on your own data: how much of what tenants hold they use, how much idle time they borrow from neighbours, and where interference shows up. MIG buys isolation with reserved capacity; MPS and time-slicing recover idle capacity at the price of noisy neighbours.")
+		"MIG, MPS, time-slicing, HAMi and exclusive GPUs compared on your own data: how much of what tenants hold they use, how much time their neighbours leave unused they borrow, and where interference shows up. MIG buys isolation with reserved capacity; MPS and time-slicing recover held-but-unused capacity at the price of noisy neighbours.")
 
 	b.WithPanel(bars(sharingEfficiencyBars, "Used / allocated by sharing mode (time range)",
-		"GPU-hours used over GPU-hours allocated per sharing mode. Above 100%: tenants borrowed idle time (time-slicing, MPS); MIG and exclusive GPUs cannot exceed 100%.",
+		"GPU-hours used over GPU-hours allocated per sharing mode. Above 100%: tenants borrowed time their neighbours held but left unused (time-slicing, MPS); MIG and exclusive GPUs cannot exceed 100%.",
 		unitPercent, 12, 8,
 		q("A", sumBy("sharing_mode", increase(used))+" / "+sumBy("sharing_mode", increase(alloc)), "{{sharing_mode}}")))
 	b.WithPanel(timeSeries(sharingEfficiencyOverTime, "Used / allocated by sharing mode",
@@ -43,9 +43,9 @@ func sharing() *dashboard.DashboardBuilder {
 		unitPercent, 12, 8,
 		q("A", sumBy("sharing_mode", rate(used))+" / "+sumBy("sharing_mode", rate(alloc)), "{{sharing_mode}}")))
 	b.WithPanel(tableOf(sharingTable, "Sharing modes compared (time range)",
-		"Per sharing mode: GPU-hours allocated and used, efficiency, allocated GPU-hours left idle, containers, and the share of used time that had to be estimated (split by allocation share because per-process data was not available).",
+		"Per sharing mode: GPU-hours allocated and used, efficiency, allocated GPU-hours held but unused, containers, and the share of used time that had to be estimated (split by allocation share because per-process data was not available).",
 		24, 8,
-		map[string]string{"A": "Allocated GPU-h", "B": "Used GPU-h", "C": "Efficiency", "D": "Idle allocated GPU-h", "E": "Containers", "F": "Estimated share"}, nil,
+		map[string]string{"A": "Allocated GPU-h", "B": "Used GPU-h", "C": "Efficiency", "D": "Held-but-unused GPU-h", "E": "Containers", "F": "Estimated share"}, nil,
 		q("A", hours(sumBy("sharing_mode", increase(alloc))), ""),
 		q("B", hours(sumBy("sharing_mode", increase(used))), ""),
 		q("C", sumBy("sharing_mode", increase(used))+" / "+sumBy("sharing_mode", increase(alloc)), ""),
@@ -56,7 +56,7 @@ func sharing() *dashboard.DashboardBuilder {
 		OverrideByName("Efficiency", []dashboard.DynamicConfigValue{{Id: "unit", Value: unitPercent}}).
 		OverrideByName("Estimated share", []dashboard.DynamicConfigValue{{Id: "unit", Value: unitPercent}}))
 	b.WithPanel(timeSeries(sharingBorrowed, "GPU time used beyond allocation",
-		"GPUs' worth of time that containers used beyond their allocation share, per sharing mode: idle time lent by neighbours. High values on a busy GPU are where noisy neighbours come from.",
+		"GPUs' worth of time that containers used beyond their allocation share, per sharing mode: time lent by neighbours who held it but left it unused. High values on a busy GPU are where noisy neighbours come from.",
 		unitGPUs, 12, 8,
 		q("A", sumBy("sharing_mode", borrowed(ctrFilter)), "{{sharing_mode}}")))
 	b.WithPanel(stacked(sharingAllocated, "Allocated GPUs by sharing mode",
@@ -64,9 +64,9 @@ func sharing() *dashboard.DashboardBuilder {
 		unitGPUs, 12, 8,
 		q("A", sumBy("sharing_mode", rate(alloc)), "{{sharing_mode}}")))
 	b.WithPanel(bars(sharingFindings, "Containers flagged now, by sharing mode",
-		"Noisy neighbours and idle allocations flagged right now, by the sharing mode of the container's slice. MIG instances are hardware-isolated and never flagged as noisy.",
+		"Noisy neighbours and held-but-unused allocations flagged right now, by the sharing mode of the container's slice. MIG instances are hardware-isolated and never flagged as noisy.",
 		"none", 24, 6,
 		q("A", findingsByMode(mNoisy), "{{sharing_mode}} noisy neighbours"),
-		q("B", findingsByMode(mIdleAlloc), "{{sharing_mode}} idle allocations")))
+		q("B", findingsByMode(mIdleAlloc), "{{sharing_mode}} held but unused")))
 	return b
 }

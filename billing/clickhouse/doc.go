@@ -1,7 +1,7 @@
 // Package clickhouse is the cluster-wide ledger store: ledger rows and
 // findings in ClickHouse, written in batches over the native protocol
 // (clickhouse-go/v2, LZ4 block compression) and read back for exports and
-// reports (contract: shared/contracts/ledger.md).
+// reports (format: docs/ledger-format.md).
 //
 // # Exactly-once effect
 //

@@ -7,6 +7,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
 
@@ -99,5 +100,22 @@ func (f *FlagsWriter) Flush() error {
 // the time has them.
 func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-// FormatFloat renders a number with '.' and no exponent, shortest exact form.
-func FormatFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// Decimals is the precision of every quantity in ledger.csv and the JSON
+// lines export: 6 decimals, a micro-GPU-second (micro-MiB-second,
+// micro-joule), the unit the chargeback report also counts in.
+const Decimals = 6
+
+// FormatFloat renders a quantity rounded to Decimals places, with '.', no
+// exponent and no trailing zeros: the shortest decimal that is exact at
+// that precision. Rounding first is what keeps float noise out
+// (50.200000000000074 is written 50.2); it moves a value by at most half a
+// micro-unit, so a GPU's rows still add up to the interval length well
+// within the partition's 1e-6 relative tolerance.
+func FormatFloat(v float64) string {
+	const scale = 1e6 // 10^Decimals
+	r := math.Round(v*scale) / scale
+	if r == 0 {
+		r = 0 // never "-0"
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64)
+}

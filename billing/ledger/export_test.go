@@ -7,6 +7,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -19,7 +20,8 @@ import (
 // rowFields renders a row the way ledger.md asks, written out here rather
 // than through CSVWriter so the test checks the contract, not itself.
 func rowFields(r attribution.Row) []string {
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	// Six decimals (a micro-GPU-second), no trailing zeros, no "-0".
+	f := func(v float64) string { return strconv.FormatFloat(math.Round(v*1e6)/1e6+0, 'f', -1, 64) }
 	tm := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 	return []string{tm(r.IntervalStart), tm(r.IntervalEnd), r.Node, r.GPUUUID, r.GPUModel, r.SliceID,
 		r.SharingMode, string(r.Kind), r.Namespace, r.Pod, r.PodUID, r.Container, r.Team,

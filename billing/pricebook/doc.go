@@ -1,5 +1,5 @@
 // Package pricebook loads the chargeback price book (prices.yaml, contract:
-// shared/contracts/report.md): the currency and its minor unit, the time
+// docs/report.md): the currency and its minor unit, the time
 // zone invoice periods are cut in, the team label, the charging policy, the
 // handling of idle capacity and the rate per physical GPU-hour of each GPU
 // model.

@@ -48,6 +48,7 @@ func Build(ctx context.Context, src Source, book *pricebook.Book, from, to time.
 		}
 	}
 	r := &Report{From: from, To: to, Book: book}
+	r.DataFrom, r.DataTo = coverage(aggs, from, to, book.Location)
 	if err := b.finish(r); err != nil {
 		return nil, err
 	}

@@ -40,6 +40,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 
 type page struct {
 	Title, Period, Range, Zone string
+	Partial                    string // PartialNote; "" for a whole period
 	Currency, Policy, Idle     string
 	TeamLabel, Generated       string
 	Empty                      bool
@@ -94,7 +95,8 @@ type lineRow struct {
 func newPage(r *Report) page {
 	b := r.Book
 	p := page{
-		Title:     "GPU chargeback " + r.PeriodLabel(),
+		Title:     "GPU chargeback " + r.PeriodLabel() + partialSuffix(r),
+		Partial:   r.PartialNote(),
 		Period:    periodTitle(r),
 		Range:     r.From.Format("Mon 2 Jan 2006 15:04") + " – " + r.To.Format("Mon 2 Jan 2006 15:04 MST"),
 		Zone:      b.Timezone,
@@ -139,6 +141,14 @@ func newPage(r *Report) page {
 	}
 	p.Reconcile = reconcile(r, money)
 	return p
+}
+
+// partialSuffix marks a partial period in the page's title.
+func partialSuffix(r *Report) string {
+	if r.Partial() {
+		return " (partial)"
+	}
+	return ""
 }
 
 func periodTitle(r *Report) string {
@@ -192,19 +202,19 @@ func costChart(r *Report, money func(int64) string) chart {
 		}
 		rows = append(rows, barInput{Label: t.Team, Value: money(t.Total), Parts: []barPart{
 			{f(t.Charge), "s-charge", t.Team + ": charge " + money(t.Charge)},
-			{f(t.IdleShare), "s-share", t.Team + ": idle share " + money(t.IdleShare)},
+			{f(t.IdleShare), "s-share", t.Team + ": capacity share " + money(t.IdleShare)},
 		}})
 	}
 	if others > 0 {
 		rows = append(rows, barInput{Label: fmt.Sprintf("%d other teams", others), Value: money(otherC + otherS), Parts: []barPart{
-			{f(otherC), "s-charge", "charge " + money(otherC)}, {f(otherS), "s-share", "idle share " + money(otherS)}}})
+			{f(otherC), "s-charge", "charge " + money(otherC)}, {f(otherS), "s-share", "capacity share " + money(otherS)}}})
 	}
 	if r.Platform != 0 {
 		rows = append(rows, barInput{Label: "platform", Value: money(r.Platform), Parts: []barPart{{f(r.Platform), "s-platform", "platform " + money(r.Platform)}}})
 	}
 	legend := []legendItem{{"s-charge", "charge"}}
 	if r.Book.Idle == pricebook.IdleShared {
-		legend = append(legend, legendItem{"s-share", "idle share"})
+		legend = append(legend, legendItem{"s-share", "share of capacity no team was charged for"})
 	}
 	if r.Platform != 0 {
 		legend = append(legend, legendItem{"s-platform", "platform"})
@@ -252,10 +262,10 @@ func capacityChart(r *Report) chart {
 			barInput{Label: m.Model + " · busy", Value: percent(ratio(new(big.Rat).Add(m.UsedHours, m.UnattributedHours), m.CapacityHours)) + " busy", Parts: []barPart{
 				{ratF64(m.UsedHours), "s-used", hoursText(m.UsedHours) + " h used by containers"},
 				{ratF64(m.UnattributedHours), "s-unattr", hoursText(m.UnattributedHours) + " h busy, no container"},
-				{ratF64(m.IdleHours), "s-idle", hoursText(m.IdleHours) + " h idle"}}})
+				{ratF64(m.IdleHours), "s-idle", hoursText(m.IdleHours) + " h idle device time"}}})
 	}
 	return layout(wideChart, "GPU capacity per model", rows, []legendItem{{"s-held", "allocated"}, {"s-unalloc", "never allocated"},
-		{"s-used", "used by containers"}, {"s-unattr", "busy, no container"}, {"s-idle", "idle"}}, compact)
+		{"s-used", "used by containers"}, {"s-unattr", "busy, no container"}, {"s-idle", "idle device time"}}, compact)
 }
 
 func teamRows(r *Report, money func(int64) string) ([]teamRow, teamRow) {
@@ -338,16 +348,16 @@ func explain(b *pricebook.Book) []string {
 	case pricebook.PolicyUsage:
 		out = append(out, "Policy usage: each team pays for the GPU-hours its containers used (used_gpu_seconds), measured per process where the GPU allows it and estimated by allocation share where it does not (MIG instances shared by replicas, MPS showing only its server).")
 		if b.Idle == pricebook.IdleShared {
-			out = append(out, "Idle shared: GPU time nobody used (idle) and busy time no container explains (unattributed) is spread, day by day, over the teams in proportion to the hours they used on the same GPU model that day (idle_share lines). On a day when nobody used a model, its idle time goes to the platform line.")
+			out = append(out, "idle: shared. Idle device time (the GPU was not busy) and busy time no container explains (unattributed) are spread, day by day, over the teams in proportion to the hours they used on the same GPU model that day (idle_share lines). On a day when nobody used a model, that time goes to the platform line.")
 		} else {
-			out = append(out, "Idle on the platform: GPU time nobody used (idle) and busy time no container explains (unattributed) are on the platform line, not on any team's bill.")
+			out = append(out, "idle: platform. Idle device time (the GPU was not busy) and busy time no container explains (unattributed) are on the platform line, not on any team's bill.")
 		}
 	default:
 		out = append(out, "Policy allocation: each team pays for the GPU-hours its containers held (allocated_gpu_seconds), whether they used them or not. A whole GPU is 1 GPU-hour per hour; a time-slicing or MPS replica 1/replicas of it; a MIG instance its compute slices / 7; a HAMi share its cores %.")
 		if b.Idle == pricebook.IdleShared {
-			out = append(out, "Idle shared: capacity nobody held (unallocated) is spread, day by day, over the teams in proportion to the hours they held on the same GPU model that day (idle_share lines). On a day when nobody held a model, its capacity goes to the platform line.")
+			out = append(out, "idle: shared. Never-allocated capacity (held by no container) is spread, day by day, over the teams in proportion to the hours they held on the same GPU model that day (idle_share lines). On a day when nobody held a model, its capacity goes to the platform line.")
 		} else {
-			out = append(out, "Idle on the platform: capacity nobody held (unallocated) is on the platform line, not on any team's bill.")
+			out = append(out, "idle: platform. Never-allocated capacity (held by no container) is on the platform line, not on any team's bill.")
 		}
 	}
 	out = append(out, fmt.Sprintf("Rates are per physical GPU-hour, by GPU model; models the price book does not list are charged at the default rate and named at the top of the report. Teams are named by the %q label of the namespace (else of the pod, else the namespace name), as it was when the GPU time was recorded. Periods are calendar months in %s.", b.TeamLabel, b.Timezone))

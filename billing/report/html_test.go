@@ -102,8 +102,9 @@ func TestHTMLEscapesLabels(t *testing.T) {
 // TestHTMLInChromium opens the page in headless Chromium: it must render
 // (a screenshot with many distinct colours), log no console errors and
 // show the teams in its DOM. GPULEDGER_REPORT_SCREENSHOT=FILE keeps the
-// screenshot (docs/report-screenshot.png is made this way) and
-// GPULEDGER_REPORT_HTML=FILE the page.
+// screenshot and GPULEDGER_REPORT_HTML=FILE the page. (The README's
+// docs/report-screenshot.png is the demo's real report instead, made by
+// scripts/report-screenshot.sh.)
 func TestHTMLInChromium(t *testing.T) {
 	chromium := findChromium()
 	if chromium == "" {

@@ -19,6 +19,8 @@ type jsonReport struct {
 	Idle            string        `json:"idle"`
 	TeamLabel       string        `json:"team_label"`
 	Empty           bool          `json:"empty"`
+	Partial         bool          `json:"partial"`
+	PartialNote     string        `json:"partial_note,omitempty"`
 	Message         string        `json:"message,omitempty"`
 	Total           json.Number   `json:"total"`
 	Platform        json.Number   `json:"platform"`
@@ -38,6 +40,9 @@ type jsonPeriod struct {
 	Start    string `json:"start"`
 	End      string `json:"end"`
 	Timezone string `json:"timezone"`
+	// DataStart and DataEnd bound the days the ledger has data for.
+	DataStart string `json:"data_start,omitempty"`
+	DataEnd   string `json:"data_end,omitempty"`
 }
 
 type jsonLine struct {
@@ -123,12 +128,15 @@ func toJSON(r *Report) jsonReport {
 		Period:   jsonPeriod{Label: r.PeriodLabel(), Start: r.From.Format(time.RFC3339), End: r.To.Format(time.RFC3339), Timezone: r.Book.Timezone},
 		Currency: r.Book.Currency.Code, MinorUnit: r.Book.Currency.MinorUnit, Policy: string(r.Book.Policy),
 		Idle: string(r.Book.Idle), TeamLabel: r.Book.TeamLabel, Empty: r.Empty(),
+		Partial: r.Partial(), PartialNote: r.PartialNote(),
 		Total: num(r.Money(r.Total)), Platform: num(r.Money(r.Platform)), Rounding: num(r.Money(r.Rounding)),
 		Lines: []jsonLine{}, Teams: []jsonTeam{}, SharingModes: []jsonMode{}, Models: []jsonModel{},
 		UnknownModels: []string{}, Findings: []jsonFinding{}, FindingsDropped: r.FindingsDropped,
 	}
 	if r.Empty() {
 		j.Message = NoUsageMessage
+	} else {
+		j.Period.DataStart, j.Period.DataEnd = r.DataFrom.Format(time.RFC3339), r.DataTo.Format(time.RFC3339)
 	}
 	if !r.GeneratedAt.IsZero() {
 		j.GeneratedAt = r.GeneratedAt.Format(time.RFC3339)

@@ -115,7 +115,12 @@ type Report struct {
 	// FindingsDropped counts episodes left out: more containers were
 	// flagged than a report lists.
 	FindingsDropped int
-	// GeneratedAt is shown when set; Build leaves it zero.
+	// DataFrom and DataTo bound the days of the period the ledger has
+	// data for (day buckets in the book's zone, clipped to the period);
+	// zero when the period is empty. See Partial.
+	DataFrom, DataTo time.Time
+	// GeneratedAt is shown when set; Build leaves it zero. A period that
+	// ends after it is partial.
 	GeneratedAt time.Time
 }
 

@@ -52,7 +52,7 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	fs.StringVar(&f.podLabels, "pod-label-allowlist", envDefault("GPULEDGER_POD_LABEL_ALLOWLIST", ""), "comma-separated pod labels copied onto container series as label_<name> (empty: none, so cardinality stays bounded)")
 	fs.DurationVar(&f.poll, "poll-interval", time.Second, "collection period")
 	fs.DurationVar(&f.ledgerInterval, "ledger-interval", time.Minute, "ledger row interval")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, ""); err != nil {
 		return f, err
 	}
 	if f.node == "" {
@@ -182,14 +182,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-func serveMux(exp *exposition.Exporter) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", exp.Handler())
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, "ok\n")
-	})
-	return mux
 }

@@ -16,20 +16,19 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
-	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/billing/report"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/exposition"
 	"github.com/gpuledger/gpuledger/collector/scenario"
 	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gpuledger/gpuledger/deploy"
 )
 
 // The demo fleet: one simulated node per sharing mechanism, because the
@@ -61,16 +60,16 @@ func loadDemoScenarios() ([]*scenario.Scenario, error) {
 
 func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	fl := flag.NewFlagSet("demo", flag.ContinueOnError)
-	out := fl.String("out", "out/demo", "directory for the fleet's ledger.db and the month's chargeback report")
+	out := fl.String("out", "out/demo", "directory for the fleet's ledger.db and the chargeback of the backfilled days (chargeback.csv, chargeback.html)")
 	days := fl.Int("days", 30, "days of history to backfill")
 	listen := fl.String("listen", envDefault("GPULEDGER_LISTEN", "127.0.0.1:9400"), "address to serve live /metrics on; empty to exit after the report")
-	if err := fl.Parse(args); err != nil {
+	if err := parseFlags(fl, args, ""); err != nil {
 		return err
 	}
 	if *days < 1 {
 		return fmt.Errorf("--days %d: need at least one day", *days)
 	}
-	book, err := pricebook.Parse("demo prices", []byte(demoPrices))
+	book, err := demoPrices()
 	if err != nil {
 		return err
 	}
@@ -87,23 +86,24 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer store.Close()
 
-	to := time.Now().UTC().Truncate(24 * time.Hour)
+	to := now().UTC().Truncate(24 * time.Hour)
 	from := to.AddDate(0, 0, -*days)
 	sum, err := backfill(ctx, store, from, *days)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Backfilled %d days (%s to %s) of 4 simulated nodes: MIG, time-slicing, MPS and HAMi.\n\n",
-		*days, from.Format("2006-01-02"), to.Format("2006-01-02"))
-	sum.print(stdout)
-
 	csvPath, htmlPath := filepath.Join(*out, "chargeback.csv"), filepath.Join(*out, "chargeback.html")
+	var rep *report.Report
 	for _, f := range []struct{ format, path string }{{"csv", csvPath}, {"html", htmlPath}} {
-		if _, err := writeReport(ctx, store, book, from, to, f.format, f.path, io.Discard); err != nil {
+		if rep, err = writeReport(ctx, store, book, from, to, f.format, f.path, io.Discard); err != nil {
 			return err
 		}
 	}
+	fmt.Fprintf(stdout, "Backfilled %d days (%s to %s) of 4 simulated nodes: MIG, time-slicing, MPS and HAMi.\n\n",
+		*days, from.Format("2006-01-02"), to.Format("2006-01-02"))
+	sum.print(stdout, rep)
 	fmt.Fprintf(stdout, "\nLedger:            %s\nFinance CSV:       %s\nChargeback report: %s\n", dbPath, csvPath, htmlPath)
+	fmt.Fprintf(stdout, "Reproduce the CSV: %s\n", reproduceCommand(dbPath, from, to, book.Location))
 	if *listen == "" {
 		return nil
 	}
@@ -112,6 +112,28 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	return serveLiveDemo(ctx, scs, *listen, exportedPrices(book), stdout)
+}
+
+// now is the clock the demo's backfill ends on and reports are checked
+// against; tests fix it.
+var now = time.Now
+
+// reproduceCommand is the `gpuledger report` command that writes the
+// demo's finance CSV again, byte for byte, from its ledger and the shipped
+// price book.
+func reproduceCommand(dbPath string, from, to time.Time, loc *time.Location) string {
+	return fmt.Sprintf("gpuledger report --ledger %s --prices %s --from %s --to %s --format csv",
+		dbPath, deploy.PricesPath, boundArg(from, loc), boundArg(to, loc))
+}
+
+// boundArg writes a report bound as a date where it is a midnight in the
+// price book's zone (how --from/--to read dates), else as RFC 3339.
+func boundArg(t time.Time, loc *time.Location) string {
+	l := t.In(loc)
+	if y, m, d := l.Date(); ledger.DayStart(y, m, d, loc).Equal(t) {
+		return l.Format(time.DateOnly)
+	}
+	return t.Format(time.RFC3339)
 }
 
 // backfill simulates the demo fleet over [from, from+days) into store,
@@ -167,8 +189,7 @@ func serveLiveDemo(ctx context.Context, scs []*scenario.Scenario, listen string,
 			}
 		}()
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	mux := metricsMux(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -239,57 +260,4 @@ func cycleOnWallTime(ctx context.Context, sc *scenario.Scenario, node *sim.Node,
 		case <-t.C:
 		}
 	}
-}
-
-// teamSummary is a sink that totals GPU-hours per team for the demo's table.
-type teamSummary struct {
-	teams    map[string]*teamTotals
-	findings map[string]int
-}
-
-type teamTotals struct{ allocated, used float64 }
-
-func newTeamSummary() *teamSummary {
-	return &teamSummary{teams: map[string]*teamTotals{}, findings: map[string]int{}}
-}
-
-func (s *teamSummary) Write(_ context.Context, rows []attribution.Row, fs []attribution.Finding) error {
-	for _, r := range rows {
-		team := r.Team
-		if r.Kind != attribution.KindContainer {
-			team = "(" + string(r.Kind) + ")"
-		}
-		t := s.teams[team]
-		if t == nil {
-			t = &teamTotals{}
-			s.teams[team] = t
-		}
-		t.allocated += r.AllocatedGPUSeconds
-		t.used += r.UsedGPUSeconds
-	}
-	for _, f := range fs {
-		s.findings[f.Team+"\x00"+f.Kind]++
-	}
-	return nil
-}
-
-func (s *teamSummary) print(w io.Writer) {
-	names := make([]string, 0, len(s.teams))
-	for n := range s.teams {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "team\tallocated GPU-h\tused GPU-h\tefficiency\tidle allocations\tnoisy\tstarved\t")
-	for _, n := range names {
-		t := s.teams[n]
-		eff := "-"
-		if t.allocated > 0 && !strings.HasPrefix(n, "(") {
-			eff = fmt.Sprintf("%.0f%%", 100*t.used/t.allocated)
-		}
-		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%s\t%d\t%d\t%d\t\n", n, t.allocated/3600, t.used/3600, eff,
-			s.findings[n+"\x00"+attribution.FindingIdleAllocation], s.findings[n+"\x00"+attribution.FindingNoisyNeighbour],
-			s.findings[n+"\x00"+attribution.FindingStarved])
-	}
-	tw.Flush()
 }

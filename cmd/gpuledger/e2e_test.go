@@ -29,21 +29,13 @@ func (m *memSink) Write(_ context.Context, rows []attribution.Row, fs []attribut
 }
 
 // scenarioDirs lists scenario directories (each with scenario.yaml) under the
-// shared contract examples and our own corpus.
+// reference examples and our own corpus.
 func scenarioDirs(t *testing.T) []string {
 	t.Helper()
 	var dirs []string
-	shared := filepath.Join("..", "..", "..", "shared", "contracts", "examples")
-	if d := os.Getenv("GPULEDGER_SHARED"); d != "" {
-		shared = filepath.Join(d, "contracts", "examples")
-	}
-	for _, root := range []string{shared, filepath.Join("..", "..", "testdata", "scenarios")} {
+	for _, root := range []string{filepath.Join("..", "..", "testdata", "examples"), filepath.Join("..", "..", "testdata", "scenarios")} {
 		m, _ := filepath.Glob(filepath.Join(root, "*", "scenario.yaml"))
 		if len(m) == 0 {
-			if root == shared && os.Getenv("GPULEDGER_REQUIRE_INTEGRATION") != "1" {
-				t.Logf("no shared examples at %s", root)
-				continue
-			}
 			t.Fatalf("no scenarios under %s", root)
 		}
 		for _, f := range m {
@@ -291,9 +283,11 @@ func expectedEnergy(sc *scenario.Scenario, g scenario.GPU) float64 {
 		}
 	}
 	for _, pod := range sc.Pods {
-		for _, c := range pod.Containers {
-			for _, p := range c.Processes {
-				add(p)
+		for _, cs := range [][]scenario.Container{pod.InitContainers, pod.Containers} {
+			for _, c := range cs {
+				for _, p := range c.Processes {
+					add(p)
+				}
 			}
 		}
 	}

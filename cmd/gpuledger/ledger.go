@@ -41,24 +41,23 @@ subcommands:
 DSN (--ledger or env GPULEDGER_LEDGER): PATH, file:PATH or
 clickhouse://user:password@host:9000/database?secure=true
 Times: RFC 3339 or YYYY-MM-DD (midnight UTC).
+Quantities (GPU-seconds, MiB-seconds, joules) are rounded to 6 decimals, a
+micro-unit, and written without trailing zeros: 50.2, not 50.200000000000074.
 `
 
 func runLedger(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, ledgerUsageText)
-		return errors.New("ledger needs a subcommand: export or migrate")
+		return &usageError{err: errors.New("ledger needs a subcommand: export or migrate"), usage: ledgerUsageText}
 	}
 	switch args[0] {
 	case "export":
 		return runLedgerExport(ctx, args[1:], stdout)
 	case "migrate":
 		return runLedgerMigrate(ctx, args[1:], stdout)
-	case "-h", "--help", "help":
-		_, err := fmt.Fprint(stdout, ledgerUsageText)
-		return err
+	case "-h", "-help", "--help", "help":
+		return &helpRequested{usage: ledgerUsageText}
 	}
-	fmt.Fprint(os.Stderr, ledgerUsageText)
-	return fmt.Errorf("unknown ledger subcommand %q (want export or migrate)", args[0])
+	return &usageError{err: fmt.Errorf("unknown ledger subcommand %q (want export or migrate)", args[0]), usage: ledgerUsageText}
 }
 
 type exportFlags struct {
@@ -75,7 +74,7 @@ func parseExportFlags(args []string) (exportFlags, error) {
 	fs.StringVar(&f.format, "format", ledger.FormatCSV, "csv (the ledger.csv contract) or jsonl")
 	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
 	fs.StringVar(&f.out, "out", "", "output file; default stdout")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, ""); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
@@ -271,7 +270,7 @@ func runLedgerMigrate(ctx context.Context, args []string, stdout io.Writer) erro
 	dsn := fs.String("ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
 	cluster := fs.String("clickhouse-cluster", envDefault("GPULEDGER_CLICKHOUSE_CLUSTER", ""),
 		"ClickHouse cluster: create Replicated and Distributed tables ON CLUSTER (env GPULEDGER_CLICKHOUSE_CLUSTER)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, ""); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -39,48 +40,73 @@ func commands() []command {
 		{"demo", "simulate a mixed GPU fleet, print a per-team summary, serve /metrics", runDemo},
 		{"report", "chargeback for a period: finance CSV, JSON or HTML from the ledger and a price book", runReport},
 		{"ledger", "ledger export (csv, jsonl) and migrate, on the embedded store or ClickHouse", runLedger},
-		{"version", "print the version", func(_ context.Context, _ []string, w io.Writer) error {
-			_, err := fmt.Fprintf(w, "gpuledger %s (%s)\n", version, revision)
-			return err
-		}},
+		{"version", "print the version (also --version)", runVersion},
 	}
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})))
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(2)
-		}
-		fmt.Fprintln(os.Stderr, "gpuledger:", err)
-		os.Exit(1)
-	}
+	code := exitCode(run(ctx, os.Args[1:], os.Stdout), os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
+// run runs the command args name; help, wherever it was asked for, is
+// printed here to stdout.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stdout)
-		if len(args) == 0 {
-			return flag.ErrHelp
+	err := dispatch(ctx, args, stdout)
+	var h *helpRequested
+	if errors.As(err, &h) {
+		_, err = io.WriteString(stdout, h.usage)
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return &usageError{err: errors.New("no command given"), usage: usageText()}
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		return &helpRequested{usage: usageText()}
+	case "help":
+		if len(args) == 1 {
+			return &helpRequested{usage: usageText()}
 		}
-		return nil
+		// help CMD [SUB] is CMD [SUB] --help.
+		return dispatch(ctx, append(append([]string{}, args[1:]...), "--help"), stdout)
+	case "-version", "--version":
+		args = append([]string{"version"}, args[1:]...)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
 			return c.run(ctx, args[1:], stdout)
 		}
 	}
-	usage(os.Stderr)
-	return fmt.Errorf("unknown command %q", args[0])
+	return &usageError{err: fmt.Errorf("unknown command %q", args[0]), usage: usageText()}
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: gpuledger <command> [flags]\n\ncommands:")
+func usageText() string {
+	var b strings.Builder
+	b.WriteString("usage: gpuledger <command> [flags]\n\ncommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
+	b.WriteString("\n'gpuledger help <command>' or 'gpuledger <command> --help' describes a command.\n")
+	return b.String()
+}
+
+func runVersion(_ context.Context, args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if err := parseFlags(fs, args, "usage: gpuledger version\n\nPrints the version (git describe of the build) and revision.\n"); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &usageError{err: fmt.Errorf("version: unexpected argument %q", fs.Arg(0)), usage: "usage: gpuledger version\n"}
+	}
+	_, err := fmt.Fprintf(w, "gpuledger %s (%s)\n", version, revision)
+	return err
 }
 
 func logLevel() slog.Level {

@@ -3,20 +3,15 @@ package main
 import (
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/collector/exposition"
+	"github.com/gpuledger/gpuledger/deploy"
 )
 
-// demoPrices is the demo's price book (and the one shipped as
-// deploy/prices.yaml's example).
-const demoPrices = `currency: USD
-timezone: UTC
-teamLabel: team
-policy: allocation
-idle: shared
-rates:
-  A100-SXM4-80GB: 2.40
-  H100-SXM5-80GB: 4.10
-defaultRate: 2.00
-`
+// demoPrices is the demo's price book: deploy/prices.yaml, compiled in, so
+// `report --prices deploy/prices.yaml` on the demo's ledger reproduces its
+// chargeback.
+func demoPrices() (*pricebook.Book, error) {
+	return pricebook.Parse(deploy.PricesPath, deploy.Prices)
+}
 
 // loadPrices reads the price book at path; "" means none.
 func loadPrices(path string) (*pricebook.Book, error) {

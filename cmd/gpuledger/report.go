@@ -38,6 +38,11 @@ JSON, or a self-contained HTML report.
   --out      output file, written only once complete; default stdout
   --ledger   ledger DSN (env GPULEDGER_LEDGER): PATH, file:PATH or
              clickhouse://user:password@host:9000/database
+
+A period the ledger covers only in part (the current month, a collector
+installed mid-month) is partial: a warning on stderr, "partial" in the JSON
+and the HTML title; the finance CSV's columns stay as they are. A period with
+no ledger data, or one that has not started, is an error (exit 1).
 `
 
 type reportFlags struct {
@@ -49,7 +54,6 @@ type reportFlags struct {
 func parseReportFlags(args []string) (reportFlags, error) {
 	var f reportFlags
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), reportUsageText) }
 	fs.StringVar(&f.period, "period", "", "calendar month YYYY-MM in the price book's time zone")
 	fs.StringVar(&f.from, "from", "", "start of the range, inclusive (RFC 3339 or YYYY-MM-DD)")
 	fs.StringVar(&f.to, "to", "", "end of the range, exclusive (RFC 3339 or YYYY-MM-DD)")
@@ -57,7 +61,7 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	fs.StringVar(&f.format, "format", "", "csv, json or html (default: from --out's extension, else csv)")
 	fs.StringVar(&f.out, "out", "", "output file; default stdout")
 	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, reportUsageText); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
@@ -142,15 +146,24 @@ func runReport(ctx context.Context, args []string, stdout io.Writer) error {
 	return err
 }
 
+// periodText names [from, to) as a report does.
+func periodText(from, to time.Time, book *pricebook.Book) string {
+	return (&report.Report{From: from, To: to, Book: book}).PeriodLabel()
+}
+
 // writeReport builds the chargeback of [from, to) from st and writes it in
 // format to out (stdout when out is "" or "-"); a file appears only once
 // complete. The demo writes its month's reports through it too.
 func writeReport(ctx context.Context, st report.Source, book *pricebook.Book, from, to time.Time, format, out string, stdout io.Writer) (*report.Report, error) {
+	generated := now()
+	if !from.Before(generated) {
+		return nil, fmt.Errorf("cannot report %s: the period has not started yet (it starts %s)", periodText(from, to, book), from.Format(time.RFC3339))
+	}
 	rep, err := report.Build(ctx, st, book, from, to)
 	if err != nil {
 		return nil, err
 	}
-	rep.GeneratedAt = time.Now()
+	rep.GeneratedAt = generated
 	if unknown := rep.UnknownModels(); len(unknown) > 0 {
 		names := make([]string, len(unknown))
 		for i, m := range unknown {
@@ -159,8 +172,13 @@ func writeReport(ctx context.Context, st report.Source, book *pricebook.Book, fr
 		slog.Warn("GPU models missing from the price book are charged at its defaultRate", "models", strings.Join(names, ","),
 			"defaultRate", book.DefaultRate.Format(book.Currency.MinorUnit), "prices", book.Source)
 	}
+	// An empty period is a wrong ledger or period, not a zero bill: a
+	// running collector writes rows for every GPU, used or not.
 	if rep.Empty() {
-		slog.Info("no usage in this period", "from", from.Format(time.RFC3339), "to", to.Format(time.RFC3339))
+		return nil, fmt.Errorf("cannot report %s: the ledger has no data in it (%s)", rep.PeriodLabel(), report.NoUsageMessage)
+	}
+	if note := rep.PartialNote(); note != "" {
+		slog.Warn("the report covers only part of its period: not the whole period's bill", "period", rep.PeriodLabel(), "note", note)
 	}
 	w, commit, err := exportTarget(out, stdout)
 	if err != nil {

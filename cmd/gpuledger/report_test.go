@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"log/slog"
 	"math"
 	"math/big"
 	"os"
@@ -12,16 +13,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gpuledger/gpuledger/billing/report"
 )
 
-// simulatedLedger simulates the shared mps-hostile-103 example (seven MPS
+// simulatedLedger simulates the reference example mps-hostile-103 (seven MPS
 // tenants of one A100 for 180 s, tenant-6 noisy) into a ledger.db.
 func simulatedLedger(t *testing.T) (db string, truth map[string]struct{ Allocated, Used float64 }) {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "contracts", "examples", "mps-hostile-103")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared example scenarios not found: %v", err)
-	}
+	dir := filepath.Join("..", "..", "testdata", "examples", "mps-hostile-103")
 	out := t.TempDir()
 	if err := run(context.Background(), []string{"simulate", "--scenario", filepath.Join(dir, "scenario.yaml"), "--out", out}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
@@ -144,15 +145,57 @@ func TestReportFormatsFromTheSameLedger(t *testing.T) {
 	}
 }
 
-func TestReportEmptyPeriod(t *testing.T) {
-	db, _ := simulatedLedger(t)
-	var stdout bytes.Buffer
-	if err := runReport(context.Background(), []string{"--period", "2026-12", "--prices", pricesFile(t, "allocation"), "--ledger", db}, &stdout); err != nil {
+// A period with no ledger data, or one that has not started, is an error
+// (exit 1, nothing written), not a header-only CSV that reads as a zero bill.
+func TestReportEmptyOrFuturePeriodFails(t *testing.T) {
+	db := repoScenarioLedger(t) // data on 2026-11-03
+	fixNow(t, time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+	prices := pricesFile(t, "allocation")
+	for period, want := range map[string]string{"2026-12": "has not started yet", "2026-10": "no data in it"} {
+		out := filepath.Join(t.TempDir(), "r.csv")
+		code, stdout, stderr := runCLI("report", "--period", period, "--prices", prices, "--ledger", db, "--out", out)
+		if code != 1 || stdout != "" || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and %q", period, code, stdout, stderr, want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: a report was written", period)
+		}
+	}
+}
+
+// The current month's report says on stderr that it is partial; its CSV
+// keeps the finance columns.
+func TestReportOfTheCurrentMonthWarnsItIsPartial(t *testing.T) {
+	db := repoScenarioLedger(t)
+	fixNow(t, time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+	var logs bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	code, stdout, _ := runCLI("report", "--period", "2026-11", "--prices", pricesFile(t, "allocation"), "--ledger", db)
+	if code != 0 || !strings.HasPrefix(stdout, strings.Join(report.CSVHeader, ",")+"\n") {
+		t.Fatalf("exit %d, CSV %q", code, stdout)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "partial: ledger data 2026-11-03 to 2026-11-04 only") {
+		t.Errorf("no partial warning on stderr: %s", logs.String())
+	}
+}
+
+// repoScenarioLedger simulates the repository's exclusive-basic scenario
+// (2026-11-03) into a ledger.db.
+func repoScenarioLedger(t *testing.T) string {
+	t.Helper()
+	out := t.TempDir()
+	sc := filepath.Join("..", "..", "testdata", "scenarios", "exclusive-basic", "scenario.yaml")
+	if err := run(context.Background(), []string{"simulate", "--scenario", sc, "--out", out}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(stdout.String()); !strings.HasPrefix(got, "period_start,period_end,team") || strings.Contains(got, "\n") {
-		t.Errorf("empty period CSV = %q, want the header alone", got)
-	}
+	return filepath.Join(out, "ledger.db")
+}
+
+func fixNow(t *testing.T, at time.Time) {
+	now = func() time.Time { return at }
+	t.Cleanup(func() { now = time.Now })
 }
 
 func TestReportFlagErrors(t *testing.T) {

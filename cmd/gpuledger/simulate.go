@@ -37,7 +37,7 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	linger := fs.Duration("linger", 0, "with --listen, keep serving this long after the scenario ends")
 	prices := fs.String("prices", envDefault("GPULEDGER_PRICES", ""), "price book whose rates /metrics exports as gpuledger_price_per_gpu_hour (with --listen)")
 	ledgerDSN := fs.String("ledger", envDefault("GPULEDGER_LEDGER", ""), "also send the rows to this ledger (file path, file:PATH or clickhouse://...)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, ""); err != nil {
 		return err
 	}
 	if *path == "" || *out == "" {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/gpuledger/gpuledger/collector/exposition"
 )
 
 // serveWithWebConfig serves srv on listen until ctx ends. TLS and basic
@@ -54,4 +57,19 @@ func serveWithWebConfig(ctx context.Context, srv *http.Server, listen, webConfig
 		}
 		return nil
 	}
+}
+
+// serveMux is the collector's HTTP surface: exp's /metrics and /healthz.
+func serveMux(exp *exposition.Exporter) *http.ServeMux { return metricsMux(exp.Handler()) }
+
+// metricsMux serves metrics on /metrics and a liveness answer on /healthz,
+// the wiring collect, simulate --listen and the demo share.
+func metricsMux(metrics http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	return mux
 }

@@ -93,13 +93,18 @@ hostProcesses:
 // does not apply, so that a stale case cannot pass by testing nothing.
 func edit(t *testing.T, pairs ...string) string {
 	t.Helper()
+	return editText(t, baseYAML, pairs...)
+}
+
+// editText applies literal replacements to any scenario text, like edit.
+func editText(t *testing.T, s string, pairs ...string) string {
+	t.Helper()
 	if len(pairs)%2 != 0 {
 		t.Fatalf("edit needs old/new pairs, got %d strings", len(pairs))
 	}
-	s := baseYAML
 	for i := 0; i < len(pairs); i += 2 {
 		if !strings.Contains(s, pairs[i]) {
-			t.Fatalf("edit: %q is not in the base scenario", pairs[i])
+			t.Fatalf("edit: %q is not in the scenario", pairs[i])
 		}
 		s = strings.Replace(s, pairs[i], pairs[i+1], 1)
 	}

@@ -14,32 +14,56 @@ import (
 func (s *Scenario) Clone() *Scenario {
 	c := *s
 	c.APIVersion, c.Kind, c.Name, c.Dir = strings.Clone(s.APIVersion), strings.Clone(s.Kind), strings.Clone(s.Name), strings.Clone(s.Dir)
-	c.Node = Node{Name: strings.Clone(s.Node.Name), Labels: cloneMap(s.Node.Labels)}
+	c.Node = Node{Name: strings.Clone(s.Node.Name), Labels: cloneMap(s.Node.Labels),
+		ResourceSlices: cloneEach(s.Node.ResourceSlices, cloneResourceSlice)}
 	c.Namespaces = cloneEach(s.Namespaces, func(n Namespace) Namespace {
 		return Namespace{Name: strings.Clone(n.Name), Labels: cloneMap(n.Labels)}
 	})
 	c.GPUs = cloneEach(s.GPUs, func(g GPU) GPU {
 		g.UUID, g.Model, g.Mode, g.MPSProcessView = strings.Clone(g.UUID), strings.Clone(g.Model), strings.Clone(g.Mode), strings.Clone(g.MPSProcessView)
 		g.MIGInstances = cloneEach(g.MIGInstances, func(m MIGInstance) MIGInstance {
-			return MIGInstance{UUID: strings.Clone(m.UUID), Profile: strings.Clone(m.Profile)}
+			m.UUID, m.Profile = strings.Clone(m.UUID), strings.Clone(m.Profile)
+			return m
 		})
 		return g
 	})
 	c.Pods = cloneEach(s.Pods, func(p Pod) Pod {
 		p.UID, p.Namespace, p.Name = strings.Clone(p.UID), strings.Clone(p.Namespace), strings.Clone(p.Name)
 		p.Labels, p.Annotations = cloneMap(p.Labels), cloneMap(p.Annotations)
-		p.Containers = cloneEach(p.Containers, func(ct Container) Container {
-			ct.Name, ct.ID = strings.Clone(ct.Name), strings.Clone(ct.ID)
-			ct.Devices = cloneEach(ct.Devices, func(d DeviceRequest) DeviceRequest {
-				return DeviceRequest{Resource: strings.Clone(d.Resource), IDs: cloneEach(d.IDs, strings.Clone)}
-			})
-			ct.Processes = cloneEach(ct.Processes, cloneProcess)
-			return ct
+		p.Containers = cloneEach(p.Containers, cloneContainer)
+		p.InitContainers = cloneEach(p.InitContainers, cloneContainer)
+		p.AnnotationChanges = cloneEach(p.AnnotationChanges, func(a AnnotationChange) AnnotationChange {
+			a.Annotations = cloneMap(a.Annotations)
+			return a
 		})
 		return p
 	})
 	c.HostProcesses = cloneEach(s.HostProcesses, cloneProcess)
 	return &c
+}
+
+func cloneContainer(ct Container) Container {
+	ct.Name, ct.ID, ct.RestartPolicy = strings.Clone(ct.Name), strings.Clone(ct.ID), strings.Clone(ct.RestartPolicy)
+	ct.Devices = cloneEach(ct.Devices, func(d DeviceRequest) DeviceRequest {
+		return DeviceRequest{Resource: strings.Clone(d.Resource), IDs: cloneEach(d.IDs, strings.Clone)}
+	})
+	ct.Claims = cloneEach(ct.Claims, func(cl Claim) Claim {
+		return Claim{
+			Claim: strings.Clone(cl.Claim), Request: strings.Clone(cl.Request),
+			Driver: strings.Clone(cl.Driver), Pool: strings.Clone(cl.Pool), Device: strings.Clone(cl.Device),
+		}
+	})
+	ct.Processes = cloneEach(ct.Processes, cloneProcess)
+	return ct
+}
+
+func cloneResourceSlice(rs ResourceSlice) ResourceSlice {
+	return ResourceSlice{
+		Driver: strings.Clone(rs.Driver), Pool: strings.Clone(rs.Pool),
+		Devices: cloneEach(rs.Devices, func(d SliceDevice) SliceDevice {
+			return SliceDevice{Name: strings.Clone(d.Name), Attributes: cloneMap(d.Attributes)}
+		}),
+	}
 }
 
 func cloneProcess(p Process) Process {

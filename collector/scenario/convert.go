@@ -77,7 +77,7 @@ func (c *converter) scenario(r *rawScenario) *Scenario {
 		s.Pods = append(s.Pods, c.pod(index("pods", i), pod))
 	}
 	for i, hp := range r.HostProcesses {
-		s.HostProcesses = append(s.HostProcesses, c.process(index("hostProcesses", i), hp, span{0, s.Duration, "the scenario"}))
+		s.HostProcesses = append(s.HostProcesses, c.process(index("hostProcesses", i), hp, lifetimeOf(0, s.Duration, "the scenario's")))
 	}
 	return s
 }
@@ -110,7 +110,7 @@ func (c *converter) node(r rawNode) Node {
 	if r.Name == "" {
 		c.p.addf("node.name", "is required")
 	}
-	return Node{Name: r.Name, Labels: r.Labels}
+	return Node{Name: r.Name, Labels: r.Labels, ResourceSlices: c.resourceSlices("node.resourceSlices", r.ResourceSlices)}
 }
 
 func (c *converter) namespace(path string, r rawNS) Namespace {
@@ -132,7 +132,8 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 	}
 	idx, _ := intField(&c.p, field(path, "index"), r.Index, int64(pos), 0, math.MaxInt32)
 	g.Index = int(idx)
-	g.Minor = g.Index
+	minor, _ := intField(&c.p, field(path, "minor"), r.Minor, idx, 0, math.MaxInt32)
+	g.Minor = int(minor)
 	if !gpuUUIDRE.MatchString(r.UUID) {
 		c.p.addf(field(path, "uuid"), "%q is not GPU-<8-4-4-4-12 hex>", r.UUID)
 	}
@@ -167,7 +168,8 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 		} else if knownModel {
 			c.p.addf(field(mp, "profile"), "%q is not a MIG profile of %s", m.Profile, r.Model)
 		}
-		g.MIGInstances = append(g.MIGInstances, MIGInstance{UUID: m.UUID, Profile: m.Profile, GI: i + 1})
+		gi, _ := intField(&c.p, field(mp, "gi"), m.GI, int64(i+1), 0, math.MaxInt32)
+		g.MIGInstances = append(g.MIGInstances, MIGInstance{UUID: m.UUID, Profile: m.Profile, GI: int(gi)})
 	}
 	if slices > TotalSlices {
 		c.p.addf(field(path, "migInstances"), "profiles use %d compute slices, more than the %d a GPU has", slices, TotalSlices)
@@ -217,10 +219,18 @@ func (c *converter) pod(path string, r rawPod) Pod {
 	case pod.Start >= pod.End:
 		c.p.addf(field(path, "start"), "%s is not before the pod's end %s", pod.Start, pod.End)
 	}
-	life := span{pod.Start, pod.End, "the pod"}
+	lifeOK := okStart && okEnd && pod.Start < pod.End && pod.End <= c.dur
+	pod.InitContainers = c.initContainers(path, r, pod.Start, pod.End, lifeOK)
+	// Regular containers are listed for the pod's whole life (kubelet
+	// allocates their devices at admission); their processes start by
+	// default once the plain init containers are done.
+	run := lifetimeOf(pod.Start, pod.End, "the pod's").defaulting(pod.ContainersStart(), pod.End)
 	for i, rc := range r.Containers {
-		pod.Containers = append(pod.Containers, c.container(index(field(path, "containers"), i), r.UID, rc, life))
+		ct := c.container(index(field(path, "containers"), i), r.UID, rc, run)
+		ct.Start, ct.End = pod.Start, pod.End
+		pod.Containers = append(pod.Containers, ct)
 	}
+	pod.AnnotationChanges = c.annotationChanges(field(path, "annotationChanges"), r.AnnotationChanges, pod, lifeOK)
 	return pod
 }
 
@@ -249,6 +259,7 @@ func (c *converter) container(path, podUID string, r rawContainer, life span) Co
 		}
 		ct.Devices = append(ct.Devices, DeviceRequest(d))
 	}
+	ct.Claims = c.claims(field(path, "claims"), r.Claims)
 	for i, rp := range r.Processes {
 		ct.Processes = append(ct.Processes, c.process(index(field(path, "processes"), i), rp, life))
 	}
@@ -262,8 +273,27 @@ func ContainerID(podUID, name string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// span is the lifetime a process must fit in, with a name for messages.
+// span is the lifetime a process must fit in, with the names of its two
+// ends for messages ("the pod's start"), and the window its start and end
+// default to (its container's run window, which may be narrower).
 type span struct {
-	start, end time.Duration
-	what       string
+	start, end         time.Duration
+	startName, endName string
+	defStart, defEnd   time.Duration
+}
+
+// lifetimeOf names a span's ends after its owner, given in the possessive
+// ("the pod's").
+func lifetimeOf(start, end time.Duration, whose string) span {
+	return span{start, end, whose + " start", whose + " end", start, end}
+}
+
+// defaulting returns s with processes defaulting to [start, end]. The
+// bounds stay the pod's lifetime: the contract rejects only processes
+// outside their pod's lifetime, so a process that runs before its
+// container's turn (or after an init container's end) is simulated as
+// written rather than refused.
+func (s span) defaulting(start, end time.Duration) span {
+	s.defStart, s.defEnd = start, end
+	return s
 }

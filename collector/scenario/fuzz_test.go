@@ -50,6 +50,14 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add([]byte(seed))
 	}
+	shapes := shapesYAML(f)
+	f.Add([]byte(shapes))
+	// Variants around the new fields' edges: a plain init container
+	// without end, one ending with the pod, a GI and a minor clash.
+	f.Add([]byte(strings.Replace(shapes, "        end: 1m\n", "", 1)))
+	f.Add([]byte(strings.Replace(shapes, "        end: 1m\n", "        end: 9m\n", 1)))
+	f.Add([]byte(strings.Replace(shapes, "gi: 0", "gi: 7", 1)))
+	f.Add([]byte(strings.Replace(shapes, "minor: 0", "minor: 2", 1)))
 	f.Add([]byte(baseYAML))
 	f.Add([]byte(strings.Replace(baseYAML, "fraction: 0}]", "fraction: 0.5}]", 1)))
 	f.Add([]byte(strings.Replace(baseYAML, "mode: timeslicing", "mode: mps", 1)))

@@ -44,16 +44,19 @@ type ProcessRef struct {
 	Process   *Process
 }
 
-// Processes lists every process of the scenario, pod processes first in
-// file order, then host processes.
+// Processes lists every process of the scenario: pod processes first, pod
+// by pod in file order, each pod's init containers' before its containers';
+// then host processes.
 func (s *Scenario) Processes() []ProcessRef {
 	var out []ProcessRef
 	for i := range s.Pods {
 		pod := &s.Pods[i]
-		for j := range pod.Containers {
-			ct := &pod.Containers[j]
-			for k := range ct.Processes {
-				out = append(out, ProcessRef{Pod: pod, Container: ct, Process: &ct.Processes[k]})
+		for _, cts := range [][]Container{pod.InitContainers, pod.Containers} {
+			for j := range cts {
+				ct := &cts[j]
+				for k := range ct.Processes {
+					out = append(out, ProcessRef{Pod: pod, Container: ct, Process: &ct.Processes[k]})
+				}
 			}
 		}
 	}
@@ -83,3 +86,42 @@ func (p *Pod) AliveAt(t time.Duration) bool { return p.Start <= t && t <= p.End 
 // AliveAt reports whether the process is running at offset t (both ends
 // inclusive, as the simulator lists it).
 func (p *Process) AliveAt(t time.Duration) bool { return p.Start <= t && t <= p.End }
+
+// ContainersStart is the offset at which the pod's regular containers start:
+// the end of its last plain init container, or the pod's start.
+func (p *Pod) ContainersStart() time.Duration {
+	start := p.Start
+	for _, ct := range p.InitContainers {
+		if !ct.Sidecar() && ct.End > start {
+			start = ct.End
+		}
+	}
+	return start
+}
+
+// Sidecar reports whether an init container keeps running beside the
+// containers (restartPolicy Always).
+func (c *Container) Sidecar() bool { return c.RestartPolicy == RestartAlways }
+
+// RunsAt reports whether the container runs at offset t (both ends
+// inclusive, as the simulator lists it).
+func (c *Container) RunsAt(t time.Duration) bool { return c.Start <= t && t <= c.End }
+
+// AnnotationsAt is the pod's annotations at offset t: the initial ones with
+// every change whose At <= t applied in order (keys given replace, others
+// stay). The result is a fresh map.
+func (p *Pod) AnnotationsAt(t time.Duration) map[string]string {
+	out := make(map[string]string, len(p.Annotations))
+	for k, v := range p.Annotations {
+		out[k] = v
+	}
+	for _, ch := range p.AnnotationChanges {
+		if ch.At > t {
+			break
+		}
+		for k, v := range ch.Annotations {
+			out[k] = v
+		}
+	}
+	return out
+}

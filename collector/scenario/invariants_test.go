@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -24,10 +25,7 @@ func checkInvariants(t *testing.T, s *Scenario) {
 		}
 		lo, hi := time.Duration(0), s.Duration
 		if ref.Pod != nil {
-			lo, hi = ref.Pod.Start, ref.Pod.End
-			if !(0 <= lo && lo < hi && hi <= s.Duration) {
-				t.Fatalf("pod %s lifetime [%v,%v]", ref.Pod.Name, lo, hi)
-			}
+			lo, hi = processBounds(t, ref.Pod, ref.Container)
 			if len(ref.Container.ID) != 64 {
 				t.Fatalf("container ID %q", ref.Container.ID)
 			}
@@ -44,6 +42,10 @@ func checkInvariants(t *testing.T, s *Scenario) {
 			}
 		}
 	}
+	for i := range s.Pods {
+		checkPodShapes(t, &s.Pods[i])
+	}
+	checkGPUIDs(t, s.GPUs)
 	for _, g := range s.GPUs {
 		if g.Mode == ModeMPS {
 			continue
@@ -60,13 +62,85 @@ func checkInvariants(t *testing.T, s *Scenario) {
 	}
 }
 
+// processBounds is where a container's processes may run: an init
+// container's window, or for a regular container from the end of the
+// plain init containers (recomputed here) to the pod's end.
+func processBounds(t *testing.T, pod *Pod, ct *Container) (time.Duration, time.Duration) {
+	t.Helper()
+	if !(0 <= pod.Start && pod.Start < pod.End) {
+		t.Fatalf("pod %s lifetime [%v,%v]", pod.Name, pod.Start, pod.End)
+	}
+	for i := range pod.InitContainers {
+		if &pod.InitContainers[i] == ct {
+			return ct.Start, ct.End
+		}
+	}
+	lo := pod.Start
+	for _, ic := range pod.InitContainers {
+		if ic.RestartPolicy == "" {
+			lo = max(lo, ic.End)
+		}
+	}
+	return lo, pod.End
+}
+
+// checkPodShapes checks container windows and annotation changes.
+func checkPodShapes(t *testing.T, pod *Pod) {
+	t.Helper()
+	for _, ct := range pod.Containers {
+		if ct.Start != pod.Start || ct.End != pod.End {
+			t.Fatalf("pod %s container %s window [%v,%v], want the pod's [%v,%v]", pod.Name, ct.Name, ct.Start, ct.End, pod.Start, pod.End)
+		}
+	}
+	turn := pod.Start
+	for _, ct := range pod.InitContainers {
+		switch ct.RestartPolicy {
+		case "":
+			if ct.Start != turn || ct.End < ct.Start || ct.End > pod.End {
+				t.Fatalf("pod %s init container %s window [%v,%v], turn %v", pod.Name, ct.Name, ct.Start, ct.End, turn)
+			}
+			turn = ct.End
+		case "Always":
+			if ct.Start != turn || ct.End != pod.End {
+				t.Fatalf("pod %s sidecar %s window [%v,%v], turn %v", pod.Name, ct.Name, ct.Start, ct.End, turn)
+			}
+		default:
+			t.Fatalf("pod %s init container %s restartPolicy %q", pod.Name, ct.Name, ct.RestartPolicy)
+		}
+	}
+	for i, ch := range pod.AnnotationChanges {
+		if ch.At < pod.Start || ch.At > pod.End || (i > 0 && ch.At < pod.AnnotationChanges[i-1].At) {
+			t.Fatalf("pod %s annotation change %d at %v", pod.Name, i, ch.At)
+		}
+	}
+}
+
+// checkGPUIDs checks minors are unique on the node and GIs on each GPU.
+func checkGPUIDs(t *testing.T, gpus []GPU) {
+	t.Helper()
+	minors := map[int]bool{}
+	for _, g := range gpus {
+		if g.Minor < 0 || minors[g.Minor] {
+			t.Fatalf("minor %d negative or repeated", g.Minor)
+		}
+		minors[g.Minor] = true
+		gis := map[int]bool{}
+		for _, m := range g.MIGInstances {
+			if m.GI < 0 || gis[m.GI] {
+				t.Fatalf("gpu %s: gi %d negative or repeated", g.UUID, m.GI)
+			}
+			gis[m.GI] = true
+		}
+	}
+}
+
 // referenceOverload finds the first instant at which the busy fractions on
 // a device exceed 1 by brute force: the sum only rises where a segment
 // starts, so checking every start is enough.
 func referenceOverload(pods []Pod, device string, hosts ...Process) (time.Duration, float64, bool) {
 	var procs []Process
 	for _, pod := range pods {
-		for _, c := range pod.Containers {
+		for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
 			for _, p := range c.Processes {
 				if p.Device == device {
 					procs = append(procs, p)

@@ -47,16 +47,16 @@ func (c *converter) process(path string, r rawProcess, life span) Process {
 // for checking the busy segments against.
 func (c *converter) lifetime(path string, r rawProcess, life span, pr *Process) bool {
 	var okStart, okEnd bool
-	pr.Start, okStart = durationField(&c.p, field(path, "start"), r.Start, life.start)
-	pr.End, okEnd = durationField(&c.p, field(path, "end"), r.End, life.end)
+	pr.Start, okStart = durationField(&c.p, field(path, "start"), r.Start, life.defStart)
+	pr.End, okEnd = durationField(&c.p, field(path, "end"), r.End, life.defEnd)
 	if !okStart || !okEnd {
 		return false
 	}
 	switch {
 	case pr.Start < life.start:
-		c.p.addf(field(path, "start"), "%s is before %s's start %s", pr.Start, life.what, life.start)
+		c.p.addf(field(path, "start"), "%s is before %s %s", pr.Start, life.startName, life.start)
 	case pr.End > life.end:
-		c.p.addf(field(path, "end"), "%s is after %s's end %s", pr.End, life.what, life.end)
+		c.p.addf(field(path, "end"), "%s is after %s %s", pr.End, life.endName, life.end)
 	case pr.Start >= pr.End:
 		c.p.addf(field(path, "start"), "%s is not before the process's end %s", pr.Start, pr.End)
 	default:

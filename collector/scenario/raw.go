@@ -31,8 +31,23 @@ type rawDetection struct {
 }
 
 type rawNode struct {
-	Name   string            `yaml:"name"`
-	Labels map[string]string `yaml:"labels"`
+	Name           string             `yaml:"name"`
+	Labels         map[string]string  `yaml:"labels"`
+	ResourceSlices []rawResourceSlice `yaml:"resourceSlices"`
+}
+
+type rawResourceSlice struct {
+	Driver  string           `yaml:"driver"`
+	Pool    string           `yaml:"pool"`
+	Devices []rawSliceDevice `yaml:"devices"`
+}
+
+// rawSliceDevice keeps attribute values as nodes: Kubernetes attributes are
+// strings, ints, bools or versions, and the scenario keeps the text as
+// written whatever YAML type the scalar resolves to.
+type rawSliceDevice struct {
+	Name       string              `yaml:"name"`
+	Attributes map[string]rawValue `yaml:"attributes"`
 }
 
 type rawNS struct {
@@ -48,6 +63,7 @@ type rawGPU struct {
 	MPS          rawMPS   `yaml:"mps"`
 	Power        rawPower `yaml:"power"`
 	MIGInstances []rawMIG `yaml:"migInstances"`
+	Minor        rawValue `yaml:"minor"`
 }
 
 type rawMPS struct {
@@ -60,8 +76,9 @@ type rawPower struct {
 }
 
 type rawMIG struct {
-	UUID    string `yaml:"uuid"`
-	Profile string `yaml:"profile"`
+	UUID    string   `yaml:"uuid"`
+	Profile string   `yaml:"profile"`
+	GI      rawValue `yaml:"gi"`
 }
 
 type rawPod struct {
@@ -73,13 +90,39 @@ type rawPod struct {
 	Start       rawValue          `yaml:"start"`
 	End         rawValue          `yaml:"end"`
 	Containers  []rawContainer    `yaml:"containers"`
+	// InitContainers and AnnotationChanges are "shapes of real clusters".
+	InitContainers    []rawInitContainer    `yaml:"initContainers"`
+	AnnotationChanges []rawAnnotationChange `yaml:"annotationChanges"`
 }
 
 type rawContainer struct {
 	Name      string       `yaml:"name"`
 	ID        string       `yaml:"id"`
 	Devices   []rawDevice  `yaml:"devices"`
+	Claims    []rawClaim   `yaml:"claims"`
 	Processes []rawProcess `yaml:"processes"`
+}
+
+// rawInitContainer is a container with the two fields only init containers
+// have, kept off rawContainer so that strict decoding still rejects them on
+// regular containers.
+type rawInitContainer struct {
+	rawContainer  `yaml:",inline"`
+	End           rawValue `yaml:"end"`
+	RestartPolicy string   `yaml:"restartPolicy"`
+}
+
+type rawClaim struct {
+	Claim   string `yaml:"claim"`
+	Request string `yaml:"request"`
+	Driver  string `yaml:"driver"`
+	Pool    string `yaml:"pool"`
+	Device  string `yaml:"device"`
+}
+
+type rawAnnotationChange struct {
+	At          rawValue          `yaml:"at"`
+	Annotations map[string]string `yaml:"annotations"`
 }
 
 type rawDevice struct {

@@ -1,5 +1,5 @@
 // Package scenario reads and validates simulated-node scenario files
-// (contract: shared/contracts/scenario.md). The simulator, the ground-truth
+// (format: docs/scenario-format.md). The simulator, the ground-truth
 // checker and the benchmarks all start from a *Scenario.
 package scenario
 

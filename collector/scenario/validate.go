@@ -28,6 +28,7 @@ type procRef struct {
 func validate(s *Scenario) error {
 	var p problems
 	devices := checkGPUs(&p, s.GPUs)
+	checkResourceSlices(&p, s.Node.ResourceSlices)
 	checkNamespaces(&p, s.Namespaces)
 	checkPods(&p, s)
 	procs := processes(s)
@@ -44,13 +45,8 @@ func processes(s *Scenario) []procRef {
 	var out []procRef
 	for i := range s.Pods {
 		pod := &s.Pods[i]
-		for j := range pod.Containers {
-			ct := &pod.Containers[j]
-			for k := range ct.Processes {
-				path := fmt.Sprintf("pods[%d].containers[%d].processes[%d]", i, j, k)
-				out = append(out, procRef{path, &ct.Processes[k]})
-			}
-		}
+		out = appendProcs(out, index("pods", i), "initContainers", pod.InitContainers)
+		out = appendProcs(out, index("pods", i), "containers", pod.Containers)
 	}
 	for i := range s.HostProcesses {
 		out = append(out, procRef{index("hostProcesses", i), &s.HostProcesses[i]})
@@ -58,11 +54,24 @@ func processes(s *Scenario) []procRef {
 	return out
 }
 
-// checkGPUs rejects duplicate GPU indexes and UUIDs and returns every device
-// UUID a process may name.
+func appendProcs(out []procRef, podPath, list string, cts []Container) []procRef {
+	for j := range cts {
+		ct := &cts[j]
+		for k := range ct.Processes {
+			path := fmt.Sprintf("%s.%s[%d].processes[%d]", podPath, list, j, k)
+			out = append(out, procRef{path, &ct.Processes[k]})
+		}
+	}
+	return out
+}
+
+// checkGPUs rejects duplicate GPU indexes, minor numbers and UUIDs, and
+// GPU-instance IDs repeated on one GPU, and returns every device UUID a
+// process may name.
 func checkGPUs(p *problems, gpus []GPU) map[string]deviceRef {
 	devices := make(map[string]deviceRef)
 	byIndex := make(map[int]int)
+	byMinor := make(map[int]int)
 	for i, g := range gpus {
 		path := index("gpus", i)
 		if j, dup := byIndex[g.Index]; dup {
@@ -70,6 +79,14 @@ func checkGPUs(p *problems, gpus []GPU) map[string]deviceRef {
 		} else {
 			byIndex[g.Index] = i
 		}
+		// A minor left out defaults to the index, so say so: the clash
+		// may be with a value nobody wrote.
+		if j, dup := byMinor[g.Minor]; dup {
+			p.addf(field(path, "minor"), "%d is already the minor number of gpus[%d] (a minor left out is the GPU's index)", g.Minor, j)
+		} else {
+			byMinor[g.Minor] = i
+		}
+		checkGIs(p, path, g.MIGInstances)
 		if d, dup := devices[g.UUID]; dup {
 			p.addf(field(path, "uuid"), "%q is already used by %s", g.UUID, d.path())
 		} else {
@@ -85,6 +102,38 @@ func checkGPUs(p *problems, gpus []GPU) map[string]deviceRef {
 		}
 	}
 	return devices
+}
+
+// checkGIs rejects a GPU-instance ID used twice on one GPU.
+func checkGIs(p *problems, gpuPath string, insts []MIGInstance) {
+	byGI := make(map[int]int)
+	for j, m := range insts {
+		if k, dup := byGI[m.GI]; dup {
+			p.addf(field(index(field(gpuPath, "migInstances"), j), "gi"),
+				"%d is already the GPU-instance ID of migInstances[%d] (a gi left out is 1 + the instance's position)", m.GI, k)
+		} else {
+			byGI[m.GI] = j
+		}
+	}
+}
+
+// checkResourceSlices rejects a device published twice in one pool of one
+// driver: Kubernetes names devices uniquely per pool, and a claim names a
+// device by driver, pool and name.
+func checkResourceSlices(p *problems, rss []ResourceSlice) {
+	type key struct{ driver, pool, name string }
+	seen := make(map[key]string)
+	for i, rs := range rss {
+		for j, d := range rs.Devices {
+			path := index(field(index("node.resourceSlices", i), "devices"), j)
+			k := key{rs.Driver, rs.Pool, d.Name}
+			if other, dup := seen[k]; dup {
+				p.addf(field(path, "name"), "%q is already published in pool %q of driver %q by %s", d.Name, rs.Pool, rs.Driver, other)
+			} else {
+				seen[k] = path
+			}
+		}
+	}
 }
 
 func checkNamespaces(p *problems, nss []Namespace) {
@@ -111,18 +160,24 @@ func checkPods(p *problems, s *Scenario) {
 		} else {
 			uids[pod.UID] = i
 		}
-		names := make(map[string]int)
-		for j, ct := range pod.Containers {
-			cp := index(field(path, "containers"), j)
-			if k, dup := names[ct.Name]; dup {
-				p.addf(field(cp, "name"), "%q is already used by containers[%d] of this pod", ct.Name, k)
-			} else {
-				names[ct.Name] = j
-			}
-			if other, dup := ids[ct.ID]; dup {
-				p.addf(field(cp, "id"), "%q is already used by %s", ct.ID, other)
-			} else {
-				ids[ct.ID] = cp
+		// Kubernetes names init and regular containers in one namespace.
+		names := make(map[string]string)
+		for _, list := range []struct {
+			name string
+			cts  []Container
+		}{{"initContainers", pod.InitContainers}, {"containers", pod.Containers}} {
+			for j, ct := range list.cts {
+				cp := index(field(path, list.name), j)
+				if other, dup := names[ct.Name]; dup {
+					p.addf(field(cp, "name"), "%q is already used by %s of this pod", ct.Name, other)
+				} else {
+					names[ct.Name] = index(list.name, j)
+				}
+				if other, dup := ids[ct.ID]; dup {
+					p.addf(field(cp, "id"), "%q is already used by %s", ct.ID, other)
+				} else {
+					ids[ct.ID] = cp
+				}
 			}
 		}
 	}

@@ -32,7 +32,7 @@ func denseScenario(day time.Duration) *scenario.Scenario {
 			devs = nil
 			for j := range 7 {
 				u := fmt.Sprintf("MIG-%08d-0000-4000-8000-%012d", i, j)
-				g.MIGInstances = append(g.MIGInstances, scenario.MIGInstance{UUID: u, Profile: "1g.10gb"})
+				g.MIGInstances = append(g.MIGInstances, scenario.MIGInstance{UUID: u, Profile: "1g.10gb", GI: j + 1})
 				devs = append(devs, u)
 			}
 		}

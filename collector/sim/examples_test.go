@@ -14,7 +14,9 @@ import (
 	"github.com/gpuledger/gpuledger/collector/scenario"
 )
 
-const examplesDir = "../../../shared/contracts/examples"
+// examplesDir holds the reference scenarios whose truth.json was computed
+// outside this code base (testdata/examples/README.md).
+const examplesDir = "../../testdata/examples"
 
 type truthFile struct {
 	Containers map[string]struct {
@@ -34,7 +36,7 @@ type truthFile struct {
 func TestExamplesAgainstTruth(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join(examplesDir, "*", "scenario.yaml"))
 	if len(dirs) == 0 {
-		t.Skip("no contract examples next to the repository")
+		t.Fatalf("no examples under %s", examplesDir)
 	}
 	for _, path := range dirs {
 		dir := filepath.Dir(path)
@@ -102,8 +104,8 @@ func checkExample(t *testing.T, sc *scenario.Scenario, truth truthFile) {
 			switch g.Mode {
 			case scenario.ModeMIG:
 				for _, v := range vals {
-					if v.Entity.GPUIndex == g.Index && v.Entity.GPUInstanceID > 0 {
-						w := g.MIGInstances[v.Entity.GPUInstanceID-1].Weight()
+					if v.Entity.GPUIndex == g.Index && v.Entity.GPUInstanceID >= 0 {
+						w := instanceByGI(t, g, v.Entity.GPUInstanceID).Weight()
 						nodeBusy += w * v.GrEngineActive * sc.PollInterval.Seconds()
 					}
 				}
@@ -145,4 +147,16 @@ func checkExample(t *testing.T, sc *scenario.Scenario, truth truthFile) {
 		t.Errorf("node busy %.3f s observed, truth %.3f s (tolerance %.3f)", nodeBusy, want, tol)
 	}
 	t.Logf("node busy %.3f s observed, truth %.3f s", nodeBusy, want)
+}
+
+// instanceByGI finds the MIG instance DCGM names by its GPU-instance ID.
+func instanceByGI(t *testing.T, g scenario.GPU, gi int) scenario.MIGInstance {
+	t.Helper()
+	for _, m := range g.MIGInstances {
+		if m.GI == gi {
+			return m
+		}
+	}
+	t.Fatalf("gpu %d has no MIG instance with gi %d", g.Index, gi)
+	return scenario.MIGInstance{}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/collector/scenario"
 )
 
@@ -20,6 +19,7 @@ const mpsServerPIDBase = 4000000
 // gpu is one simulated physical GPU.
 type gpu struct {
 	index      int
+	minor      int // NVML minor number, /dev/nvidia<minor>
 	uuid       string
 	model      string
 	mode       string
@@ -45,7 +45,7 @@ func (g *gpu) isMIG() bool { return g.mode == scenario.ModeMIG }
 // migInst is one MIG instance (one GPU instance with one compute instance).
 type migInst struct {
 	gpu       *gpu
-	giID      int // 1..n in scenario order
+	giID      int // the scenario's gi: NVML's and DCGM's GPU-instance ID
 	uuid      string
 	profile   string
 	slices    int
@@ -54,18 +54,6 @@ type migInst struct {
 	weight    float64 // slices / 7
 	grp       *group
 	dev       *device
-}
-
-// pod is one scenario pod with what pod-resources and metadata show of it.
-type pod struct {
-	start, end time.Duration
-	meta       attribution.PodMeta
-	containers []container
-}
-
-type container struct {
-	name    string
-	devices []scenario.DeviceRequest
 }
 
 // giProfileIDs are the NVML GPU instance profiles of the seven profile
@@ -104,7 +92,7 @@ func (n *Node) buildGPUs(sc *scenario.Scenario) error {
 			return fmt.Errorf("gpus[%d] (%s): %w", i, sg.UUID, err)
 		}
 		g := &gpu{
-			index: sg.Index, uuid: sg.UUID, model: sg.Model, mode: sg.Mode,
+			index: sg.Index, minor: sg.Minor, uuid: sg.UUID, model: sg.Model, mode: sg.Mode,
 			serverView: sg.Mode == scenario.ModeMPS && sg.MPSProcessView == "server",
 			idleW:      sg.IdleWatts, maxW: sg.MaxWatts, totalMiB: mem,
 			ring: make([]periodRec, n.capPeriods),
@@ -114,8 +102,15 @@ func (n *Node) buildGPUs(sc *scenario.Scenario) error {
 			return fmt.Errorf("gpus[%d]: %w", i, err)
 		}
 		if g.isMIG() {
+			byGI := make(map[int]int)
 			for j, sm := range sg.MIGInstances {
-				m, err := n.buildMIG(g, j, sm)
+				// NVML and DCGM name instances by GI: two alike would
+				// make the handles ambiguous.
+				if k, dup := byGI[sm.GI]; dup {
+					return fmt.Errorf("gpus[%d].migInstances[%d]: gi %d is already used by migInstances[%d]", i, j, sm.GI, k)
+				}
+				byGI[sm.GI] = j
+				m, err := n.buildMIG(g, sm)
 				if err != nil {
 					return fmt.Errorf("gpus[%d].migInstances[%d]: %w", i, j, err)
 				}
@@ -129,13 +124,13 @@ func (n *Node) buildGPUs(sc *scenario.Scenario) error {
 	return nil
 }
 
-func (n *Node) buildMIG(g *gpu, j int, sm scenario.MIGInstance) (*migInst, error) {
+func (n *Node) buildMIG(g *gpu, sm scenario.MIGInstance) (*migInst, error) {
 	slices, mem, id, err := migProfile(g.model, sm.Profile)
 	if err != nil {
 		return nil, err
 	}
 	m := &migInst{
-		gpu: g, giID: j + 1, uuid: sm.UUID, profile: sm.Profile,
+		gpu: g, giID: sm.GI, uuid: sm.UUID, profile: sm.Profile,
 		slices: slices, memMiB: mem, profileID: id, weight: float64(slices) / 7,
 		grp: &group{},
 	}
@@ -155,15 +150,15 @@ func (n *Node) addDevice(uuid string, d *device) error {
 // MPS servers.
 func (n *Node) buildProcs(sc *scenario.Scenario) error {
 	for i, sp := range sc.Pods {
-		start, end := sp.Start, orDefault(sp.End, sc.Duration)
+		end := orDefault(sp.End, sc.Duration)
+		for j, c := range sp.InitContainers {
+			if err := n.containerProcs(sp, c, c.Start, c.End); err != nil {
+				return fmt.Errorf("pods[%d].initContainers[%d].%w", i, j, err)
+			}
+		}
 		for j, c := range sp.Containers {
-			cgroup := podCgroup(sp.UID, containerID(sp, c))
-			for k, pr := range c.Processes {
-				p, err := n.newProc(pr, start, end, cgroup, "python3")
-				if err != nil {
-					return fmt.Errorf("pods[%d].containers[%d].processes[%d]: %w", i, j, k, err)
-				}
-				n.procs = append(n.procs, p)
+			if err := n.containerProcs(sp, c, sp.ContainersStart(), end); err != nil {
+				return fmt.Errorf("pods[%d].containers[%d].%w", i, j, err)
 			}
 		}
 	}
@@ -190,6 +185,20 @@ func (n *Node) buildProcs(sc *scenario.Scenario) error {
 		for _, m := range g.migs {
 			sortBySpan(m.grp)
 		}
+	}
+	return nil
+}
+
+// containerProcs builds the processes of one container; start and end are
+// their default lifetime.
+func (n *Node) containerProcs(sp scenario.Pod, c scenario.Container, start, end time.Duration) error {
+	cgroup := podCgroup(sp.UID, containerID(sp, c))
+	for k, pr := range c.Processes {
+		p, err := n.newProc(pr, start, end, cgroup, "python3")
+		if err != nil {
+			return fmt.Errorf("processes[%d]: %w", k, err)
+		}
+		n.procs = append(n.procs, p)
 	}
 	return nil
 }
@@ -253,23 +262,6 @@ func (p *proc) setSegments(busy []scenario.Segment) error {
 		}
 	}
 	return nil
-}
-
-// buildPods prepares what pod-resources and metadata show of every pod.
-func (n *Node) buildPods(sc *scenario.Scenario) {
-	for _, sp := range sc.Pods {
-		p := &pod{start: sp.Start, end: orDefault(sp.End, sc.Duration)}
-		p.meta = attribution.PodMeta{
-			UID: sp.UID, Namespace: sp.Namespace, Name: sp.Name,
-			Labels: copyMap(sp.Labels), Annotations: copyMap(sp.Annotations),
-			StartTime: sc.Start.UTC().Add(sp.Start),
-		}
-		for _, c := range sp.Containers {
-			p.meta.Containers = append(p.meta.Containers, attribution.ContainerMeta{Name: c.Name, ID: containerID(sp, c)})
-			p.containers = append(p.containers, container{name: c.Name, devices: c.Devices})
-		}
-		n.pods = append(n.pods, p)
-	}
 }
 
 // podCgroup is the cgroup v2 line of a pod process under the systemd driver.

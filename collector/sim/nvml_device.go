@@ -56,8 +56,9 @@ func (d *device) GetName() (string, nvml.Return) {
 // GetIndex returns the GPU's index (the parent's on MIG devices).
 func (d *device) GetIndex() (int, nvml.Return) { return d.g.index, nvml.SUCCESS }
 
-// GetMinorNumber returns the GPU's index as /dev/nvidia<minor>.
-func (d *device) GetMinorNumber() (int, nvml.Return) { return d.g.index, nvml.SUCCESS }
+// GetMinorNumber returns the GPU's minor number, /dev/nvidia<minor> (the
+// parent's on MIG devices).
+func (d *device) GetMinorNumber() (int, nvml.Return) { return d.g.minor, nvml.SUCCESS }
 
 // GetMemoryInfo returns total and used framebuffer; used is the sum of the
 // live processes' memory.
@@ -125,7 +126,7 @@ func (d *device) GetDeviceHandleFromMigDeviceHandle() (nvml.Device, nvml.Return)
 	return d.g.dev, nvml.SUCCESS
 }
 
-// GetGpuInstanceId returns a MIG device's GPU instance ID (1..n).
+// GetGpuInstanceId returns a MIG device's GPU instance ID (the scenario's gi).
 func (d *device) GetGpuInstanceId() (int, nvml.Return) {
 	if d.mig == nil {
 		return 0, nvml.ERROR_INVALID_ARGUMENT

@@ -182,7 +182,7 @@ func TestMPSServerView(t *testing.T) {
 
 func migScenario() *scenario.Scenario {
 	sc := baseScenario(scenario.ModeMIG, 10*time.Second)
-	sc.GPUs[0].MIGInstances = []scenario.MIGInstance{{UUID: mig0, Profile: "3g.40gb"}, {UUID: mig1, Profile: "1g.10gb"}}
+	sc.GPUs[0].MIGInstances = []scenario.MIGInstance{{UUID: mig0, Profile: "3g.40gb", GI: 1}, {UUID: mig1, Profile: "1g.10gb", GI: 2}}
 	sc.GPUs = append(sc.GPUs, scenario.GPU{Index: 1, UUID: gpu1, Model: "H100-SXM5-80GB", Mode: scenario.ModeExclusive, IdleWatts: 70, MaxWatts: 700})
 	addPod(sc, "uid-a", "a", 0, 10*time.Second, proc1(100, mig0, 3000, seg(0, 7*time.Second, 1)))
 	addPod(sc, "uid-b", "b", 0, 10*time.Second, proc1(200, mig1, 500, seg(0, 7*time.Second, 0.7)))

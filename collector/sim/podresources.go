@@ -54,7 +54,7 @@ func (s *podResourcesServer) List(ctx context.Context, _ *podresourcesv1.ListPod
 	resp := &podresourcesv1.ListPodResourcesResponse{}
 	for _, p := range s.n.pods {
 		if p.aliveAt(t) {
-			resp.PodResources = append(resp.PodResources, p.resources())
+			resp.PodResources = append(resp.PodResources, p.resources(t))
 		}
 	}
 	return resp, nil
@@ -65,7 +65,7 @@ func (s *podResourcesServer) Get(ctx context.Context, req *podresourcesv1.GetPod
 	t := s.n.clock.offset()
 	for _, p := range s.n.pods {
 		if p.meta.Namespace == req.GetPodNamespace() && p.meta.Name == req.GetPodName() && p.aliveAt(t) {
-			return &podresourcesv1.GetPodResourcesResponse{PodResources: p.resources()}, nil
+			return &podresourcesv1.GetPodResourcesResponse{PodResources: p.resources(t)}, nil
 		}
 	}
 	return nil, status.Errorf(codes.NotFound, "pod %s/%s not found", req.GetPodNamespace(), req.GetPodName())
@@ -91,15 +91,17 @@ func (s *podResourcesServer) GetAllocatableResources(ctx context.Context, _ *pod
 	return resp, nil
 }
 
-// aliveAt reports whether the pod exists at offset t (both ends inclusive).
-func (p *pod) aliveAt(t time.Duration) bool { return p.start <= t && t <= p.end }
-
 // resources builds a fresh message per request so concurrent requests never
-// share one.
-func (p *pod) resources() *podresourcesv1.PodResources {
+// share one. It lists the containers running at t: init containers during
+// their run window, regular ones for the pod's life.
+func (p *pod) resources(t time.Duration) *podresourcesv1.PodResources {
 	pr := &podresourcesv1.PodResources{Name: p.meta.Name, Namespace: p.meta.Namespace}
-	for _, c := range p.containers {
-		cr := &podresourcesv1.ContainerResources{Name: c.name}
+	for i := range p.containers {
+		c := &p.containers[i]
+		if !c.runsAt(t) {
+			continue
+		}
+		cr := &podresourcesv1.ContainerResources{Name: c.name, DynamicResources: c.dynamicResources(p.meta.Namespace)}
 		for _, d := range c.devices {
 			cr.Devices = append(cr.Devices, &podresourcesv1.ContainerDevices{
 				ResourceName: d.Resource, DeviceIds: slices.Clone(d.IDs),
@@ -108,4 +110,24 @@ func (p *pod) resources() *podresourcesv1.PodResources {
 		pr.Containers = append(pr.Containers, cr)
 	}
 	return pr
+}
+
+// dynamicResources groups the container's claim devices by claim name, in
+// the order the claims first appear: one DynamicResource per claim, one
+// ClaimResource per device. Claims live in the pod's namespace.
+func (c *container) dynamicResources(namespace string) []*podresourcesv1.DynamicResource {
+	var out []*podresourcesv1.DynamicResource
+	byName := make(map[string]*podresourcesv1.DynamicResource, len(c.claims))
+	for _, cl := range c.claims {
+		dr, ok := byName[cl.Claim]
+		if !ok {
+			dr = &podresourcesv1.DynamicResource{ClaimName: cl.Claim, ClaimNamespace: namespace}
+			byName[cl.Claim] = dr
+			out = append(out, dr)
+		}
+		dr.ClaimResources = append(dr.ClaimResources, &podresourcesv1.ClaimResource{
+			DriverName: cl.Driver, PoolName: cl.Pool, DeviceName: cl.Device,
+		})
+	}
+	return out
 }

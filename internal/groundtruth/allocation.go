@@ -2,8 +2,6 @@ package groundtruth
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gpuledger/gpuledger/collector/scenario"
@@ -12,90 +10,172 @@ import (
 const (
 	labelReplicas = "nvidia.com/gpu.replicas"
 	labelStrategy = "nvidia.com/gpu.sharing-strategy"
-	annotHAMi     = "hami.io/vgpu-devices-allocated"
 )
 
-// deviceMemoryMiB is what NVML reports as total memory per model; HAMi
-// memory-only shares are fractions of it.
-var deviceMemoryMiB = map[string]float64{
-	"A100-SXM4-40GB": 40960,
-	"A100-SXM4-80GB": 81920,
-	"H100-SXM5-80GB": 81920,
-	"H200-141GB":     143771,
-}
-
-// holding is one slice a container holds and its nominal share of the GPU.
+// holding is one device a container holds, how it holds it and, for
+// shares that do not change while the container runs, its share of the
+// physical GPU (DRA shares change as holders come and go: see spans).
 type holding struct {
-	slice
+	dev       device
 	share     float64
-	estimated bool // HAMi annotation not trusted: share is 1/N
+	mode      string // sharing_mode of the ledger rows
+	estimated bool   // the share is an estimate (replicas not labelled, HAMi fallback)
+	hami      bool
+	dra       bool
 }
 
-// member is one GPU-holding or GPU-using container of the scenario.
+// span is a nominal share of one GPU held over a window, before shares
+// above 1 on a GPU are scaled down.
+type span struct {
+	dev   device
+	share float64
+	win   window
+}
+
+// member is one GPU-holding or GPU-using container of the scenario, init
+// containers included.
 type member struct {
-	key        string
-	pod        *scenario.Pod
-	start, end time.Duration // pod lifetime, clipped to the scenario
-	holdings   []holding
-	allocated  float64
+	key       string
+	pod       *scenario.Pod
+	win       window // when it runs (and holds its devices)
+	holdings  []holding
+	spans     []span
+	allocated float64
+	// byAnnotation: charged by its HAMi annotation entry, which names
+	// the GPUs it may run on.
+	byAnnotation bool
 }
 
-// replicaCounts is the number of replicas per GPU or MIG instance UUID: the
-// node label, else the distinct ::<n> IDs seen on that device.
-func replicaCounts(sc *scenario.Scenario, idx *deviceIndex) (func(uuid string) int, error) {
-	if v, ok := sc.Node.Labels[labelReplicas]; ok {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("node.labels[%s]: %q is not a positive integer", labelReplicas, v)
-		}
-		return func(string) int { return n }, nil
+// addSpan appends s, merging it into the previous span of the same device
+// when it continues it at the same share.
+func (m *member) addSpan(s span) {
+	if s.win.end <= s.win.start {
+		return
 	}
-	seen := make(map[string]map[string]bool)
-	forEachID(sc, func(id string) {
-		s, ok := idx.resolveSlice(id)
-		if !ok || s.kind != sliceReplica {
+	if n := len(m.spans); n > 0 {
+		last := &m.spans[n-1]
+		if last.dev.uuid() == s.dev.uuid() && last.win.end == s.win.start && last.share == s.share {
+			last.win.end = s.win.end
 			return
 		}
-		u := s.dev.uuid()
-		if seen[u] == nil {
-			seen[u] = make(map[string]bool)
-		}
-		seen[u][id] = true
-	})
-	return func(uuid string) int { return max(1, len(seen[uuid])) }, nil
-}
-
-// hamiIDCounts is N per GPU UUID: the distinct HAMi device IDs on that GPU.
-func hamiIDCounts(sc *scenario.Scenario, idx *deviceIndex) map[string]int {
-	seen := make(map[string]map[string]bool)
-	forEachID(sc, func(id string) {
-		s, ok := idx.resolveSlice(id)
-		if !ok || s.kind != sliceHAMi {
-			return
-		}
-		u := s.dev.gpu.UUID
-		if seen[u] == nil {
-			seen[u] = make(map[string]bool)
-		}
-		seen[u][id] = true
-	})
-	n := make(map[string]int, len(seen))
-	for u, ids := range seen {
-		n[u] = len(ids)
 	}
-	return n
+	m.spans = append(m.spans, s)
 }
 
-func forEachID(sc *scenario.Scenario, f func(id string)) {
-	for _, p := range sc.Pods {
-		for _, c := range p.Containers {
-			for _, d := range c.Devices {
-				for _, id := range d.IDs {
-					f(id)
+// rules are the scenario-wide inputs of the allocation shares.
+type rules struct {
+	idx      *deviceIndex
+	replicas *replicaRule
+	hamiN    map[string]int
+	dra      map[draKey]device
+	labels   map[string]string
+}
+
+// buildMembers lists every container that holds a GPU slice or runs a GPU
+// process, with its holdings and nominal shares over time.
+func buildMembers(sc *scenario.Scenario, idx *deviceIndex) ([]*member, error) {
+	rep, err := newReplicaRule(sc, idx)
+	if err != nil {
+		return nil, err
+	}
+	r := &rules{idx: idx, replicas: rep, hamiN: hamiIDCounts(sc, idx), dra: draDevices(sc, idx), labels: sc.Node.Labels}
+	seen := make(map[string]bool)
+	claims := make(map[draKey][]draHold)
+	var out []*member
+	for pi := range sc.Pods {
+		p := &sc.Pods[pi]
+		if start, end := podLifetime(sc, p); end < start {
+			return nil, fmt.Errorf("pods[%d] (%s/%s): end %v before start %v", pi, p.Namespace, p.Name, end, start)
+		}
+		for _, k := range podContainers(sc, p, pi) {
+			key := p.Namespace + "/" + p.Name + "/" + k.c.Name
+			m := &member{key: key, pod: p, win: k.win}
+			m.holdings, m.byAnnotation = r.holdings(p, k)
+			m.holdings = append(m.holdings, draClaims(r.dra, m, k.c.Claims, claims)...)
+			if len(m.holdings) == 0 && len(k.c.Processes) == 0 {
+				continue // holds nothing here and runs nothing: no rows
+			}
+			if seen[key] {
+				return nil, fmt.Errorf("%s: container %q listed twice", k.path, key)
+			}
+			seen[key] = true
+			for _, h := range m.holdings {
+				if !h.dra {
+					m.addSpan(span{dev: h.dev, share: h.share, win: m.win})
 				}
+			}
+			out = append(out, m)
+		}
+	}
+	for _, k := range sortedDRAKeys(claims) {
+		draSpans(r.dra[k], claims[k])
+	}
+	return out, nil
+}
+
+// holdings resolves a container's kubelet device IDs (DRA claims apart).
+// IDs naming no device here hold nothing: their capacity stays unallocated.
+// byAnnotation says its HAMi devices are charged by its annotation entry.
+func (r *rules) holdings(p *scenario.Pod, k ctr) (_ []holding, byAnnotation bool) {
+	var out []holding
+	var hami []slice
+	for _, d := range k.c.Devices {
+		for _, id := range d.IDs {
+			s, ok := r.idx.resolveSlice(id)
+			switch {
+			case !ok:
+			case s.kind == sliceHAMi:
+				hami = append(hami, s)
+			default:
+				out = append(out, r.share(d.Resource, s))
 			}
 		}
 	}
+	if len(hami) > 0 {
+		var hs []holding
+		hs, byAnnotation = hamiHoldings(r.idx, p, k, hami, r.hamiN)
+		out = append(out, hs...)
+	}
+	return out, byAnnotation
+}
+
+// share is the allocation share and mode of one device-plugin slice.
+func (r *rules) share(resource string, s slice) holding {
+	h := holding{dev: s.dev, share: s.dev.weight, mode: s.dev.gpu.Mode}
+	mig := s.dev.instance != ""
+	switch s.kind {
+	case sliceReplica:
+		n, est := r.replicas.count(resource, s)
+		h.share, h.estimated = s.dev.weight/float64(n), est
+		if mig {
+			h.mode = migShared(r.labels[labelStrategy] == "mps")
+		}
+	case sliceGKE:
+		h.mode = scenario.ModeExclusive
+		if mig {
+			h.mode = scenario.ModeMIG
+		}
+	case sliceGKEShared:
+		n, est := r.replicas.count(resource, s)
+		h.share, h.estimated = s.dev.weight/float64(n), est
+		mps := r.labels[labelGKEStrategy] == "mps"
+		switch {
+		case mig:
+			h.mode = migShared(mps)
+		case mps:
+			h.mode = scenario.ModeMPS
+		default:
+			h.mode = scenario.ModeTimeslicing
+		}
+	}
+	return h
+}
+
+func migShared(mps bool) string {
+	if mps {
+		return "mig+mps"
+	}
+	return "mig+timeslicing"
 }
 
 func (d device) uuid() string {
@@ -103,100 +183,6 @@ func (d device) uuid() string {
 		return d.instance
 	}
 	return d.gpu.UUID
-}
-
-// hamiEntry is one device of a container's part of the HAMi annotation.
-type hamiEntry struct{ memMiB, cores float64 }
-
-// parseHAMi splits hami.io/vgpu-devices-allocated into per-container parts
-// (";"), each a set of "UUID,NVIDIA,<memMiB>,<cores>" devices (":").
-// Malformed entries are skipped: the pipeline must not trust them either.
-func parseHAMi(annotation string) []map[string]hamiEntry {
-	var parts []map[string]hamiEntry
-	for part := range strings.SplitSeq(annotation, ";") {
-		entries := make(map[string]hamiEntry)
-		for dev := range strings.SplitSeq(part, ":") {
-			f := strings.Split(strings.TrimSpace(dev), ",")
-			if len(f) != 4 {
-				continue
-			}
-			mem, errM := strconv.ParseFloat(f[2], 64)
-			cores, errC := strconv.ParseFloat(f[3], 64)
-			if errM != nil || errC != nil || mem < 0 || cores < 0 || cores > 100 {
-				continue
-			}
-			entries[f[0]] = hamiEntry{memMiB: mem, cores: cores}
-		}
-		parts = append(parts, entries)
-	}
-	return parts
-}
-
-// hamiShare is the share of a HAMi slice held by container ci of pod p:
-// from the annotation when it names the GPU kubelet gave, else 1/N.
-func hamiShare(p *scenario.Pod, ci int, s slice, hamiN map[string]int) (share float64, estimated bool) {
-	parts := parseHAMi(p.Annotations[annotHAMi])
-	if ci < len(parts) {
-		if e, ok := parts[ci][s.dev.gpu.UUID]; ok {
-			if e.cores > 0 {
-				return e.cores / 100, false
-			}
-			if mem := deviceMemoryMiB[s.dev.gpu.Model]; mem > 0 {
-				return e.memMiB / mem, false
-			}
-		}
-	}
-	return 1 / float64(max(1, hamiN[s.dev.gpu.UUID])), true
-}
-
-// buildMembers lists every container that holds a GPU slice or runs a GPU
-// process, with its holdings and nominal shares.
-func buildMembers(sc *scenario.Scenario, idx *deviceIndex) ([]*member, error) {
-	replicas, err := replicaCounts(sc, idx)
-	if err != nil {
-		return nil, err
-	}
-	hamiN := hamiIDCounts(sc, idx)
-	seen := make(map[string]bool)
-	var out []*member
-	for pi := range sc.Pods {
-		p := &sc.Pods[pi]
-		start, end := podLifetime(sc, p)
-		if end < start {
-			return nil, fmt.Errorf("pods[%d] (%s/%s): end %v before start %v", pi, p.Namespace, p.Name, end, start)
-		}
-		for ci, c := range p.Containers {
-			if len(c.Devices) == 0 && len(c.Processes) == 0 {
-				continue
-			}
-			key := p.Namespace + "/" + p.Name + "/" + c.Name
-			if seen[key] {
-				return nil, fmt.Errorf("pods[%d].containers[%d]: container %q listed twice", pi, ci, key)
-			}
-			seen[key] = true
-			m := &member{key: key, pod: p, start: start, end: end}
-			for _, d := range c.Devices {
-				for _, id := range d.IDs {
-					s, ok := idx.resolveSlice(id)
-					if !ok {
-						continue // unknown device: its capacity stays unallocated
-					}
-					h := holding{slice: s}
-					switch s.kind {
-					case sliceWhole:
-						h.share = s.dev.weight
-					case sliceReplica:
-						h.share = s.dev.weight / float64(replicas(s.dev.uuid()))
-					case sliceHAMi:
-						h.share, h.estimated = hamiShare(p, ci, s, hamiN)
-					}
-					m.holdings = append(m.holdings, h)
-				}
-			}
-			out = append(out, m)
-		}
-	}
-	return out, nil
 }
 
 func podLifetime(sc *scenario.Scenario, p *scenario.Pod) (time.Duration, time.Duration) {
@@ -207,50 +193,43 @@ func podLifetime(sc *scenario.Scenario, p *scenario.Pod) (time.Duration, time.Du
 	return max(p.Start, 0), end
 }
 
-// allocate integrates each member's shares over its pod's lifetime, scaling
-// a GPU's shares down wherever the live ones add up to more than 1, and
-// returns the allocated seconds per GPU UUID.
+// allocate integrates each member's spans, scaling a GPU's shares down
+// wherever the live ones add up to more than 1, and returns the allocated
+// seconds per GPU UUID.
 func allocate(members []*member) map[string]float64 {
-	type span struct {
-		m          *member
-		share      float64
-		start, end time.Duration
+	type owned struct {
+		m *member
+		span
 	}
-	perGPU := make(map[string][]span)
+	perGPU := make(map[string][]owned)
 	for _, m := range members {
-		for _, h := range m.holdings {
-			u := h.dev.gpu.UUID
-			perGPU[u] = append(perGPU[u], span{m: m, share: h.share, start: m.start, end: m.end})
+		for _, s := range m.spans {
+			u := s.dev.gpu.UUID
+			perGPU[u] = append(perGPU[u], owned{m, s})
 		}
 	}
 	total := make(map[string]float64, len(perGPU))
 	for _, u := range sortedKeys(perGPU) {
 		spans := perGPU[u]
-		var cuts []time.Duration
-		for _, s := range spans {
-			cuts = append(cuts, s.start, s.end)
+		wins := make([]window, len(spans))
+		for i, s := range spans {
+			wins[i] = s.win
 		}
-		cuts = sortedUnique(cuts)
-		for i := 0; i+1 < len(cuts); i++ {
-			a, b := cuts[i], cuts[i+1]
+		sweep(wins, func(a, b time.Duration, live []int) {
 			sum := 0.0
-			for _, s := range spans {
-				if s.start <= a && s.end >= b {
-					sum += s.share
-				}
+			for _, i := range live {
+				sum += spans[i].share
 			}
 			scale := 1.0
 			if sum > 1 {
 				scale = 1 / sum
 			}
-			for _, s := range spans {
-				if s.start <= a && s.end >= b {
-					sec := s.share * scale * (b - a).Seconds()
-					s.m.allocated += sec
-					total[u] += sec
-				}
+			for _, i := range live {
+				sec := spans[i].share * scale * (b - a).Seconds()
+				spans[i].m.allocated += sec
+				total[u] += sec
 			}
-		}
+		})
 	}
 	return total
 }

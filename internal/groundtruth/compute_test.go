@@ -162,19 +162,25 @@ func TestProcessActivityIsClippedToItsLifetime(t *testing.T) {
 func TestReplicasFromDistinctIDsWithoutLabel(t *testing.T) {
 	gpus := []scenario.GPU{{UUID: gpuA, Model: "A100-SXM4-80GB", Mode: scenario.ModeTimeslicing}}
 	sc := newScenario(30, map[string]string{labelStrategy: "time-slicing"}, gpus,
-		pod("ns", "a", 0, 0, []string{gpuA + "::0"}),
+		pod("ns", "a", 0, 0, []string{gpuA + "::0"}, proc(1, gpuA, seg(0, 30, 0.1))),
 		pod("ns", "b", 0, 0, []string{gpuA + "::1"}),
 		pod("ns", "c", 0, 0, []string{gpuA + "::2"}))
 	tr := mustCompute(t, sc)
 	for _, k := range []string{"ns/a/c", "ns/b/c", "ns/c/c"} {
 		wantNear(t, "allocated("+k+")", tr.Containers[k].Allocated, 10)
-		if tr.Containers[k].Method != "" {
-			t.Errorf("%s: method %q, want measured", k, tr.Containers[k].Method)
+		// ledger.md: without the label the rows are marked estimated.
+		if tr.Containers[k].Method != MethodEstimated {
+			t.Errorf("%s: method %q, want estimated", k, tr.Containers[k].Method)
 		}
 	}
 	if tr.GPUs[gpuA].Unallocated != nil {
 		t.Errorf("unallocated = %v, want none", *tr.GPUs[gpuA].Unallocated)
 	}
+	// Only the share is estimated: each keeps its used checked alone.
+	if len(tr.InstanceGroups) != 3 || tr.InstanceGroups[0].Members[0] != "ns/a/c" || len(tr.InstanceGroups[0].Members) != 1 {
+		t.Fatalf("groups = %+v, want three singles, a first", tr.InstanceGroups)
+	}
+	wantNear(t, "single used(a)", tr.InstanceGroups[0].Used, 3)
 }
 
 func migGPU() []scenario.GPU {
@@ -237,17 +243,23 @@ func TestHAMiShares(t *testing.T) {
 	sc := newScenario(100, nil, gpus,
 		hamiPod("cores", gpuA+",NVIDIA,10000,30:;", gpuA+"-0", proc(1, gpuA, seg(0, 100, 0.3))),
 		hamiPod("memory", gpuA+",NVIDIA,20480,0:;", gpuA+"-1"),
-		hamiPod("forged", gpuB+",NVIDIA,1000,5:;", gpuA+"-2"))
+		// Kubelet's ID names A, the annotation B: the annotation wins.
+		hamiPod("elsewhere", gpuB+",NVIDIA,1000,5:;", gpuA+"-2"),
+		hamiPod("none", "", gpuA+"-3"))
 	tr := mustCompute(t, sc)
-	// 0.3 + 0.25 + 1/3 (3 HAMi IDs on A) < 1: no scaling.
+	// On A: 0.3 + 20480/81920 + 1/4 (no entry: one of 4 HAMi IDs) < 1.
 	wantNear(t, "allocated(cores)", tr.Containers["llm/cores/c"].Allocated, 30)
 	wantNear(t, "allocated(memory)", tr.Containers["llm/memory/c"].Allocated, 25)
-	wantNear(t, "allocated(forged)", tr.Containers["llm/forged/c"].Allocated, 100.0/3)
+	wantNear(t, "allocated(elsewhere)", tr.Containers["llm/elsewhere/c"].Allocated, 5)
+	wantNear(t, "allocated(none)", tr.Containers["llm/none/c"].Allocated, 25)
 	wantNear(t, "used(cores)", tr.Containers["llm/cores/c"].Used, 30)
-	if tr.Containers["llm/forged/c"].Method != MethodEstimated || tr.Containers["llm/cores/c"].Method != "" {
-		t.Errorf("methods forged/cores = %q/%q", tr.Containers["llm/forged/c"].Method, tr.Containers["llm/cores/c"].Method)
+	for k, want := range map[string]string{"cores": "", "elsewhere": "", "none": MethodEstimated} {
+		if got := tr.Containers["llm/"+k+"/c"].Method; got != want {
+			t.Errorf("method(%s) = %q, want %q", k, got, want)
+		}
 	}
-	wantNear(t, "unallocated(B)", *tr.GPUs[gpuB].Unallocated, 100)
+	wantNear(t, "unallocated(A)", *tr.GPUs[gpuA].Unallocated, 100-30-25-25)
+	wantNear(t, "unallocated(B)", *tr.GPUs[gpuB].Unallocated, 95)
 }
 
 func TestHAMiSharesAboveOneAreScaledWhileLive(t *testing.T) {

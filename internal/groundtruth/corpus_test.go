@@ -142,17 +142,24 @@ func TestCorpusNoReplicasLabel(t *testing.T) {
 
 func TestCorpusHAMiMixed(t *testing.T) {
 	sc, tr := loadCorpus(t, "hami-mixed")
-	sum := 0.3 + 0.3 + 20000.0/81920 + 0.25 // the forged pod gets 1/4: four HAMi IDs
-	s := tr.Containers["growth/scraper/model"]
-	wantNear(t, "forged allocated", s.Allocated, 300*0.25/sum)
-	if s.Method != MethodEstimated {
-		t.Errorf("forged method %q, want estimated", s.Method)
-	}
+	// GPU 0: cores 40 + 40 and 20000 MiB of 81920, scaled down to 1.
+	sum := 0.4 + 0.4 + 20000.0/81920
+	wantNear(t, "chat-0 allocated", tr.Containers["llm/chat-0/model"].Allocated, 300*0.4/sum)
 	wantNear(t, "embed allocated", tr.Containers["llm/embed/model"].Allocated, 300*(20000.0/81920)/sum)
-	wantNear(t, "annotated GPU unallocated", *tr.GPUs[sc.GPUs[1].UUID].Unallocated, 300)
 	if tr.GPUs[sc.GPUs[0].UUID].Unallocated != nil {
 		t.Error("oversubscribed HAMi GPU has unallocated seconds")
 	}
+	// The scraper's annotation names GPU 1 (kubelet's ID GPU 0): 5% there.
+	s := tr.Containers["growth/scraper/model"]
+	wantNear(t, "scraper allocated", s.Allocated, 300*0.05)
+	wantNear(t, "GPU 1 unallocated", *tr.GPUs[sc.GPUs[1].UUID].Unallocated, 300*0.95)
+	if s.Method != MethodEstimated {
+		t.Errorf("scraper method %q, want estimated (process on a GPU its annotation does not name)", s.Method)
+	}
+	if len(tr.InstanceGroups) != 1 || tr.InstanceGroups[0].Members[0] != "growth/scraper/model" {
+		t.Fatalf("groups %+v, want the scraper alone", tr.InstanceGroups)
+	}
+	wantNear(t, "scraper single used", tr.InstanceGroups[0].Used, s.Used)
 }
 
 func TestCorpusMIG(t *testing.T) {
@@ -197,5 +204,32 @@ func TestCorpusMPS(t *testing.T) {
 	slices.Sort(members)
 	if !slices.Equal(members, g.Members) {
 		t.Errorf("members not sorted: %v", g.Members)
+	}
+}
+
+// TestContainerWindowsAgreeWithParser: the truth derives init containers'
+// run windows on its own (windows.go); on every checked-in scenario they
+// must be the windows the parser computed for the simulator.
+func TestContainerWindowsAgreeWithParser(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join(corpusDir, "*", "scenario.yaml"))
+	inits := 0
+	for _, path := range paths {
+		sc, err := scenario.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pi := range sc.Pods {
+			for _, k := range podContainers(sc, &sc.Pods[pi], pi) {
+				if k.win != (window{k.c.Start, k.c.End}) {
+					t.Errorf("%s %s: window %v, parser says [%v, %v)", path, k.path, k.win, k.c.Start, k.c.End)
+				}
+				if k.init {
+					inits++
+				}
+			}
+		}
+	}
+	if inits == 0 {
+		t.Error("no init containers among the scenarios: the check checked nothing")
 	}
 }

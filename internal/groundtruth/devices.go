@@ -16,13 +16,17 @@ type device struct {
 	weight   float64 // compute slices / 7 for an instance, 1 for a GPU
 }
 
-// deviceIndex resolves GPU and MIG UUIDs of one scenario.
+// deviceIndex resolves GPU and MIG UUIDs of one scenario, and GPUs by
+// NVML minor number (GKE's device IDs name them so).
 type deviceIndex struct {
 	byUUID map[string]device
+	// byMinor is nil for a minor two GPUs claim: IDs naming it are
+	// ambiguous and resolve to nothing.
+	byMinor map[int]*scenario.GPU
 }
 
 func indexDevices(sc *scenario.Scenario) (*deviceIndex, error) {
-	idx := &deviceIndex{byUUID: make(map[string]device)}
+	idx := &deviceIndex{byUUID: make(map[string]device), byMinor: make(map[int]*scenario.GPU)}
 	for gi := range sc.GPUs {
 		g := &sc.GPUs[gi]
 		if g.UUID == "" {
@@ -32,6 +36,11 @@ func indexDevices(sc *scenario.Scenario) (*deviceIndex, error) {
 			return nil, fmt.Errorf("gpus[%d].uuid: %q listed twice", gi, g.UUID)
 		}
 		idx.byUUID[g.UUID] = device{gpu: g, weight: 1}
+		if _, dup := idx.byMinor[g.Minor]; dup {
+			idx.byMinor[g.Minor] = nil
+		} else {
+			idx.byMinor[g.Minor] = g
+		}
 		for ii, in := range g.MIGInstances {
 			w, err := migWeight(in.Profile)
 			if err != nil {
@@ -59,9 +68,11 @@ func migWeight(profile string) (float64, error) {
 
 // Slice kinds, from the form of the kubelet device ID.
 const (
-	sliceWhole   = iota // GPU-<uuid> or MIG-<uuid>
-	sliceReplica        // <uuid>::<n>
-	sliceHAMi           // GPU-<uuid>-<n>
+	sliceWhole     = iota // GPU-<uuid> or MIG-<uuid>
+	sliceReplica          // <uuid>::<n>
+	sliceHAMi             // GPU-<uuid>-<n>
+	sliceGKE              // nvidia<minor> or nvidia<minor>/gi<id>
+	sliceGKEShared        // nvidia<minor>[/gi<id>]/vgpu<k>
 )
 
 // slice is one device ID a container holds, resolved.
@@ -90,7 +101,57 @@ func (idx *deviceIndex) resolveSlice(id string) (slice, bool) {
 			return slice{id: id, dev: d, kind: sliceHAMi}, true
 		}
 	}
+	return idx.resolveGKE(id)
+}
+
+// resolveGKE maps GKE's device plugin IDs: nvidia<minor>, then optionally
+// /gi<GPU-instance ID>, then optionally /vgpu<k>. The minor is NVML's, not
+// the GPU's index, and the GI is what NVML reports, not a position.
+func (idx *deviceIndex) resolveGKE(id string) (slice, bool) {
+	parts := strings.Split(id, "/")
+	minor, ok := strings.CutPrefix(parts[0], "nvidia")
+	if !ok || !isIndex(minor) || len(parts) > 3 {
+		return slice{}, false
+	}
+	n, _ := strconv.Atoi(minor)
+	g := idx.byMinor[n]
+	if g == nil {
+		return slice{}, false
+	}
+	d := idx.byUUID[g.UUID]
+	rest := parts[1:]
+	if len(rest) > 0 {
+		if gi, isGI := strings.CutPrefix(rest[0], "gi"); isGI {
+			in, found := instanceByGI(g, gi)
+			if !found {
+				return slice{}, false
+			}
+			d, rest = idx.byUUID[in], rest[1:]
+		}
+	}
+	if g.Mode == scenario.ModeMIG && d.instance == "" {
+		return slice{}, false // a MIG-enabled GPU is handed out only by instance
+	}
+	switch {
+	case len(rest) == 0:
+		return slice{id: id, dev: d, kind: sliceGKE}, true
+	case len(rest) == 1 && strings.HasPrefix(rest[0], "vgpu") && isIndex(rest[0][len("vgpu"):]):
+		return slice{id: id, dev: d, kind: sliceGKEShared}, true
+	}
 	return slice{}, false
+}
+
+func instanceByGI(g *scenario.GPU, gi string) (string, bool) {
+	if !isIndex(gi) {
+		return "", false
+	}
+	n, _ := strconv.Atoi(gi)
+	for _, in := range g.MIGInstances {
+		if in.GI == n {
+			return in.UUID, true
+		}
+	}
+	return "", false
 }
 
 func isIndex(s string) bool {

@@ -7,6 +7,6 @@
 // shares no code with the attribution engine or the collector sources: it
 // reads the simulator's physics (each GPU's mode, every process's busy
 // segments) straight from the parsed scenario and integrates it exactly over
-// piecewise-constant segments. Definitions: shared/contracts/scenario.md,
-// "Ground truth", and the allocation shares of shared/contracts/ledger.md.
+// piecewise-constant segments. Definitions: docs/scenario-format.md,
+// "Ground truth", and the allocation shares of docs/ledger-format.md.
 package groundtruth

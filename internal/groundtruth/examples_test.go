@@ -11,17 +11,18 @@ import (
 	"github.com/gpuledger/gpuledger/collector/scenario"
 )
 
-// examplesDir holds the contract authors' scenarios with their own
-// truth.json: matching them validates this calculator against numbers it
-// did not produce. GPULEDGER_EXAMPLES overrides the location.
+// examplesDir holds the reference scenarios with the truth.json their
+// authors computed (testdata/examples/README.md): matching them validates
+// this calculator against numbers it did not produce. GPULEDGER_EXAMPLES
+// points the test at another such directory.
 func examplesDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("GPULEDGER_EXAMPLES")
 	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "contracts", "examples")
+		dir = filepath.Join("..", "..", "testdata", "examples")
 	}
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("contract examples not found at %s (set GPULEDGER_EXAMPLES)", dir)
+		t.Fatalf("no examples at %s: %v", dir, err)
 	}
 	return dir
 }

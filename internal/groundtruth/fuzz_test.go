@@ -18,8 +18,13 @@ func FuzzParseHAMi(f *testing.F) {
 	f.Add(gpuA + ",NVIDIA,-1,101:")
 	f.Fuzz(func(t *testing.T, annotation string) {
 		parts := parseHAMi(annotation)
-		if len(parts) != strings.Count(annotation, ";")+1 {
-			t.Fatalf("%d parts for %d separators", len(parts), strings.Count(annotation, ";"))
+		// Each entry ends with ";": blank text after the last one is none.
+		want := strings.Count(annotation, ";") + 1
+		if i := strings.LastIndexByte(annotation, ';'); i >= 0 && strings.TrimSpace(annotation[i+1:]) == "" {
+			want--
+		}
+		if len(parts) != want {
+			t.Fatalf("%d parts for %q, want %d", len(parts), annotation, want)
 		}
 		for _, p := range parts {
 			for uuid, e := range p {
@@ -75,6 +80,7 @@ func FuzzCompute(f *testing.F) {
 		f.Add([]byte(strings.ReplaceAll(tinyScenario, "MODE", mode)))
 	}
 	f.Add([]byte(tinyMIGScenario))
+	f.Add([]byte(tinyShapesScenario))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sc, err := scenario.Parse(data, t.TempDir())
 		if err != nil || sc.Duration > 3600e9 || len(sc.Pods) > 50 {
@@ -142,3 +148,49 @@ pods:
   - name: c
     devices: [{resource: nvidia.com/mig-3g.40gb, ids: ["MIG-11111111-0000-4000-8000-000000000000::1"]}]
 `
+
+// tinyShapesScenario has the shapes of real clusters: init containers, a
+// DRA claim, GKE IDs and a HAMi annotation edited mid-run.
+const tinyShapesScenario = `apiVersion: gpuledger/v1
+kind: Scenario
+name: tiny-shapes
+start: 2026-11-01T00:00:00Z
+duration: 10s
+node:
+  name: n
+  labels: {cloud.google.com/gke-max-shared-clients-per-gpu: "2"}
+  resourceSlices:
+  - driver: gpu.nvidia.com
+    pool: n
+    devices: [{name: gpu-0, attributes: {uuid: GPU-aaaaaaaa-0000-4000-8000-000000000000}}]
+gpus:
+- {index: 0, minor: 1, uuid: GPU-aaaaaaaa-0000-4000-8000-000000000000, model: H100-SXM5-80GB, mode: hami}
+- {index: 1, minor: 0, uuid: GPU-bbbbbbbb-0000-4000-8000-000000000000, model: H100-SXM5-80GB, mode: timeslicing}
+pods:
+- uid: 00000000-0000-4000-8000-000000000001
+  namespace: ns
+  name: p
+  annotations: {hami.io/vgpu-devices-allocated: ";GPU-aaaaaaaa-0000-4000-8000-000000000000,NVIDIA,100,50:;"}
+  annotationChanges: [{at: 5s, annotations: {hami.io/vgpu-devices-allocated: "x"}}]
+  initContainers:
+  - {name: i, end: 2s, claims: [{claim: c, driver: gpu.nvidia.com, pool: n, device: gpu-0}]}
+  containers:
+  - name: c
+    devices: [{resource: nvidia.com/gpu, ids: ["GPU-aaaaaaaa-0000-4000-8000-000000000000-0", "nvidia0/vgpu1"]}]
+    processes:
+    - {pid: 1, device: GPU-bbbbbbbb-0000-4000-8000-000000000000, busy: [{from: 2s, to: 5s, fraction: 0.7}]}
+`
+
+func TestTinyShapesSeedIsValid(t *testing.T) {
+	// A seed the parser rejects would fuzz nothing of the new shapes.
+	sc, err := scenario.Parse([]byte(tinyShapesScenario), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := mustCompute(t, sc)
+	// The claim holds GPU A while the init container runs [0, 2); the
+	// container holds half of A (entry 1), so A sums to 1.5 there and is
+	// scaled down, and half of B (nvidia0/vgpu1).
+	wantNear(t, "allocated(i)", tr.Containers["ns/p/i"].Allocated, 2/1.5)
+	wantNear(t, "allocated(c)", tr.Containers["ns/p/c"].Allocated, 0.5*2/1.5+0.5*8+0.5*10)
+}

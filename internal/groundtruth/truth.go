@@ -25,7 +25,12 @@ type ContainerTruth struct {
 	// EdgeTol is the absolute tolerance on Allocated: one poll interval of
 	// the container's share per pod edge inside the scenario, plus 1e-6.
 	EdgeTol float64
-	// Method is "" (measured) or MethodEstimated.
+	// Method is "" (measured) or MethodEstimated, one per container: it
+	// is estimated when any of its ledger rows must be (a share estimated,
+	// usage split among replicas, a HAMi process on a GPU its annotation
+	// does not name), so a container with rows on two GPUs, one of them
+	// estimated, is estimated as a whole. Where its usage is nonetheless
+	// exact it also gets an InstanceGroup of its own.
 	Method      string
 	SharingMode string
 	Team        string
@@ -40,7 +45,10 @@ type GPUTruth struct {
 
 // InstanceGroup is a set of containers whose individual usage is only
 // estimated (replicas of one MIG instance, clients of an MPS server that
-// hides them); only their summed usage is exact.
+// hides them); only their summed usage is exact. A group of one is an
+// estimated container whose usage is exact (only its share, or the GPU a
+// HAMi process ran on, is in doubt): checkers skip the used check of
+// estimated containers but check every group, so its used stays checked.
 type InstanceGroup struct {
 	Members []string
 	Used    float64

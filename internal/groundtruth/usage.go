@@ -51,17 +51,17 @@ func (u *usage) unattributed(idx *deviceIndex) map[string]float64 {
 }
 
 // collectTracks resolves every pod and host process to its device and
-// clips its busy segments to the process's lifetime.
+// clips its busy segments to the process's lifetime, which defaults to and
+// never leaves its container's running window.
 func collectTracks(sc *scenario.Scenario, idx *deviceIndex) ([]track, error) {
 	var out []track
 	for pi := range sc.Pods {
 		p := &sc.Pods[pi]
-		podStart, podEnd := podLifetime(sc, p)
-		for ci, c := range p.Containers {
-			owner := p.Namespace + "/" + p.Name + "/" + c.Name
-			for qi, proc := range c.Processes {
-				where := fmt.Sprintf("pods[%d].containers[%d].processes[%d] (pid %d)", pi, ci, qi, proc.PID)
-				t, err := newTrack(sc, idx, owner, proc, podStart, podEnd, where)
+		for _, k := range podContainers(sc, p, pi) {
+			owner := p.Namespace + "/" + p.Name + "/" + k.c.Name
+			for qi, proc := range k.c.Processes {
+				where := fmt.Sprintf("%s.processes[%d] (pid %d)", k.path, qi, proc.PID)
+				t, err := newTrack(sc, idx, owner, proc, k.win.start, k.win.end, where)
 				if err != nil {
 					return nil, err
 				}
@@ -88,10 +88,7 @@ func newTrack(sc *scenario.Scenario, idx *deviceIndex, owner string, proc scenar
 	if dev.gpu.Mode == scenario.ModeMIG && dev.instance == "" {
 		return track{}, fmt.Errorf("%s: device %q is a MIG-enabled GPU; processes run on its instances", where, proc.Device)
 	}
-	start, end := proc.Start, proc.End
-	if start == 0 {
-		start = defStart
-	}
+	start, end := max(proc.Start, defStart), proc.End
 	if end == 0 || end > defEnd {
 		end = defEnd
 	}

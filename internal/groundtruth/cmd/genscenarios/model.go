@@ -36,8 +36,21 @@ type detectionY struct {
 }
 
 type nodeY struct {
-	Name   string            `yaml:"name"`
-	Labels map[string]string `yaml:"labels"`
+	Name           string            `yaml:"name"`
+	Labels         map[string]string `yaml:"labels"`
+	ResourceSlices []*sliceY         `yaml:"resourceSlices,omitempty"`
+}
+
+// sliceY is one resource.k8s.io ResourceSlice a DRA driver publishes.
+type sliceY struct {
+	Driver  string         `yaml:"driver"`
+	Pool    string         `yaml:"pool"`
+	Devices []sliceDeviceY `yaml:"devices"`
+}
+
+type sliceDeviceY struct {
+	Name       string            `yaml:"name"`
+	Attributes map[string]string `yaml:"attributes,omitempty"`
 }
 
 type nsY struct {
@@ -47,6 +60,7 @@ type nsY struct {
 
 type gpuY struct {
 	Index        int     `yaml:"index"`
+	Minor        *int    `yaml:"minor,omitempty"`
 	UUID         string  `yaml:"uuid"`
 	Model        string  `yaml:"model"`
 	Mode         string  `yaml:"mode"`
@@ -67,6 +81,7 @@ type powerY struct {
 type migY struct {
 	UUID    string `yaml:"uuid"`
 	Profile string `yaml:"profile"`
+	GI      *int   `yaml:"gi,omitempty"`
 }
 
 type podY struct {
@@ -77,17 +92,39 @@ type podY struct {
 	Annotations map[string]string `yaml:"annotations,omitempty"`
 	Start       string            `yaml:"start,omitempty"`
 	End         string            `yaml:"end,omitempty"`
-	Containers  []*ctrY           `yaml:"containers"`
+	// AnnotationChanges are edits of the annotations while the pod runs.
+	AnnotationChanges []annotationChangeY `yaml:"annotationChanges,omitempty"`
+	InitContainers    []*ctrY             `yaml:"initContainers,omitempty"`
+	Containers        []*ctrY             `yaml:"containers"`
 
 	start, end float64 // seconds, for placing processes
+	turn       float64 // where the next init container (or the containers' processes) starts
+}
+
+type annotationChangeY struct {
+	At          string            `yaml:"at"`
+	Annotations map[string]string `yaml:"annotations"`
 }
 
 type ctrY struct {
-	Name      string   `yaml:"name"`
-	Devices   []devY   `yaml:"devices"`
-	Processes []*procY `yaml:"processes,omitempty"`
+	Name          string   `yaml:"name"`
+	RestartPolicy string   `yaml:"restartPolicy,omitempty"`
+	End           string   `yaml:"end,omitempty"`
+	Devices       []devY   `yaml:"devices,omitempty"`
+	Claims        []claimY `yaml:"claims,omitempty"`
+	Processes     []*procY `yaml:"processes,omitempty"`
 
-	pod *podY
+	pod        *podY
+	start, end float64 // seconds: where its processes start and end by default
+}
+
+// claimY is one DRA claim device kubelet lists for a container.
+type claimY struct {
+	Claim   string `yaml:"claim"`
+	Request string `yaml:"request,omitempty"`
+	Driver  string `yaml:"driver"`
+	Pool    string `yaml:"pool"`
+	Device  string `yaml:"device"`
 }
 
 type devY struct {
@@ -176,9 +213,16 @@ func (b *builder) mig(g *gpuY, profile string) string {
 	return m.UUID
 }
 
+// migGI adds a MIG instance with the GPU-instance ID NVML reports.
+func (b *builder) migGI(g *gpuY, profile string, gi int) string {
+	u := b.mig(g, profile)
+	g.MIGInstances[len(g.MIGInstances)-1].GI = &gi
+	return u
+}
+
 // pod adds a pod living [start, end) seconds; end 0 means to the end.
 func (b *builder) pod(ns, name string, start, end float64) *podY {
-	p := &podY{UID: b.uuid(), Namespace: ns, Name: name, start: start, end: end}
+	p := &podY{UID: b.uuid(), Namespace: ns, Name: name, start: start, end: end, turn: start}
 	if start > 0 {
 		p.Start = secs(start)
 	}
@@ -191,20 +235,62 @@ func (b *builder) pod(ns, name string, start, end float64) *podY {
 	return p
 }
 
+// container adds a regular container holding ids of resource (none when
+// resource is ""); its processes start once the plain init containers are
+// done.
 func (p *podY) container(name, resource string, ids ...string) *ctrY {
-	c := &ctrY{Name: name, Devices: []devY{{Resource: resource, IDs: ids}}, pod: p}
+	c := &ctrY{Name: name, pod: p, start: p.turn, end: p.end}
+	if resource != "" {
+		c.Devices = []devY{{Resource: resource, IDs: ids}}
+	}
 	p.Containers = append(p.Containers, c)
 	return c
 }
 
+// initContainer adds a plain init container running from its turn to end
+// (seconds); add them before the regular containers.
+func (p *podY) initContainer(name string, end float64, resource string, ids ...string) *ctrY {
+	c := &ctrY{Name: name, End: secs(end), pod: p, start: p.turn, end: end}
+	if resource != "" {
+		c.Devices = []devY{{Resource: resource, IDs: ids}}
+	}
+	p.turn = end
+	p.InitContainers = append(p.InitContainers, c)
+	return c
+}
+
+// sidecar adds an init container with restartPolicy Always: from its turn
+// to the pod's end.
+func (p *podY) sidecar(name string) *ctrY {
+	c := &ctrY{Name: name, RestartPolicy: "Always", pod: p, start: p.turn, end: p.end}
+	p.InitContainers = append(p.InitContainers, c)
+	return c
+}
+
+// claim lists one DRA claim device for the container.
+func (c *ctrY) claim(claim, driver, pool, device string) *ctrY {
+	c.Claims = append(c.Claims, claimY{Claim: claim, Request: "gpu", Driver: driver, Pool: pool, Device: device})
+	return c
+}
+
+// annotate changes the pod's annotations at offset at (seconds).
+func (p *podY) annotate(at float64, kv map[string]string) {
+	p.AnnotationChanges = append(p.AnnotationChanges, annotationChangeY{At: secs(at), Annotations: kv})
+}
+
+// resourceSlice publishes a DRA driver's devices on the node.
+func (b *builder) resourceSlice(driver, pool string, devices ...sliceDeviceY) {
+	b.f.Node.ResourceSlices = append(b.f.Node.ResourceSlices, &sliceY{Driver: driver, Pool: pool, Devices: devices})
+}
+
 // process adds a GPU process living [start, end) with the given activity;
-// zero start and end mean the pod's own.
+// zero start and end mean the container's own.
 func (c *ctrY) process(pid int, device string, memMiB int, start, end float64, busy []segY) *procY {
 	pr := &procY{PID: pid, Device: device, MemoryMiB: memMiB, Busy: busy}
-	if start > 0 && start != c.pod.start {
+	if start > 0 && start != c.start {
 		pr.Start = secs(start)
 	}
-	if end > 0 && end != c.pod.end {
+	if end > 0 && end != c.end {
 		pr.End = secs(end)
 	}
 	c.Processes = append(c.Processes, pr)

@@ -13,6 +13,9 @@ const (
 	h100 = "H100-SXM5-80GB"
 )
 
+// migReplicas is the replicas label of a MIG profile's resource.
+func migReplicas(profile string) string { return "nvidia.com/mig-" + profile + ".replicas" }
+
 // story is one checked-in scenario.
 type story struct {
 	name  string
@@ -30,6 +33,12 @@ var stories = []story{
 	{"churn-pidreuse", churnPIDReuse},
 	{"forged-team", forgedTeam},
 	{"no-replicas-label", noReplicasLabel},
+	{"hami-initcontainers", hamiInitContainers},
+	{"hami-kubelet-mismatch", hamiKubeletMismatch},
+	{"hami-annotation-edit", hamiAnnotationEdit},
+	{"mig-renamed", migRenamed},
+	{"dra-claims", draClaims},
+	{"gke-sharing", gkeSharing},
 }
 
 // exclusiveBasic: a trainer keeps its GPU ~90% busy, a notebook holds a
@@ -139,12 +148,15 @@ func migHostile() *builder {
 	return b
 }
 
-// migTimeslicing: MIG instances shared by time-slicing replicas (label 3).
-// Three replicas share the 3g instance, two the 2g one (the second joins
-// late), one holds a 1g instance alone and the last 1g is free.
+// migTimeslicing: MIG instances shared by time-slicing replicas (3 per
+// profile, from the per-profile labels: the whole-GPU label never applies
+// to MIG resources). Three replicas share the 3g instance, two the 2g one
+// (the second joins late), one holds a 1g instance alone and the last 1g
+// is free.
 func migTimeslicing() *builder {
 	b := newBuilder("mig-timeslicing", 360, map[string]string{
-		lProduct: "NVIDIA-A100-SXM4-80GB", lStrategy: "time-slicing", lReplicas: "3", lMIG: "mixed"})
+		lProduct: "NVIDIA-A100-SXM4-80GB", lStrategy: "time-slicing", lReplicas: "3", lMIG: "mixed",
+		migReplicas("3g.40gb"): "3", migReplicas("2g.20gb"): "3", migReplicas("1g.10gb"): "3"})
 	b.namespace("serving", map[string]string{"team": "inference"})
 	g := b.gpu(a100, "mig")
 	i3, i2, i1 := b.mig(g, "3g.40gb"), b.mig(g, "2g.20gb"), b.mig(g, "1g.10gb")
@@ -167,11 +179,12 @@ func migTimeslicing() *builder {
 	return b
 }
 
-// hamiMixed: HAMi splits one H100 by cores (30/30) and by memory (20000 MiB
-// with cores 0). A fourth pod's annotation names the node's other GPU while
-// kubelet gave it the first: the annotation is not trusted, the pod is
-// charged 1/4 of the first GPU, and the second stays unallocated. Shares
-// then add up to more than 1 and are scaled down.
+// hamiMixed: HAMi splits one H100 by cores (40/40) and by memory (20000 MiB
+// with cores 0), more than the whole GPU, so the shares are scaled down. A
+// fourth pod's annotation names the node's other GPU while kubelet's ID
+// names the first: the annotation says which GPU it holds (5% of the
+// second), and its process on the first GPU stays its own usage, marked
+// estimated.
 func hamiMixed() *builder {
 	b := newBuilder("hami-mixed", 300, map[string]string{lProduct: "NVIDIA-H100-80GB-HBM3"})
 	b.namespace("llm", map[string]string{"team": "genai"})
@@ -181,8 +194,8 @@ func hamiMixed() *builder {
 		ns, name, annotation string
 		lo, hi               float64
 	}{
-		{"llm", "chat-0", g0.UUID + ",NVIDIA,24000,30:;", 0.2, 0.28},
-		{"llm", "chat-1", g0.UUID + ",NVIDIA,24000,30:;", 0.15, 0.28},
+		{"llm", "chat-0", g0.UUID + ",NVIDIA,24000,40:;", 0.2, 0.28},
+		{"llm", "chat-1", g0.UUID + ",NVIDIA,24000,40:;", 0.15, 0.28},
 		{"llm", "embed", g0.UUID + ",NVIDIA,20000,0:;", 0.1, 0.2},
 		{"growth", "scraper", g1.UUID + ",NVIDIA,4000,5:;", 0.1, 0.2},
 	}
@@ -196,7 +209,10 @@ func hamiMixed() *builder {
 		c.process(61000+i, g0.UUID, 12000, 0, 0, b.pattern(0, 300, 20, p.lo, p.hi))
 	}
 	b.forbid("kind", "noisy_neighbour")
-	b.forbid("kind", "idle_allocation")
+	// The scraper holds GPU 1 and runs on GPU 0: whether that is an idle
+	// allocation depends on the detector's view (per GPU or per
+	// container), which the contract leaves open.
+	b.forbid("kind", "idle_allocation", "namespace", "llm")
 	return b
 }
 

@@ -1,0 +1,157 @@
+package groundtruth
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpuledger/gpuledger/collector/scenario"
+)
+
+const annotHAMi = "hami.io/vgpu-devices-allocated"
+
+// deviceMemoryMiB is what NVML reports as total memory per model; HAMi
+// memory-only shares are fractions of it.
+var deviceMemoryMiB = map[string]float64{
+	"A100-SXM4-40GB": 40960,
+	"A100-SXM4-80GB": 81920,
+	"H100-SXM5-80GB": 81920,
+	"H200-141GB":     143771,
+}
+
+// hamiEntry is one device of a container's entry in the HAMi annotation.
+type hamiEntry struct{ memMiB, cores float64 }
+
+// parseHAMi splits hami.io/vgpu-devices-allocated into per-container
+// entries, each ended by ";" (so a trailing empty part is no entry), each a
+// set of "UUID,NVIDIA,<memMiB>,<cores>" devices (":"). Malformed devices
+// are skipped: the pipeline must not trust them either.
+func parseHAMi(annotation string) []map[string]hamiEntry {
+	raw := strings.Split(annotation, ";")
+	if len(raw) > 1 && strings.TrimSpace(raw[len(raw)-1]) == "" {
+		raw = raw[:len(raw)-1]
+	}
+	parts := make([]map[string]hamiEntry, 0, len(raw))
+	for _, part := range raw {
+		entries := make(map[string]hamiEntry)
+		for dev := range strings.SplitSeq(part, ":") {
+			f := strings.Split(strings.TrimSpace(dev), ",")
+			if len(f) != 4 {
+				continue
+			}
+			mem, errM := strconv.ParseFloat(f[2], 64)
+			cores, errC := strconv.ParseFloat(f[3], 64)
+			if errM != nil || errC != nil || mem < 0 || cores < 0 || cores > 100 {
+				continue
+			}
+			entries[f[0]] = hamiEntry{memMiB: mem, cores: cores}
+		}
+		parts = append(parts, entries)
+	}
+	return parts
+}
+
+// hamiEntryIndex is which entry of an annotation with n entries belongs to
+// container k of pod p, or -1. HAMi 2.9+ writes one entry per container in
+// spec order, init containers first; older HAMi one per regular container
+// only. The count tells them apart; a count that fits neither form
+// belongs to no container (the annotation cannot be read).
+func hamiEntryIndex(p *scenario.Pod, n int, k ctr) int {
+	inits, regular := len(p.InitContainers), len(p.Containers)
+	switch {
+	case n == inits+regular && k.init:
+		return k.pos
+	case n == inits+regular:
+		return inits + k.pos
+	case n == regular && !k.init:
+		return k.pos
+	}
+	return -1
+}
+
+// annotationAt is the pod's annotation key as it stands at offset t: the
+// spec's value with every change made at or before t applied in order.
+func annotationAt(p *scenario.Pod, key string, t time.Duration) (string, bool) {
+	v, ok := p.Annotations[key]
+	changes := slices.Clone(p.AnnotationChanges)
+	slices.SortStableFunc(changes, func(a, b scenario.AnnotationChange) int { return cmp.Compare(a.At, b.At) })
+	for _, ch := range changes {
+		if ch.At > t {
+			break
+		}
+		if nv, set := ch.Annotations[key]; set {
+			v, ok = nv, true
+		}
+	}
+	return v, ok
+}
+
+// hamiHoldings are the GPUs container k holds through HAMi. The value in
+// force is the annotation as it stood when the container started (the
+// first value observed while it runs; later edits move no cost), and the
+// annotation, not kubelet's GPU-<uuid>-<n> IDs, names the GPUs: those IDs
+// may name other GPUs and only say that the container holds HAMi devices.
+// A GPU the entry names that is not on this node holds nothing (its share
+// stays unallocated). Only where the container has no entry with devices
+// is it charged as kubelet says, one virtual device (1/N) per ID, as an
+// estimate.
+func hamiHoldings(idx *deviceIndex, p *scenario.Pod, k ctr, kubelet []slice, hamiN map[string]int) (_ []holding, byAnnotation bool) {
+	value, _ := annotationAt(p, annotHAMi, k.win.start)
+	parts := parseHAMi(value)
+	if i := hamiEntryIndex(p, len(parts), k); i >= 0 && len(parts[i]) > 0 {
+		return entryHoldings(idx, parts[i]), true
+	}
+	var out []holding
+	for _, s := range kubelet {
+		n := float64(max(1, hamiN[s.dev.gpu.UUID]))
+		out = append(out, holding{dev: s.dev, share: 1 / n, mode: scenario.ModeHAMi, hami: true, estimated: true})
+	}
+	return out, false
+}
+
+// entryHoldings charges each device of an entry on the GPU it names:
+// cores/100, or the memory's share of the GPU's (at most all of it) when
+// cores is 0.
+func entryHoldings(idx *deviceIndex, entry map[string]hamiEntry) []holding {
+	var out []holding
+	for _, uuid := range sortedKeys(entry) {
+		d, ok := idx.byUUID[uuid]
+		if !ok || d.instance != "" {
+			continue
+		}
+		e := entry[uuid]
+		share := e.cores / 100
+		if e.cores == 0 {
+			mem := deviceMemoryMiB[d.gpu.Model]
+			if mem <= 0 {
+				continue
+			}
+			share = min(e.memMiB/mem, 1)
+		}
+		out = append(out, holding{dev: d, share: share, mode: scenario.ModeHAMi, hami: true})
+	}
+	return out
+}
+
+// hamiIDCounts is N per GPU UUID: the distinct HAMi device IDs on that GPU.
+func hamiIDCounts(sc *scenario.Scenario, idx *deviceIndex) map[string]int {
+	seen := make(map[string]map[string]bool)
+	forEachID(sc, func(_, id string) {
+		s, ok := idx.resolveSlice(id)
+		if !ok || s.kind != sliceHAMi {
+			return
+		}
+		u := s.dev.gpu.UUID
+		if seen[u] == nil {
+			seen[u] = make(map[string]bool)
+		}
+		seen[u][id] = true
+	})
+	n := make(map[string]int, len(seen))
+	for u, ids := range seen {
+		n[u] = len(ids)
+	}
+	return n
+}
