@@ -33,7 +33,7 @@ test: vet unit race contract
 vet:
 	$(GO) vet $(PKGS)
 
-unit:
+unit: kube-tools tools
 	$(GO) test -count=1 $(PKGS)
 
 race:
@@ -80,3 +80,4 @@ clean:
 	rm -rf bin out
 
 include deploy/deploy.mk
+include internal/tools/kube.mk
