@@ -73,7 +73,7 @@ func TestReportFOCUSOnSimulatedLedger(t *testing.T) {
 func TestReportFOCUSEmptyPeriod(t *testing.T) {
 	db, _ := simulatedLedger(t)
 	out := filepath.Join(t.TempDir(), "focus.csv")
-	err := runReport(context.Background(), []string{"--period", "2026-12", "--prices", pricesFile(t, "allocation"), "--ledger", db,
+	err := runReport(context.Background(), []string{"--period", "2026-10", "--prices", pricesFile(t, "allocation"), "--ledger", db,
 		"--format", "focus", "--out", out}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "no data") {
 		t.Fatalf("err = %v, want no data", err)
