@@ -9,8 +9,8 @@
 //     S/f. Each instance is an M/D/1 queue, untouched by its neighbours.
 //   - MPS: every tenant's requests queue FIFO in its own client, all on the
 //     whole card; a request's service time is S(1 + c·k), k the number of
-//     tenants with work in flight when it arrives (itself included, as in
-//     the seed), c the contention coefficient (0.18). While a hostile
+//     tenants with work in flight when it arrives (its own queue included
+//     when busy, as the seed counts), c the contention coefficient (0.18). While a hostile
 //     tenant has work in flight its neighbours see the hostile
 //     coefficient instead.
 //   - time-slicing: one FIFO queue for the whole card in arrival order, a

@@ -112,8 +112,8 @@ func TestSeedTable(t *testing.T) {
 		t.Errorf("want MPS < time-slicing < MIG at p50 and p99, got p50 %v/%v/%v p99 %v/%v/%v",
 			mps.P50.Mean, ts.P50.Mean, mig.P50.Mean, mps.P99.Mean, ts.P99.Mean, mig.P99.Mean)
 	}
-	// MPS's median request is served alone with itself counted busy:
-	// S(1 + 0.18) = 11.8 ms, exactly the seed's figure.
+	// MPS's median request finds exactly one client busy (its own queue
+	// or one neighbour's): S(1 + 0.18) = 11.8 ms, the seed's figure.
 	if math.Abs(mps.P50.Mean-0.0118) > 0.0118*1e-3 {
 		t.Errorf("MPS p50 %.4f ms, want 11.8 ms", mps.P50.Mean*1e3)
 	}
