@@ -10,7 +10,7 @@ import (
 )
 
 // TestHistQuantiles: on random samples spanning many decades, the
-// histogram's quantiles are within its resolution (2^-10 relative) of the
+// histogram's quantiles are within its resolution (2^-8 relative) of the
 // exact numpy-style percentile.
 func TestHistQuantiles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -24,7 +24,7 @@ func TestHistQuantiles(t *testing.T) {
 		}
 		for _, q := range []float64{0, 0.01, 0.5, 0.9, 0.99, 1} {
 			got, want := h.quantile(q), percentile(xs, q)
-			if math.Abs(got-want) > want/1024 {
+			if math.Abs(got-want) > want/256 {
 				t.Fatalf("trial %d n %d q %v: %v, exact %v", trial, n, q, got, want)
 			}
 		}
@@ -76,7 +76,7 @@ func TestProperties(t *testing.T) {
 					continue
 				}
 				floor := map[Mode]float64{MIG: p.migSvc[i], MPS: p.svc[i], TimeSlicing: p.svc[i]}[m.Mode]
-				if tr.P50 > tr.P99*(1+1e-12) || tr.MeanLatency < floor*(1-1e-9) || tr.P50 < floor*(1-1e-3) {
+				if tr.P50 > tr.P99*(1+1e-12) || tr.MeanLatency < floor*(1-1e-9) || tr.P50 < floor*(1-2e-3) {
 					t.Fatalf("trial %d %s tenant %d: p50 %v p99 %v mean %v, service floor %v", trial, m.Mode, i, tr.P50, tr.P99, tr.MeanLatency, floor)
 				}
 			}

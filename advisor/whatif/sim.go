@@ -55,24 +55,35 @@ func Simulate(cfg Config, run int, modes ...Mode) ([]ModeResult, error) {
 	}
 	e := newEngine(p, modes)
 	rngs := make([]*rand.Rand, p.n)
-	next := make([]float64, p.n)
+	next, mean := make([]float64, p.n), make([]float64, p.n)
 	for i := range rngs {
 		rngs[i] = rand.New(rand.NewPCG(cfg.Seed, uint64(run)<<20|uint64(i)))
-		next[i] = rngs[i].ExpFloat64() / p.rate[i]
+		mean[i] = 1 / p.rate[i]
+		next[i] = rngs[i].ExpFloat64() * mean[i]
 	}
-	for {
-		// The tenants are few: a scan beats a heap.
-		i, a := -1, p.duration
-		for j, t := range next {
-			if t < a {
-				i, a = j, t
+	// Arrivals are merged into chunks, then each mode runs over a chunk
+	// in its own tight loop: three times faster than offering every
+	// arrival to the three modes in turn.
+	const chunk = 1 << 13
+	at, who := make([]float64, 0, chunk), make([]int32, 0, chunk)
+	for done := false; !done; {
+		at, who = at[:0], who[:0]
+		for len(at) < chunk {
+			// The tenants are few: a scan beats a heap.
+			i, a := -1, p.duration
+			for j, t := range next {
+				if t < a {
+					i, a = j, t
+				}
 			}
+			if i < 0 {
+				done = true
+				break
+			}
+			at, who = append(at, a), append(who, int32(i))
+			next[i] = a + rngs[i].ExpFloat64()*mean[i]
 		}
-		if i < 0 {
-			break
-		}
-		e.arrive(i, a)
-		next[i] = a + rngs[i].ExpFloat64()/p.rate[i]
+		e.arrive(at, who)
 	}
 	return e.results(cfg.Tenants, cfg.leaveOut-1), nil
 }
@@ -86,86 +97,122 @@ type engine struct {
 	migBusy, mpsActive []float64 // per tenant: when its queue empties
 	tsFree             float64
 	tsLast             int
-	hists              map[Mode][]*hist
-	waits              map[Mode][]float64
+	// Per mode (index in AllModes), per tenant; nil for modes not run.
+	hists [3][]*hist
+	waits [3][]float64
 }
+
+// Indexes in AllModes.
+const (
+	iMIG = iota
+	iMPS
+	iTS
+)
 
 func newEngine(p params, modes []Mode) *engine {
 	e := &engine{p: p, offered: make([]int64, p.n), migBusy: make([]float64, p.n), mpsActive: make([]float64, p.n),
-		tsLast: -1, hists: map[Mode][]*hist{}, waits: map[Mode][]float64{}}
+		tsLast: -1}
 	for _, m := range modes {
-		switch m {
-		case MIG:
-			e.mig = true
-		case MPS:
-			e.mps = true
-		case TimeSlicing:
-			e.ts = true
-		default:
+		k := slices.Index(AllModes, m)
+		if k < 0 || e.hists[k] != nil {
 			continue
 		}
 		hs := make([]*hist, p.n)
 		for i := range hs {
 			hs[i] = newHist()
 		}
-		e.hists[m], e.waits[m] = hs, make([]float64, p.n)
+		e.hists[k], e.waits[k] = hs, make([]float64, p.n)
 	}
+	e.mig, e.mps, e.ts = e.hists[iMIG] != nil, e.hists[iMPS] != nil, e.hists[iTS] != nil
 	return e
 }
 
-// arrive offers tenant i's request arriving at a to every mode.
-func (e *engine) arrive(i int, a float64) {
-	p := &e.p
-	e.offered[i]++
+// arrive offers arrivals (time order; who[k] the tenant of at[k]) to
+// every mode.
+func (e *engine) arrive(at []float64, who []int32) {
+	for _, i := range who {
+		e.offered[i]++
+	}
 	if e.mig {
-		// Its own instance, FIFO, at the instance's speed.
-		start := max(a, e.migBusy[i])
-		e.migBusy[i] = start + p.migSvc[i]
-		e.record(MIG, i, a, start, e.migBusy[i])
+		e.migChunk(at, who)
 	}
 	if e.mps {
-		// Soft contention: the seed counts the tenants whose queues are
-		// busy at the arrival, this one included.
-		k, hostile := 0, false
-		for j, t := range e.mpsActive {
-			if t > a {
-				k++
-				hostile = hostile || p.hostile[j]
-			}
-		}
-		c := p.c
-		if hostile {
-			c = p.ch
-		}
-		svc := p.svc[i] * (1 + c*float64(k))
-		start := max(a, e.mpsActive[i])
-		e.mpsActive[i] = start + svc
-		e.record(MPS, i, a, start, e.mpsActive[i])
+		e.mpsChunk(at, who)
 	}
 	if e.ts {
-		// One queue for the card in arrival order; a change of tenant pays
-		// the switch.
-		start := max(a, e.tsFree)
-		if e.tsLast != -1 && e.tsLast != i {
-			start += p.sw
-		}
-		e.tsFree, e.tsLast = start+p.svc[i], i
-		e.record(TimeSlicing, i, a, start, e.tsFree)
+		e.tsChunk(at, who)
 	}
 }
 
-func (e *engine) record(m Mode, i int, a, start, end float64) {
-	if end < e.p.duration {
-		e.hists[m][i].add(end - a)
-		e.waits[m][i] += start - a
+// migChunk: each tenant on its own instance, FIFO, at the instance's
+// speed.
+func (e *engine) migChunk(at []float64, who []int32) {
+	p, busy, hs, waits := &e.p, e.migBusy, e.hists[iMIG], e.waits[iMIG]
+	for k, a := range at {
+		i := who[k]
+		start := max(a, busy[i])
+		end := start + p.migSvc[i]
+		busy[i] = end
+		if end < p.duration {
+			hs[i].add(end - a)
+			waits[i] += start - a
+		}
 	}
+}
+
+// mpsChunk: soft contention; the seed counts the tenants whose queues
+// are busy at the arrival, the arriving tenant's own included.
+func (e *engine) mpsChunk(at []float64, who []int32) {
+	p, active, hs, waits := &e.p, e.mpsActive, e.hists[iMPS], e.waits[iMPS]
+	for k, a := range at {
+		i := who[k]
+		// Branch-free: whether a queue is busy is a coin toss the CPU
+		// cannot predict. The sign bit of a-t is 1 exactly when t > a.
+		var n, hostile uint64
+		for j, t := range active {
+			busy := math.Float64bits(a-t) >> 63
+			n += busy
+			hostile |= busy & p.hostileBit[j]
+		}
+		c := p.c
+		if hostile != 0 {
+			c = p.ch
+		}
+		start := max(a, active[i])
+		end := start + p.svc[i]*(1+c*float64(n))
+		active[i] = end
+		if end < p.duration {
+			hs[i].add(end - a)
+			waits[i] += start - a
+		}
+	}
+}
+
+// tsChunk: one queue for the card in arrival order; a change of tenant
+// pays the switch.
+func (e *engine) tsChunk(at []float64, who []int32) {
+	p, hs, waits := &e.p, e.hists[iTS], e.waits[iTS]
+	free, last := e.tsFree, e.tsLast
+	for k, a := range at {
+		i := int(who[k])
+		start := max(a, free)
+		if last != -1 && last != i {
+			start += p.sw
+		}
+		free, last = start+p.svc[i], i
+		if free < p.duration {
+			hs[i].add(free - a)
+			waits[i] += start - a
+		}
+	}
+	e.tsFree, e.tsLast = free, last
 }
 
 func (e *engine) results(tenants []Tenant, leaveOut int) []ModeResult {
 	var out []ModeResult
-	for _, m := range AllModes {
-		hs, ok := e.hists[m]
-		if !ok {
+	for k, m := range AllModes {
+		hs := e.hists[k]
+		if hs == nil {
 			continue
 		}
 		all, good := newHist(), newHist()
@@ -178,7 +225,7 @@ func (e *engine) results(tenants []Tenant, leaveOut int) []ModeResult {
 			t := TenantResult{Name: tenants[i].Name, Hostile: tenants[i].Hostile, Offered: e.offered[i], Served: int64(h.n),
 				P50: h.quantile(0.5), P99: h.quantile(0.99), MeanLatency: math.NaN(), MeanWait: math.NaN()}
 			if h.n > 0 {
-				t.MeanLatency, t.MeanWait = h.sum/float64(h.n), e.waits[m][i]/float64(h.n)
+				t.MeanLatency, t.MeanWait = h.sum/float64(h.n), e.waits[k][i]/float64(h.n)
 			}
 			r.Tenants[i] = t
 			r.Offered += t.Offered

@@ -76,7 +76,7 @@ func seedConfig() Config {
 // single draw from the distribution our runs sample. Band: each of the
 // seed's served fraction, p50 and p99 lies within 2.5 run-to-run standard
 // deviations of our mean over 400 runs (a single run's sampling error;
-// our mean's own error is 20 times smaller), plus 0.1% for the latency
+// our mean's own error is 20 times smaller), plus 0.2% for the latency
 // histogram's resolution (MPS's p50 does not vary from run to run). The bands this gives are
 // printed by -v and written in docs/advisor.md.
 func TestSeedTable(t *testing.T) {
@@ -99,7 +99,7 @@ func TestSeedTable(t *testing.T) {
 			{"p50", s.P50, row.p50ms / 1e3, 1e3},
 			{"p99", s.P99, row.p99ms / 1e3, 1e3},
 		} {
-			band := 2.5*c.st.SD + 1e-3*c.want
+			band := 2.5*c.st.SD + 2e-3*c.want
 			t.Logf("%-11s %-6s ours %.3f ± %.3f (run SD), seed %.3f", s.Mode, c.name, c.st.Mean*c.unit, c.st.SD*c.unit, c.want*c.unit)
 			if math.Abs(c.st.Mean-c.want) > band {
 				t.Errorf("%s %s: ours %.3f, seed %.3f: outside ±%.3f", s.Mode, c.name, c.st.Mean*c.unit, c.want*c.unit, band*c.unit)
@@ -114,7 +114,7 @@ func TestSeedTable(t *testing.T) {
 	}
 	// MPS's median request finds exactly one client busy (its own queue
 	// or one neighbour's): S(1 + 0.18) = 11.8 ms, the seed's figure.
-	if math.Abs(mps.P50.Mean-0.0118) > 0.0118*1e-3 {
+	if math.Abs(mps.P50.Mean-0.0118) > 0.0118*2e-3 {
 		t.Errorf("MPS p50 %.4f ms, want 11.8 ms", mps.P50.Mean*1e3)
 	}
 }

@@ -113,15 +113,16 @@ type Config struct {
 
 // params are a validated Config in seconds.
 type params struct {
-	n        int
-	rate     []float64
-	svc      []float64 // full-card service time, seconds
-	migSvc   []float64 // service time on the tenant's MIG instance
-	hostile  []bool
-	anyHost  bool
-	c, ch    float64
-	sw       float64
-	duration float64
+	n          int
+	rate       []float64
+	svc        []float64 // full-card service time, seconds
+	migSvc     []float64 // service time on the tenant's MIG instance
+	hostile    []bool
+	hostileBit []uint64 // 1 for a hostile tenant
+	anyHost    bool
+	c, ch      float64
+	sw         float64
+	duration   float64
 }
 
 func (c Config) params() (params, error) {
@@ -136,7 +137,7 @@ func (c Config) params() (params, error) {
 		return params{}, fmt.Errorf("cannot simulate: duration %s is not positive", c.Duration)
 	}
 	p := params{n: n, duration: c.Duration.Seconds(), rate: make([]float64, n), svc: make([]float64, n),
-		migSvc: make([]float64, n), hostile: make([]bool, n)}
+		migSvc: make([]float64, n), hostile: make([]bool, n), hostileBit: make([]uint64, n)}
 	var expected float64
 	for i, t := range c.Tenants {
 		if !(t.Rate > 0) || math.IsInf(t.Rate, 0) {
@@ -147,6 +148,9 @@ func (c Config) params() (params, error) {
 		}
 		p.rate[i], p.svc[i], p.hostile[i] = t.Rate, t.Service.Seconds(), t.Hostile
 		p.anyHost = p.anyHost || t.Hostile
+		if t.Hostile {
+			p.hostileBit[i] = 1
+		}
 		expected += t.Rate * p.duration
 	}
 	if expected > maxRequests {
