@@ -19,3 +19,19 @@ func BenchmarkMonth(b *testing.B) {
 		b.ReportMetric(float64(res[0].Offered), "requests/op")
 	}
 }
+
+// BenchmarkMonthPerMode is the same month under one mechanism at a time
+// (the merge of the arrival streams is paid by each).
+func BenchmarkMonthPerMode(b *testing.B) {
+	cfg := seedConfig()
+	cfg.Duration = 30 * 24 * time.Hour
+	for _, m := range AllModes {
+		b.Run(string(m), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Simulate(cfg, 0, m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
