@@ -40,6 +40,7 @@ func commands() []command {
 		{"report", "chargeback for a period: finance CSV, JSON or HTML from the ledger and a price book", runReport},
 		{"ledger", "ledger export (csv, jsonl) and migrate, on the embedded store or ClickHouse", runLedger},
 		{"whatif", "simulate MIG, MPS and time-slicing latency for tenants on one GPU", runWhatif},
+		{"advise", "sharing recommendations from the ledger: reclaim, right-size, consolidate, with savings", runAdvise},
 		{"version", "print the version", func(_ context.Context, _ []string, w io.Writer) error {
 			_, err := fmt.Fprintf(w, "gpuledger %s (%s)\n", version, revision)
 			return err

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/ledger"
+)
+
+// adviseLedger writes November 2026 of seven inference replicas, each
+// alone on an A100 using 3% or 8% of it, and a trainer at 90-95% of an
+// H100, with every GPU's unallocated/idle rows, into an embedded ledger.
+func adviseLedger(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	st, err := ledger.OpenFile(context.Background(), path, ledger.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	var batch []attribution.Row
+	flush := func() {
+		if err := st.Append(context.Background(), batch, nil); err != nil {
+			t.Fatal(err)
+		}
+		batch = batch[:0]
+	}
+	for m := range 30 * 24 * 60 {
+		start := from.Add(time.Duration(m) * time.Minute)
+		row := func(gpu, model, pod, team string, used float64) {
+			batch = append(batch, attribution.Row{IntervalStart: start, IntervalEnd: start.Add(time.Minute), Node: "n1", GPUUUID: gpu, GPUModel: model,
+				SliceID: gpu, SharingMode: "exclusive", Kind: attribution.KindContainer, Namespace: team, Pod: pod, PodUID: pod + "-uid",
+				Container: "main", Team: team, AllocatedGPUSeconds: 60, UsedGPUSeconds: used, MemoryMiBSeconds: 60 * 4000, Method: "measured"},
+				attribution.Row{IntervalStart: start, IntervalEnd: start.Add(time.Minute), Node: "n1", GPUUUID: gpu, GPUModel: model,
+					SliceID: gpu, SharingMode: "exclusive", Kind: attribution.KindIdle, UsedGPUSeconds: 60 - used, Method: "measured"})
+		}
+		for i := range 7 {
+			row(fmt.Sprintf("GPU-a%d", i), "A100-SXM4-80GB", fmt.Sprintf("infer-7d4b9c8f6d-%cxz2q", "bcdfghj"[i]), "search", 60*[]float64{0.03, 0.08}[m%2])
+		}
+		row("GPU-h0", "H100-SXM5-80GB", "trainer-0", "research", 60*(0.9+0.05*float64(m%2)))
+		if len(batch) > 20000 {
+			flush()
+		}
+	}
+	flush()
+	return path
+}
+
+// TestAdviseCommand: the month's advice from the embedded store: the
+// seven replicas go to one A100 under MPS (4320 h x 2.40 = 10,368.00), the
+// trainer stays; the charge lines of the report for the same period equal
+// the workloads' held hours at the book's rates (5040 x 2.40 + 720 x
+// 4.123456789 = 12,096.00 + 2,968.89).
+func TestAdviseCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a month of ledger rows")
+	}
+	db := adviseLedger(t)
+	prices := filepath.Join(t.TempDir(), "prices.yaml")
+	os.WriteFile(prices, []byte("currency: USD\npolicy: allocation\nrates:\n  A100-SXM4-80GB: 2.40\n  H100-SXM5-80GB: 4.123456789\ndefaultRate: 1\n"), 0o644)
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"advise", "--period", "2026-11", "--ledger", db, "--prices", prices, "--format", "json"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Saving         json.Number `json:"saving"`
+		Reconciliation struct {
+			ReportCharges json.Number `json:"report_charge_lines"`
+			HeldAtRates   json.Number `json:"held_at_rates"`
+		} `json:"reconciliation"`
+		Recommendations []struct {
+			Kind      string      `json:"kind"`
+			Workloads []string    `json:"workloads"`
+			Saving    json.Number `json:"saving"`
+			AfterGPUs json.Number `json:"after_gpus"`
+		} `json:"recommendations"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if doc.Saving != "10368.00" || len(doc.Recommendations) != 2 {
+		t.Fatalf("saving %s, %d recommendations:\n%s", doc.Saving, len(doc.Recommendations), out.String())
+	}
+	r0, r1 := doc.Recommendations[0], doc.Recommendations[1]
+	if r0.Kind != "consolidate" || r0.Saving != "10368.00" || r0.AfterGPUs != "1.000" || r1.Kind != "keep" || r1.Workloads[0] != "research/trainer" {
+		t.Errorf("recommendations %+v", doc.Recommendations)
+	}
+	if doc.Reconciliation.ReportCharges != "15064.89" || doc.Reconciliation.HeldAtRates != "15064.89" {
+		t.Errorf("reconciliation %+v, want 15064.89 both", doc.Reconciliation)
+	}
+	for _, format := range []string{"text", "html"} {
+		out.Reset()
+		if err := run(context.Background(), []string{"advise", "--period", "2026-11", "--ledger", db, "--prices", prices, "--format", format}, &out); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "10368.00") || !strings.Contains(out.String(), "search/infer") {
+			t.Errorf("%s output lacks the saving or the workload:\n%s", format, out.String())
+		}
+	}
+	// An empty period is an error, not a zero.
+	err := run(context.Background(), []string{"advise", "--period", "2026-10", "--ledger", db, "--prices", prices}, &out)
+	if err == nil || !strings.Contains(err.Error(), "no GPU allocations") {
+		t.Errorf("empty period: %v", err)
+	}
+}
+
+func TestAdviseBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ledger", "x", "--prices", "p"}, "needs --period"},
+		{[]string{"--period", "2026-11", "--ledger", "x"}, "needs --prices"},
+		{[]string{"--period", "2026-11", "--prices", "p", "--ledger", "x", "--format", "csv"}, "want text, json or html"},
+		{[]string{"--period", "2026-11", "--prices", "p", "--ledger", "x", "--headroom", "-1"}, "--headroom"},
+		{[]string{"--period", "2026-11", "--prices", "p", "--ledger", "x", "--reclaim", "2"}, "--reclaim"},
+	} {
+		err := run(context.Background(), append([]string{"advise"}, c.args...), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+	if _, err := parsePods("p.json", []byte(`{"kind":"List","items":[{"metadata":{"name":"a"}}]}`)); err == nil {
+		t.Error("pod without namespace accepted")
+	}
+	if _, err := parsePods("p.json", []byte(`{"kind":"Deployment"}`)); err == nil {
+		t.Error("a Deployment accepted as pods")
+	}
+	pods, err := parsePods("p.json", []byte(`{"kind":"List","items":[{"metadata":{"name":"web-7d4b9c8f6d-x2q4z","namespace":"s",
+		"annotations":{"gpuledger.io/service-time":"10ms"},"ownerReferences":[{"kind":"ReplicaSet","name":"web-7d4b9c8f6d","controller":true}]}}]}`))
+	if err != nil || len(pods) != 1 || pods[0].Owner != "ReplicaSet/web-7d4b9c8f6d" || pods[0].Annotations["gpuledger.io/service-time"] != "10ms" {
+		t.Errorf("pods %+v, %v", pods, err)
+	}
+}
