@@ -90,6 +90,8 @@ type unit struct {
 
 type repKey struct{ node, gpu, slice, podUID, container string }
 
+type podModel struct{ namespace, pod, model, team string }
+
 // Advisor collects a period's ledger rows and findings.
 type Advisor struct {
 	opt      Options
@@ -98,6 +100,9 @@ type Advisor struct {
 	pods     map[string]*Pod // "namespace/pod"
 	units    map[unitKey]*unit
 	byPod    map[string][]*unit // "namespace/pod" -> its units, for findings
+	// cache resolves a row's pod to its unit without building strings or
+	// running the name heuristic per row.
+	cache    map[podModel]*unit
 	rows     int64
 	problems []string
 }
@@ -115,7 +120,7 @@ func New(from, to time.Time, pods []Pod, opt Options) (*Advisor, error) {
 		return nil, fmt.Errorf("cannot advise: period of %s is longer than a year", to.Sub(from))
 	}
 	a := &Advisor{opt: opt.withDefaults(), from: from, to: to, slots: n, pods: map[string]*Pod{},
-		units: map[unitKey]*unit{}, byPod: map[string][]*unit{}}
+		units: map[unitKey]*unit{}, byPod: map[string][]*unit{}, cache: map[podModel]*unit{}}
 	for i := range pods {
 		p := &pods[i]
 		a.pods[p.Namespace+"/"+p.Name] = p
@@ -146,19 +151,10 @@ func (a *Advisor) AddRow(r attribution.Row) error {
 		return nil
 	}
 	a.rows++
-	podKey := r.Namespace + "/" + r.Pod
-	k := unitKey{r.Namespace, WorkloadName(r.Pod, a.pods[podKey]), r.GPUModel}
-	u := a.units[k]
+	u := a.cache[podModel{r.Namespace, r.Pod, r.GPUModel, r.Team}]
 	if u == nil {
-		u = &unit{key: k, team: r.Team, teams: map[string]bool{}, modes: map[string]bool{}, pods: map[string]bool{},
-			replicas: map[repKey]bool{}, joint: make([]float32, a.slots), maxRep: make([]float32, a.slots), held: make([]float32, a.slots)}
-		a.units[k] = u
+		u = a.unitOf(r)
 	}
-	if !u.pods[r.Pod] {
-		u.pods[r.Pod] = true
-		a.byPod[podKey] = append(a.byPod[podKey], u)
-	}
-	u.teams[r.Team] = true
 	u.modes[r.SharingMode] = true
 	u.replicas[repKey{r.Node, r.GPUUUID, r.SliceID, r.PodUID, r.Container}] = true
 	u.allocUS += int64(math.Round(r.AllocatedGPUSeconds * 1e6))
@@ -180,6 +176,26 @@ func (a *Advisor) AddRow(r attribution.Row) error {
 	}
 	u.memPeakMiB = max(u.memPeakMiB, r.MemoryMiBSeconds/length)
 	return nil
+}
+
+// unitOf finds or makes the unit of a row's pod, the first time the pod
+// (on that model, charged to that team) is seen.
+func (a *Advisor) unitOf(r attribution.Row) *unit {
+	podKey := r.Namespace + "/" + r.Pod
+	k := unitKey{r.Namespace, WorkloadName(r.Pod, a.pods[podKey]), r.GPUModel}
+	u := a.units[k]
+	if u == nil {
+		u = &unit{key: k, team: r.Team, teams: map[string]bool{}, modes: map[string]bool{}, pods: map[string]bool{},
+			replicas: map[repKey]bool{}, joint: make([]float32, a.slots), maxRep: make([]float32, a.slots), held: make([]float32, a.slots)}
+		a.units[k] = u
+	}
+	if !u.pods[r.Pod] {
+		u.pods[r.Pod] = true
+		a.byPod[podKey] = append(a.byPod[podKey], u)
+	}
+	u.teams[r.Team] = true
+	a.cache[podModel{r.Namespace, r.Pod, r.GPUModel, r.Team}] = u
+	return u
 }
 
 // AddFinding takes one detector finding of the period.
