@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,5 +140,50 @@ func TestAdviseBadInput(t *testing.T) {
 		"annotations":{"gpuledger.io/service-time":"10ms"},"ownerReferences":[{"kind":"ReplicaSet","name":"web-7d4b9c8f6d","controller":true}]}}]}`))
 	if err != nil || len(pods) != 1 || pods[0].Owner != "ReplicaSet/web-7d4b9c8f6d" || pods[0].Annotations["gpuledger.io/service-time"] != "10ms" {
 		t.Errorf("pods %+v, %v", pods, err)
+	}
+}
+
+// BenchmarkAdviseEmbeddedDays: advise end to end (report, rows, findings,
+// plan) on the embedded store holding two days of a 100-GPU fleet
+// (288,000 container rows and as many idle rows). A month is 15 times the
+// rows; see BENCHMARKS.md for the extrapolation.
+func BenchmarkAdviseEmbeddedDays(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "ledger.db")
+	ctx := context.Background()
+	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	from := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	var batch []attribution.Row
+	for m := range 2 * 24 * 60 {
+		start := from.Add(time.Duration(m) * time.Minute)
+		for i := range 100 {
+			gpu, pod, team := fmt.Sprintf("GPU-%d", i), fmt.Sprintf("svc%d-7d4b9c8f6d-%cxz2q", i/4, "bcdf"[i%4]), fmt.Sprintf("team-%d", i/20)
+			used := 60 * float64((m*7+i*13)%100) / 100 * float64(i%5) / 5
+			batch = append(batch, attribution.Row{IntervalStart: start, IntervalEnd: start.Add(time.Minute), Node: fmt.Sprintf("n%d", i/8), GPUUUID: gpu,
+				GPUModel: "A100-SXM4-80GB", SliceID: gpu, SharingMode: "exclusive", Kind: attribution.KindContainer, Namespace: team, Pod: pod,
+				PodUID: pod, Container: "main", Team: team, AllocatedGPUSeconds: 60, UsedGPUSeconds: used, MemoryMiBSeconds: 60 * 4000, Method: "measured"},
+				attribution.Row{IntervalStart: start, IntervalEnd: start.Add(time.Minute), Node: fmt.Sprintf("n%d", i/8), GPUUUID: gpu,
+					GPUModel: "A100-SXM4-80GB", SliceID: gpu, SharingMode: "exclusive", Kind: attribution.KindIdle, UsedGPUSeconds: 60 - used, Method: "measured"})
+		}
+		if len(batch) > 20000 {
+			if err := st.Append(ctx, batch, nil); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := st.Append(ctx, batch, nil); err != nil {
+		b.Fatal(err)
+	}
+	st.Close()
+	prices := filepath.Join(b.TempDir(), "prices.yaml")
+	os.WriteFile(prices, []byte("currency: USD\npolicy: allocation\nrates:\n  A100-SXM4-80GB: 2.40\ndefaultRate: 1\n"), 0o644)
+	b.ResetTimer()
+	for b.Loop() {
+		if err := run(ctx, []string{"advise", "--from", "2026-11-02", "--to", "2026-11-04", "--ledger", path, "--prices", prices, "--format", "json"}, io.Discard); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
