@@ -305,7 +305,7 @@ func (a *Advisor) reclaim(s stats, book *pricebook.Book) Recommendation {
 	r := a.base(Reclaim, []stats{s}, book)
 	r.After = "released"
 	finish(&r, []stats{s}, new(big.Rat))
-	r.Contention = replay([][]float32{s.u.joint}, nil, 0)
+	r.Contention = replay([][]float32{s.u.joint}, [][]float32{s.u.held}, 0)
 	r.Evidence = append(r.Evidence, fmt.Sprintf("%.1f%% of its replica-minutes used under %.0f%% of what they held (threshold %.0f%%); used %.4f of %.4f GPU-hours held",
 		100*s.idleFrac, 100*a.opt.IdleThreshold, 100*a.opt.ReclaimFraction, float64(s.u.usedUS)/3.6e9, float64(s.u.allocUS)/3.6e9))
 	if s.u.idleFlagS > 0 {
@@ -356,7 +356,7 @@ func (a *Advisor) rightSize(s stats, book *pricebook.Book, migOnly bool) (Recomm
 		r.After = fmt.Sprintf("%d × MIG %s (%d/7 GPU each, %s GPU)", s.replicas, pr.Name, pr.Slices, after.FloatString(3))
 		finish(&r, []stats{s}, after)
 		c := float32(float64(pr.Slices) / scenario.TotalSlices)
-		r.Contention = replay([][]float32{s.u.maxRep}, nil, c)
+		r.Contention = replay([][]float32{s.u.maxRep}, [][]float32{s.u.held}, c)
 		r.Evidence = append(r.Evidence, fmt.Sprintf("p%g per-replica usage %.3f GPU + %.0f%% headroom fits %s (%d/7 GPU, %d MiB); peak memory %.0f MiB",
 			a.opt.Percentile*100, s.p99, a.opt.Headroom*100, pr.Name, pr.Slices, pr.MemoryMiB, s.u.memPeakMiB))
 		a.latency(&r, []stats{s}, whatif.MIG, float64(pr.Slices)/scenario.TotalSlices, min(s.replicas, scenario.TotalSlices/pr.Slices))
@@ -377,7 +377,7 @@ func (a *Advisor) rightSize(s stats, book *pricebook.Book, migOnly bool) (Recomm
 	after := big.NewRat(int64(s.replicas), int64(k))
 	r.After = fmt.Sprintf("%d × 1/%d GPU (time-slicing, %d replicas per GPU, this team only)", s.replicas, k, k)
 	finish(&r, []stats{s}, after)
-	r.Contention = replay([][]float32{s.u.maxRep}, nil, float32(1/float64(k)))
+	r.Contention = replay([][]float32{s.u.maxRep}, [][]float32{s.u.held}, float32(1/float64(k)))
 	r.Evidence = append(r.Evidence, fmt.Sprintf("model %s has no MIG profiles; p%g per-replica usage %.3f GPU + %.0f%% headroom fits 1/%d GPU",
 		s.u.key.model, a.opt.Percentile*100, s.p99, a.opt.Headroom*100, k))
 	a.latency(&r, []stats{s}, whatif.TimeSlicing, 1, k)
@@ -405,9 +405,9 @@ func (a *Advisor) teamGroup(ss []stats, book *pricebook.Book) []Recommendation {
 	// MPS: the team's joint per-minute usage, p99 plus headroom, in whole
 	// GPUs, and enough memory for every replica's peak.
 	joint := make([]float64, 0, len(ss[0].u.joint))
-	series := make([][]float32, len(ss))
+	series, helds := make([][]float32, len(ss)), make([][]float32, len(ss))
 	for i, s := range ss {
-		series[i] = s.u.joint
+		series[i], helds[i] = s.u.joint, s.u.held
 	}
 	var memNeed float64
 	for _, s := range ss {
@@ -441,7 +441,7 @@ func (a *Advisor) teamGroup(ss []stats, book *pricebook.Book) []Recommendation {
 		r := a.base(Consolidate, ss, book)
 		r.After = fmt.Sprintf("%d GPU(s) shared under MPS by %d replica(s) of team %s", g, replicas, r.Team)
 		finish(&r, ss, big.NewRat(int64(g), 1))
-		r.Contention = replay(series, nil, float32(g))
+		r.Contention = replay(series, helds, float32(g))
 		r.Evidence = append(r.Evidence, fmt.Sprintf("joint p%g usage %.3f GPU + %.0f%% headroom fits %d GPU(s)%s; one team, one trust boundary: MPS (time-slicing if latency jitter is acceptable)",
 			a.opt.Percentile*100, p99, a.opt.Headroom*100, g, memNote))
 		if len(individual) > 0 && indivGPUs <= float64(g)+1e-9 {
@@ -470,18 +470,23 @@ func (a *Advisor) teamGroup(ss []stats, book *pricebook.Book) []Recommendation {
 	return out
 }
 
-// replay counts the slots where the summed series exceed capacity (per
-// slot; held, when given, limits the count to slots something was held).
-func replay(series [][]float32, held []float32, capacity float32) Contention {
+// replay counts the slots where the summed series exceed capacity,
+// among the slots where any of held is non-zero (the minutes the
+// workloads ran).
+func replay(series, held [][]float32, capacity float32) Contention {
 	var c Contention
 	var sum float64
 	for i := range series[0] {
+		ran := false
+		for _, h := range held {
+			ran = ran || h[i] > 0
+		}
+		if !ran {
+			continue
+		}
 		var d float32
 		for _, s := range series {
 			d += s[i]
-		}
-		if held != nil && held[i] == 0 {
-			continue
 		}
 		c.Of++
 		if ex := float64(d - capacity); ex > 1e-6 {

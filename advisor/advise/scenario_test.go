@@ -288,3 +288,28 @@ func TestEmptyPeriod(t *testing.T) {
 		t.Error("NaN row accepted")
 	}
 }
+
+// TestContentionReplay: three replicas at 8% that burst to 30% one minute
+// in 200 are sized on their p99 (8%): MIG 1g.10gb. Replaying the month
+// on 1/7 GPU each: 43,200 / 200 = 216 minutes over capacity, each by
+// 0.30 - 1/7 = 0.157143 GPU.
+func TestContentionReplay(t *testing.T) {
+	rs := sevenReplicas("ml", "ml")[:3]
+	for i := range rs {
+		rs[i].use = func(m int) float64 {
+			if m%200 == 0 {
+				return 0.30
+			}
+			return 0.08
+		}
+	}
+	p := advise(t, rs, nil, nil)
+	r := p.Recommendations[0]
+	if r.Kind != RightSize || !strings.Contains(r.After, "1g.10gb") {
+		t.Fatalf("%+v", r)
+	}
+	want := 0.30 - 1.0/7
+	if r.Contention.Minutes != 216 || r.Contention.Of != mins || math.Abs(r.Contention.MaxExcess-want) > 1e-6 || math.Abs(r.Contention.MeanExcess-want) > 1e-6 {
+		t.Errorf("contention %+v, want 216 of %d minutes by %.6f", r.Contention, mins, want)
+	}
+}
