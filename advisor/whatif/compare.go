@@ -55,7 +55,8 @@ func Compare(cfg Config, runs int, modes ...Mode) ([]Summary, error) {
 	for range min(runs, runtime.GOMAXPROCS(0)) {
 		wg.Go(func() {
 			for r := range work {
-				results[r], errs[r] = Simulate(cfg, r, modes...)
+				// Runs are already spread over the CPUs.
+				results[r], errs[r] = simulate(cfg, r, false, modes...)
 			}
 		})
 	}

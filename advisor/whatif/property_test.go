@@ -154,3 +154,23 @@ func TestBadInput(t *testing.T) {
 		t.Error("mode MIG (capitals) accepted")
 	}
 }
+
+// TestPipelineMatchesSequential: the mechanisms on their own goroutines
+// give exactly the sequential results, also over many chunks.
+func TestPipelineMatchesSequential(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for trial := range 10 {
+		cfg := randomConfig(rng)
+		cfg.Duration = time.Duration(200+rng.IntN(2000)) * time.Second
+		a, err := simulate(cfg, trial, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := simulate(cfg, trial, false)
+		for k := range a {
+			if a[k].Offered != b[k].Offered || a[k].Served != b[k].Served || a[k].P99 != b[k].P99 || a[k].MeanLatency != b[k].MeanLatency {
+				t.Fatalf("trial %d %s: pipelined %+v, sequential %+v", trial, a[k].Mode, a[k], b[k])
+			}
+		}
+	}
+}

@@ -112,7 +112,10 @@ func feed(t *testing.T, cfg Config, streams [][]float64) []ModeResult {
 	for _, x := range events(streams) {
 		at, who = append(at, x.a), append(who, int32(x.i))
 	}
-	e.arrive(at, who)
+	e.count(who)
+	for _, m := range e.modes() {
+		e.run(m, at, who)
+	}
 	return e.results(cfg.Tenants, -1)
 }
 

@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // TenantResult is one tenant's requests under one mode. Times are seconds.
@@ -45,8 +48,14 @@ func (r ModeResult) ServedFraction() float64 {
 
 // Simulate runs the modes (all three when none is given) over the same
 // arrivals: run r of seed s draws tenant i's arrivals from PCG stream
-// (s, r<<20 | i).
+// (s, r<<20 | i). With several modes and several CPUs the mechanisms run
+// on their own goroutines over the shared arrivals (results do not
+// depend on it).
 func Simulate(cfg Config, run int, modes ...Mode) ([]ModeResult, error) {
+	return simulate(cfg, run, runtime.GOMAXPROCS(0) > 1, modes...)
+}
+
+func simulate(cfg Config, run int, parallel bool, modes ...Mode) ([]ModeResult, error) {
 	p, err := cfg.params()
 	if err != nil {
 		return nil, err
@@ -55,54 +64,128 @@ func Simulate(cfg Config, run int, modes ...Mode) ([]ModeResult, error) {
 		modes = AllModes
 	}
 	e := newEngine(p, modes)
-	rngs := make([]*rand.Rand, p.n)
-	next, mean := make([]float64, p.n), make([]float64, p.n)
-	for i := range rngs {
-		rngs[i] = rand.New(rand.NewPCG(cfg.Seed, uint64(run)<<20|uint64(i)))
-		mean[i] = 1 / p.rate[i]
-		next[i] = rngs[i].ExpFloat64() * mean[i]
-	}
-	// Arrivals are merged into chunks, then each mode runs over a chunk
-	// in its own tight loop: three times faster than offering every
-	// arrival to the three modes in turn. The merge keeps the tenants
-	// sorted by next arrival: the one served next is first, and its new
-	// arrival is put back by a scan that mispredicts once, where an
-	// argmin over the tenants mispredicts at every new minimum.
-	order := make([]int, p.n)
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(next[x], next[y]) })
-	const chunk = 1 << 13
-	at, who := make([]float64, 0, chunk), make([]int32, 0, chunk)
-	for done := false; !done; {
-		at, who = at[:0], who[:0]
-		for len(at) < chunk {
-			i := order[0]
-			a := next[i]
-			if !(a < p.duration) {
-				done = true
+	g := newArrivals(p, cfg.Seed, run)
+	if n := len(e.modes()); parallel && n > 1 {
+		e.pipeline(g)
+	} else {
+		at, who := make([]float64, 0, chunk), make([]int32, 0, chunk)
+		for {
+			at, who = g.fill(at[:0], who[:0])
+			if len(at) == 0 {
 				break
 			}
-			at, who = append(at, a), append(who, int32(i))
-			t := a + rngs[i].ExpFloat64()*mean[i]
-			next[i] = t
-			j := 1
-			for ; j < len(order) && next[order[j]] < t; j++ {
-				order[j-1] = order[j]
+			e.count(who)
+			for _, m := range e.modes() {
+				e.run(m, at, who)
 			}
-			order[j-1] = i
 		}
-		e.arrive(at, who)
 	}
 	return e.results(cfg.Tenants, cfg.leaveOut-1), nil
+}
+
+// chunk is how many merged arrivals each mechanism takes at a time.
+const chunk = 1 << 13
+
+// arrivals merges the tenants' Poisson streams in time order.
+type arrivals struct {
+	p     *params
+	rngs  []*rand.Rand
+	next  []float64
+	mean  []float64
+	order []int // tenants by next arrival
+}
+
+func newArrivals(p params, seed uint64, run int) *arrivals {
+	g := &arrivals{p: &p, rngs: make([]*rand.Rand, p.n), next: make([]float64, p.n), mean: make([]float64, p.n), order: make([]int, p.n)}
+	for i := range g.rngs {
+		g.rngs[i] = rand.New(rand.NewPCG(seed, uint64(run)<<20|uint64(i)))
+		g.mean[i] = 1 / p.rate[i]
+		g.next[i] = g.rngs[i].ExpFloat64() * g.mean[i]
+		g.order[i] = i
+	}
+	slices.SortStableFunc(g.order, func(x, y int) int { return cmp.Compare(g.next[x], g.next[y]) })
+	return g
+}
+
+// fill appends up to chunk arrivals within the duration; none at the
+// end. The tenant served next is order[0]; its new arrival is put back
+// by a scan that mispredicts once, where an argmin over the tenants
+// mispredicts at every new minimum.
+func (g *arrivals) fill(at []float64, who []int32) ([]float64, []int32) {
+	order, next := g.order, g.next
+	for len(at) < chunk {
+		i := order[0]
+		a := next[i]
+		if !(a < g.p.duration) {
+			break
+		}
+		at, who = append(at, a), append(who, int32(i))
+		t := a + g.rngs[i].ExpFloat64()*g.mean[i]
+		next[i] = t
+		j := 1
+		for ; j < len(order) && next[order[j]] < t; j++ {
+			order[j-1] = order[j]
+		}
+		order[j-1] = i
+	}
+	return at, who
+}
+
+// pipeline merges arrivals on this goroutine while each mechanism runs on
+// its own over the same chunks, depth chunks in flight. Mechanisms share
+// no state, so nothing but the chunks needs ordering.
+func (e *engine) pipeline(g *arrivals) {
+	const depth = 4
+	type buf struct {
+		at   []float64
+		who  []int32
+		left atomic.Int32
+	}
+	bufs := make([]buf, depth)
+	free := make(chan int, depth)
+	for i := range bufs {
+		bufs[i].at, bufs[i].who = make([]float64, 0, chunk), make([]int32, 0, chunk)
+		free <- i
+	}
+	modes := e.modes()
+	chans := make([]chan int, len(modes))
+	var wg sync.WaitGroup
+	for k, m := range modes {
+		ch := make(chan int, depth)
+		chans[k] = ch
+		wg.Go(func() {
+			for slot := range ch {
+				b := &bufs[slot]
+				e.run(m, b.at, b.who)
+				if b.left.Add(-1) == 0 {
+					free <- slot
+				}
+			}
+		})
+	}
+	for {
+		slot := <-free
+		b := &bufs[slot]
+		b.at, b.who = g.fill(b.at[:0], b.who[:0])
+		if len(b.at) == 0 {
+			break
+		}
+		e.count(b.who)
+		b.left.Store(int32(len(modes)))
+		for _, ch := range chans {
+			ch <- slot
+		}
+	}
+	for _, ch := range chans {
+		close(ch)
+	}
+	wg.Wait()
 }
 
 // engine holds the three mechanisms' state; arrivals must come in time
 // order.
 type engine struct {
 	p                  params
-	mig, mps, ts       bool
 	offered            []int64
 	migBusy, mpsActive []float64 // per tenant: when its queue empties
 	tsFree             float64
@@ -133,23 +216,36 @@ func newEngine(p params, modes []Mode) *engine {
 		}
 		e.hists[k], e.waits[k] = hs, make([]float64, p.n)
 	}
-	e.mig, e.mps, e.ts = e.hists[iMIG] != nil, e.hists[iMPS] != nil, e.hists[iTS] != nil
 	return e
 }
 
-// arrive offers arrivals (time order; who[k] the tenant of at[k]) to
-// every mode.
-func (e *engine) arrive(at []float64, who []int32) {
+// count adds a chunk's arrivals to the offered counts.
+func (e *engine) count(who []int32) {
 	for _, i := range who {
 		e.offered[i]++
 	}
-	if e.mig {
+}
+
+// modes lists the mechanisms this engine runs, as indexes in AllModes.
+func (e *engine) modes() []int {
+	var out []int
+	for k := range AllModes {
+		if e.hists[k] != nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// run offers a chunk of arrivals (time order; who[k] the tenant of
+// at[k]) to mechanism m.
+func (e *engine) run(m int, at []float64, who []int32) {
+	switch m {
+	case iMIG:
 		e.migChunk(at, who)
-	}
-	if e.mps {
+	case iMPS:
 		e.mpsChunk(at, who)
-	}
-	if e.ts {
+	case iTS:
 		e.tsChunk(at, who)
 	}
 }
