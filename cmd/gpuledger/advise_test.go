@@ -107,6 +107,21 @@ func TestAdviseCommand(t *testing.T) {
 			t.Errorf("%s output lacks the saving or the workload:\n%s", format, out.String())
 		}
 	}
+	out.Reset()
+	if err := run(context.Background(), []string{"advise", "--period", "2026-11", "--ledger", db, "--prices", prices, "--format", "prom"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`gpuledger_advice_saving_total{currency="USD"} 10368`,
+		`gpuledger_advice_saving{currency="USD",gpu_model="A100-SXM4-80GB",kind="consolidate",namespace="search",team="search",workloads="search/infer"} 10368`,
+		`gpuledger_advice_gpus_after{currency="USD",gpu_model="A100-SXM4-80GB",kind="consolidate",namespace="search",team="search",workloads="search/infer"} 1`,
+		`gpuledger_advice_recommendations{kind="keep"} 1`,
+		`gpuledger_advice_recommendations{kind="reclaim"} 0`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("prom output lacks %s:\n%s", want, out.String())
+		}
+	}
 	// An empty period is an error, not a zero.
 	err := run(context.Background(), []string{"advise", "--period", "2026-10", "--ledger", db, "--prices", prices}, &out)
 	if err == nil || !strings.Contains(err.Error(), "no GPU allocations") {
@@ -121,7 +136,7 @@ func TestAdviseBadInput(t *testing.T) {
 	}{
 		{[]string{"--ledger", "x", "--prices", "p"}, "needs --period"},
 		{[]string{"--period", "2026-11", "--ledger", "x"}, "needs --prices"},
-		{[]string{"--period", "2026-11", "--prices", "p", "--ledger", "x", "--format", "csv"}, "want text, json or html"},
+		{[]string{"--period", "2026-11", "--prices", "p", "--ledger", "x", "--format", "csv"}, "want text, json, html or prom"},
 		{[]string{"--period", "2026-11", "--prices", "p", "--ledger", "x", "--headroom", "-1"}, "--headroom"},
 		{[]string{"--period", "2026-11", "--prices", "p", "--ledger", "x", "--reclaim", "2"}, "--reclaim"},
 	} {
