@@ -104,6 +104,7 @@ type Advisor struct {
 	// running the name heuristic per row.
 	cache    map[podModel]*unit
 	rows     int64
+	findings []attribution.Finding
 	problems []string
 }
 
@@ -198,8 +199,31 @@ func (a *Advisor) unitOf(r attribution.Row) *unit {
 	return u
 }
 
-// AddFinding takes one detector finding of the period.
+// AddFinding takes one detector finding of the period (before, after or
+// between the rows: findings are applied when the plan is made).
 func (a *Advisor) AddFinding(f attribution.Finding) error {
+	if len(a.findings) >= maxFindings {
+		a.problem(fmt.Sprintf("more than %d findings in the period: the rest are not used as evidence", maxFindings))
+		return nil
+	}
+	a.findings = append(a.findings, f)
+	return nil
+}
+
+// maxFindings bounds what the advisor keeps.
+const maxFindings = 1_000_000
+
+// applyFindings marks noisy workloads and adds up idle-flagged time.
+func (a *Advisor) applyFindings() {
+	for _, u := range a.units {
+		u.noisy, u.idleFlagS = false, 0
+	}
+	for _, f := range a.findings {
+		a.applyFinding(f)
+	}
+}
+
+func (a *Advisor) applyFinding(f attribution.Finding) {
 	units := a.byPod[f.Namespace+"/"+f.Pod]
 	switch f.Kind {
 	case attribution.FindingNoisyNeighbour:
@@ -214,7 +238,6 @@ func (a *Advisor) AddFinding(f attribution.Finding) error {
 			}
 		}
 	}
-	return nil
 }
 
 func (a *Advisor) problem(s string) {

@@ -8,6 +8,6 @@
 // (annotation gpuledger.io/service-time), the latency whatif predicts.
 //
 // The package is pure: the caller streams ledger rows and findings in
-// (Advisor.AddRow, Advisor.AddFinding), supplies pod metadata when it has
-// any, and gets a Plan. The rules and thresholds are in docs/advisor.md.
+// (Advisor.AddRow, Advisor.AddFinding, in any order), supplies pod
+// metadata when it has any, and gets a Plan. The rules and thresholds are in docs/advisor.md.
 package advise

@@ -177,6 +177,7 @@ func (a *Advisor) Plan(book *pricebook.Book) (*Plan, error) {
 	if len(a.units) == 0 {
 		return nil, fmt.Errorf("cannot advise on %s to %s: %w", a.from.Format(time.RFC3339), a.to.Format(time.RFC3339), errEmpty)
 	}
+	a.applyFindings()
 	p := &Plan{From: a.from, To: a.to, Currency: book.Currency, HeldHours: new(big.Rat), Rows: a.rows, Problems: slices.Clone(a.problems)}
 	keys := make([]unitKey, 0, len(a.units))
 	for k := range a.units {

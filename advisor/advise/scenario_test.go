@@ -165,6 +165,16 @@ func TestHostileNeverMPS(t *testing.T) {
 	if m[0].Contention.Minutes != 0 {
 		t.Errorf("miner contention %+v", m[0].Contention)
 	}
+	// The finding counts whether it comes before or after the rows.
+	a, _ := New(nov, dec, nil, Options{})
+	a.AddFinding(noisy)
+	for r := range rowsOf(rs) {
+		a.AddRow(r)
+	}
+	early, err := a.Plan(book(t))
+	if err != nil || len(find(early, "ml/miner")) != 1 || find(early, "ml/miner")[0].Kind != RightSize {
+		t.Errorf("finding before the rows: %v %+v", err, early)
+	}
 	if len(p.MIG) != 1 || p.MIG[0].Slices != 2 || p.MIG[0].GPUs != 1 {
 		t.Errorf("MIG packing %+v", p.MIG)
 	}
