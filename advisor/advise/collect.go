@@ -160,20 +160,26 @@ func (a *Advisor) AddRow(r attribution.Row) error {
 	u.replicas[repKey{r.Node, r.GPUUUID, r.SliceID, r.PodUID, r.Container}] = true
 	u.allocUS += int64(math.Round(r.AllocatedGPUSeconds * 1e6))
 	u.usedUS += int64(math.Round(r.UsedGPUSeconds * 1e6))
-	// The row's fractions of a GPU over its interval.
+	// The row's fractions of a GPU over its interval, spread over the
+	// minutes it covers: the ledger's interval is a minute by default but
+	// may be longer (hourly rows) or shorter (sub-minute rows add up).
 	used, share := r.UsedGPUSeconds/length, r.AllocatedGPUSeconds/length
-	s := int(r.IntervalStart.Sub(a.from) / slot)
-	// Per slot, GPU-seconds over the slot's length: sub-minute rows add up.
-	w := float32(length / slot.Seconds())
-	u.joint[s] += float32(used) * w
-	u.held[s] += float32(share) * w
-	u.maxRep[s] = max(u.maxRep[s], float32(used))
-	u.hist[min(int(used*usageBins+0.5), usageBins)]++
-	u.repMinutes++
+	start, end := r.IntervalStart.Sub(a.from), min(r.IntervalEnd.Sub(a.from), a.to.Sub(a.from))
+	for s := int(start / slot); s < a.slots && time.Duration(s)*slot < end; s++ {
+		lo, hi := max(start, time.Duration(s)*slot), min(end, time.Duration(s+1)*slot)
+		f := float32((hi - lo).Seconds() / slot.Seconds())
+		u.joint[s] += float32(used) * f
+		u.held[s] += float32(share) * f
+		u.maxRep[s] = max(u.maxRep[s], float32(used))
+	}
+	// Per-replica figures count minutes (at least one per row).
+	k := max(1, int64(math.Round(length/slot.Seconds())))
+	u.hist[min(int(used*usageBins+0.5), usageBins)] += uint32(k)
+	u.repMinutes += k
 	u.repSeconds += length
-	u.shareSum += share
+	u.shareSum += share * float64(k)
 	if r.UsedGPUSeconds < a.opt.IdleThreshold*r.AllocatedGPUSeconds {
-		u.idleMin++
+		u.idleMin += k
 	}
 	u.memPeakMiB = max(u.memPeakMiB, r.MemoryMiBSeconds/length)
 	return nil

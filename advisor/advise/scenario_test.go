@@ -323,3 +323,38 @@ func TestContentionReplay(t *testing.T) {
 		t.Errorf("contention %+v, want 216 of %d minutes by %.6f", r.Contention, mins, want)
 	}
 }
+
+// TestHourlyRowsMatchMinuteRows: a ledger written with hourly intervals
+// (as the demo's backfill) gives the plan minute rows give when usage is
+// steady: rows are spread over the minutes they cover.
+func TestHourlyRowsMatchMinuteRows(t *testing.T) {
+	rs := sevenReplicas("search", "search")
+	for i := range rs {
+		rs[i].use = func(int) float64 { return 0.08 }
+	}
+	byMinute := advise(t, rs, nil, nil)
+	a, err := New(nov, dec, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h := range mins / 60 {
+		start := nov.Add(time.Duration(h) * time.Hour)
+		for i, r := range rs {
+			if err := a.AddRow(attribution.Row{IntervalStart: start, IntervalEnd: start.Add(time.Hour), Node: "node-1",
+				GPUUUID: fmt.Sprintf("GPU-%d", i), GPUModel: r.model, SliceID: fmt.Sprintf("GPU-%d", i), SharingMode: r.mode,
+				Kind: attribution.KindContainer, Namespace: r.ns, Pod: r.pod, PodUID: r.pod + "-uid", Container: "main", Team: r.team,
+				AllocatedGPUSeconds: 3600, UsedGPUSeconds: 3600 * 0.08, MemoryMiBSeconds: 3600 * r.memMiB}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	byHour, err := a.Plan(book(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, h := byMinute.Recommendations[0], byHour.Recommendations[0]
+	if m.Kind != h.Kind || m.Replicas != h.Replicas || m.BeforeGPUs != h.BeforeGPUs || m.AfterGPUs != h.AfterGPUs ||
+		m.SavingMinor != h.SavingMinor || m.Contention != h.Contention || h.SavingMinor != 1036800 {
+		t.Errorf("minute rows %+v\nhourly rows %+v", m, h)
+	}
+}
