@@ -351,7 +351,7 @@ func (a *Advisor) rightSize(s stats, book *pricebook.Book, migOnly bool) (Recomm
 	switch {
 	case err == nil && found:
 		after := big.NewRat(int64(s.replicas*pr.Slices), scenario.TotalSlices)
-		if f, _ := after.Float64(); f >= s.beforeGPUs-1e-9 {
+		if f, _ := after.Float64(); !smaller(f, s.beforeGPUs) {
 			return r, false
 		}
 		r.After = fmt.Sprintf("%d × MIG %s (%d/7 GPU each, %s GPU)", s.replicas, pr.Name, pr.Slices, after.FloatString(3))
@@ -367,7 +367,7 @@ func (a *Advisor) rightSize(s stats, book *pricebook.Book, migOnly bool) (Recomm
 	}
 	// No MIG on this model: a fraction 1/k of a time-sliced GPU.
 	k := min(8, int(math.Floor(1/max(need, 1e-9))))
-	if k < 2 || 1/float64(k) >= s.share-1e-9 {
+	if k < 2 || !smaller(1/float64(k), s.share) {
 		return r, false
 	}
 	if mem, err := scenario.ModelMemoryMiB(s.u.key.model); err == nil && float64(k)*s.u.memPeakMiB > float64(mem) {
@@ -438,14 +438,14 @@ func (a *Advisor) teamGroup(ss []stats, book *pricebook.Book) []Recommendation {
 	} else {
 		memNote = "; memory fit not checked (model memory unknown)"
 	}
-	if replicas >= 2 && float64(g) < before-1e-9 && float64(g) <= indivGPUs+1e-9 {
+	if replicas >= 2 && smaller(float64(g), before) && !smaller(indivGPUs, float64(g)) {
 		r := a.base(Consolidate, ss, book)
 		r.After = fmt.Sprintf("%d GPU(s) shared under MPS by %d replica(s) of team %s", g, replicas, r.Team)
 		finish(&r, ss, big.NewRat(int64(g), 1))
 		r.Contention = replay(series, helds, float32(g))
 		r.Evidence = append(r.Evidence, fmt.Sprintf("joint p%g usage %.3f GPU + %.0f%% headroom fits %d GPU(s)%s; one team, one trust boundary: MPS (time-slicing if latency jitter is acceptable)",
 			a.opt.Percentile*100, p99, a.opt.Headroom*100, g, memNote))
-		if len(individual) > 0 && indivGPUs <= float64(g)+1e-9 {
+		if len(individual) > 0 && !smaller(float64(g), indivGPUs) {
 			r.Evidence = append(r.Evidence, fmt.Sprintf("alternative with hardware isolation: right-size each replica to MIG, %s GPU", gpus(indivGPUs)))
 		}
 		perGPU := (replicas + g - 1) / g
@@ -611,5 +611,10 @@ func sortedSet[V any](m map[string]V) []string {
 	slices.Sort(out)
 	return out
 }
+
+// smaller reports whether x GPUs is less than y by more than the float32
+// accumulation of per-minute shares can explain (0.01%): 2/7 held as
+// 0.2857143 is not more than a 2g instance.
+func smaller(x, y float64) bool { return x < y*(1-1e-4) }
 
 func gpus(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
