@@ -122,6 +122,36 @@ func TestAdviseCommand(t *testing.T) {
 			t.Errorf("prom output lacks %s:\n%s", want, out.String())
 		}
 	}
+	// With pod metadata and the service-time annotation the consolidation
+	// says what whatif predicts on its one MPS GPU.
+	var items []string
+	for i := range 7 {
+		items = append(items, fmt.Sprintf(`{"metadata":{"name":"infer-7d4b9c8f6d-%cxz2q","namespace":"search","annotations":{"gpuledger.io/service-time":"10ms"},
+			"ownerReferences":[{"kind":"ReplicaSet","name":"infer-7d4b9c8f6d","controller":true}]}}`, "bcdfghj"[i]))
+	}
+	podsFile := filepath.Join(t.TempDir(), "pods.json")
+	os.WriteFile(podsFile, []byte(`{"kind":"List","items":[`+strings.Join(items, ",")+`]}`), 0o644)
+	out.Reset()
+	if err := run(context.Background(), []string{"advise", "--period", "2026-11", "--ledger", db, "--prices", prices, "--pods", podsFile, "--format", "json"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var withPods struct {
+		Recommendations []struct {
+			Latency *struct {
+				Mode    string   `json:"mode"`
+				Tenants int      `json:"tenants_per_gpu"`
+				Rate    float64  `json:"rate_rps_per_replica"`
+				P99     *float64 `json:"p99_ms"`
+			} `json:"latency"`
+		} `json:"recommendations"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &withPods); err != nil {
+		t.Fatal(err)
+	}
+	// Mean use 5.5% / 10 ms = 5.5 rps per replica, seven on one GPU.
+	if l := withPods.Recommendations[0].Latency; l == nil || l.Mode != "mps" || l.Tenants != 7 || l.Rate != 5.5 || l.P99 == nil || *l.P99 < 10 {
+		t.Errorf("latency with --pods: %+v\n%s", l, out.String())
+	}
 	// An empty period is an error, not a zero.
 	err := run(context.Background(), []string{"advise", "--period", "2026-10", "--ledger", db, "--prices", prices}, &out)
 	if err == nil || !strings.Contains(err.Error(), "no GPU allocations") {
