@@ -232,3 +232,23 @@ func BenchmarkAdviseEmbeddedDays(b *testing.B) {
 		}
 	}
 }
+
+// FuzzParsePods: the pods file comes from outside. Any bytes give pods
+// with a name and a namespace, or an error; never a panic.
+func FuzzParsePods(f *testing.F) {
+	f.Add([]byte(`{"kind":"List","items":[{"metadata":{"name":"a","namespace":"b","annotations":{"gpuledger.io/service-time":"10ms"},"ownerReferences":[{"kind":"ReplicaSet","name":"a-7d4b9c8f6d","controller":true}]}}]}`))
+	f.Add([]byte(`{"items":null}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"kind":"Pod"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pods, err := parsePods("fuzz.json", data)
+		if err != nil {
+			return
+		}
+		for _, p := range pods {
+			if p.Name == "" || p.Namespace == "" {
+				t.Fatalf("pod without name or namespace accepted: %+v", p)
+			}
+		}
+	})
+}
