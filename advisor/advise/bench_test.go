@@ -1,0 +1,45 @@
+package advise
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+)
+
+// BenchmarkAdviseFleetMonth: the advisor's own work on a month of a
+// 100-GPU fleet (4.32 million container rows: 25 Deployments of four
+// replicas, one whole A100 each) from rows in memory to the plan. The
+// store's Rows streaming comes on top (see BENCHMARKS.md).
+func BenchmarkAdviseFleetMonth(b *testing.B) {
+	bk := book(b)
+	rows := make([]attribution.Row, 100)
+	for i := range rows {
+		rows[i] = attribution.Row{Node: fmt.Sprintf("node-%d", i/8), GPUUUID: fmt.Sprintf("GPU-%d", i), GPUModel: "A100-SXM4-80GB",
+			SliceID: fmt.Sprintf("GPU-%d", i), SharingMode: "exclusive", Kind: attribution.KindContainer,
+			Namespace: fmt.Sprintf("team-%d", i/20), Pod: fmt.Sprintf("svc%d-7d4b9c8f6d-%cxz2q", i/4, "bcdf"[i%4]),
+			PodUID: fmt.Sprintf("uid-%d", i), Container: "main", Team: fmt.Sprintf("team-%d", i/20), AllocatedGPUSeconds: 60, Method: "measured"}
+	}
+	for b.Loop() {
+		a, err := New(nov, dec, nil, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for m := range mins {
+			start := nov.Add(time.Duration(m) * time.Minute)
+			for i := range rows {
+				r := &rows[i]
+				r.IntervalStart, r.IntervalEnd = start, start.Add(time.Minute)
+				r.UsedGPUSeconds = 60 * float64((m*7+i*13)%100) / 100 * float64(i%5) / 5
+				r.MemoryMiBSeconds = 60 * 4000
+				if err := a.AddRow(*r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		if _, err := a.Plan(bk); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,347 @@
+package whatif
+
+import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// TenantResult is one tenant's requests under one mode. Times are seconds.
+type TenantResult struct {
+	Name    string
+	Hostile bool
+	// Offered is the requests that arrived within the duration; Served
+	// those that also completed within it.
+	Offered, Served int64
+	// P50 and P99 are latency percentiles of the served requests (NaN
+	// when none was served).
+	P50, P99 float64
+	// MeanLatency and MeanWait are means over the served requests; the
+	// wait is from arrival to the start of service (for time-slicing the
+	// switch cost is part of the wait).
+	MeanLatency, MeanWait float64
+}
+
+// ModeResult is one mode's result: all tenants pooled, then each.
+type ModeResult struct {
+	Mode            Mode
+	Offered, Served int64
+	P50, P99        float64 // NaN when nothing was served
+	MeanLatency     float64
+	// WellBehavedP50 and WellBehavedP99 pool the tenants not marked
+	// hostile (equal to P50 and P99 when none is).
+	WellBehavedP50, WellBehavedP99 float64
+	Tenants                        []TenantResult
+}
+
+// ServedFraction is Served/Offered (1 when nothing was offered).
+func (r ModeResult) ServedFraction() float64 {
+	if r.Offered == 0 {
+		return 1
+	}
+	return float64(r.Served) / float64(r.Offered)
+}
+
+// Simulate runs the modes (all three when none is given) over the same
+// arrivals: run r of seed s draws tenant i's arrivals from PCG stream
+// (s, r<<20 | i). With several modes and several CPUs the mechanisms run
+// on their own goroutines over the shared arrivals (results do not
+// depend on it).
+func Simulate(cfg Config, run int, modes ...Mode) ([]ModeResult, error) {
+	return simulate(cfg, run, runtime.GOMAXPROCS(0) > 1, modes...)
+}
+
+func simulate(cfg Config, run int, parallel bool, modes ...Mode) ([]ModeResult, error) {
+	p, err := cfg.params()
+	if err != nil {
+		return nil, err
+	}
+	if len(modes) == 0 {
+		modes = AllModes
+	}
+	e := newEngine(p, modes)
+	g := newArrivals(p, cfg.Seed, run)
+	if n := len(e.modes()); parallel && n > 1 {
+		e.pipeline(g)
+	} else {
+		at, who := make([]float64, 0, chunk), make([]int32, 0, chunk)
+		for {
+			at, who = g.fill(at[:0], who[:0])
+			if len(at) == 0 {
+				break
+			}
+			e.count(who)
+			for _, m := range e.modes() {
+				e.run(m, at, who)
+			}
+		}
+	}
+	return e.results(cfg.Tenants, cfg.leaveOut-1), nil
+}
+
+// chunk is how many merged arrivals each mechanism takes at a time.
+const chunk = 1 << 13
+
+// arrivals merges the tenants' Poisson streams in time order.
+type arrivals struct {
+	p     *params
+	rngs  []*rand.Rand
+	next  []float64
+	mean  []float64
+	order []int // tenants by next arrival
+}
+
+func newArrivals(p params, seed uint64, run int) *arrivals {
+	g := &arrivals{p: &p, rngs: make([]*rand.Rand, p.n), next: make([]float64, p.n), mean: make([]float64, p.n), order: make([]int, p.n)}
+	for i := range g.rngs {
+		g.rngs[i] = rand.New(rand.NewPCG(seed, uint64(run)<<20|uint64(i)))
+		g.mean[i] = 1 / p.rate[i]
+		g.next[i] = g.rngs[i].ExpFloat64() * g.mean[i]
+		g.order[i] = i
+	}
+	slices.SortStableFunc(g.order, func(x, y int) int { return cmp.Compare(g.next[x], g.next[y]) })
+	return g
+}
+
+// fill appends up to chunk arrivals within the duration; none at the
+// end. The tenant served next is order[0]; its new arrival is put back
+// by a scan that mispredicts once, where an argmin over the tenants
+// mispredicts at every new minimum.
+func (g *arrivals) fill(at []float64, who []int32) ([]float64, []int32) {
+	order, next := g.order, g.next
+	for len(at) < chunk {
+		i := order[0]
+		a := next[i]
+		if !(a < g.p.duration) {
+			break
+		}
+		at, who = append(at, a), append(who, int32(i))
+		t := a + g.rngs[i].ExpFloat64()*g.mean[i]
+		next[i] = t
+		j := 1
+		for ; j < len(order) && next[order[j]] < t; j++ {
+			order[j-1] = order[j]
+		}
+		order[j-1] = i
+	}
+	return at, who
+}
+
+// pipeline merges arrivals on this goroutine while each mechanism runs on
+// its own over the same chunks, depth chunks in flight. Mechanisms share
+// no state, so nothing but the chunks needs ordering.
+func (e *engine) pipeline(g *arrivals) {
+	const depth = 4
+	type buf struct {
+		at   []float64
+		who  []int32
+		left atomic.Int32
+	}
+	bufs := make([]buf, depth)
+	free := make(chan int, depth)
+	for i := range bufs {
+		bufs[i].at, bufs[i].who = make([]float64, 0, chunk), make([]int32, 0, chunk)
+		free <- i
+	}
+	modes := e.modes()
+	chans := make([]chan int, len(modes))
+	var wg sync.WaitGroup
+	for k, m := range modes {
+		ch := make(chan int, depth)
+		chans[k] = ch
+		wg.Go(func() {
+			for slot := range ch {
+				b := &bufs[slot]
+				e.run(m, b.at, b.who)
+				if b.left.Add(-1) == 0 {
+					free <- slot
+				}
+			}
+		})
+	}
+	for {
+		slot := <-free
+		b := &bufs[slot]
+		b.at, b.who = g.fill(b.at[:0], b.who[:0])
+		if len(b.at) == 0 {
+			break
+		}
+		e.count(b.who)
+		b.left.Store(int32(len(modes)))
+		for _, ch := range chans {
+			ch <- slot
+		}
+	}
+	for _, ch := range chans {
+		close(ch)
+	}
+	wg.Wait()
+}
+
+// engine holds the three mechanisms' state; arrivals must come in time
+// order.
+type engine struct {
+	p                  params
+	offered            []int64
+	migBusy, mpsActive []float64 // per tenant: when its queue empties
+	tsFree             float64
+	tsLast             int
+	// Per mode (index in AllModes), per tenant; nil for modes not run.
+	hists [3][]*hist
+	waits [3][]float64
+}
+
+// Indexes in AllModes.
+const (
+	iMIG = iota
+	iMPS
+	iTS
+)
+
+func newEngine(p params, modes []Mode) *engine {
+	e := &engine{p: p, offered: make([]int64, p.n), migBusy: make([]float64, p.n), mpsActive: make([]float64, p.n),
+		tsLast: -1}
+	for _, m := range modes {
+		k := slices.Index(AllModes, m)
+		if k < 0 || e.hists[k] != nil {
+			continue
+		}
+		hs := make([]*hist, p.n)
+		for i := range hs {
+			hs[i] = newHist()
+		}
+		e.hists[k], e.waits[k] = hs, make([]float64, p.n)
+	}
+	return e
+}
+
+// count adds a chunk's arrivals to the offered counts.
+func (e *engine) count(who []int32) {
+	for _, i := range who {
+		e.offered[i]++
+	}
+}
+
+// modes lists the mechanisms this engine runs, as indexes in AllModes.
+func (e *engine) modes() []int {
+	var out []int
+	for k := range AllModes {
+		if e.hists[k] != nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// run offers a chunk of arrivals (time order; who[k] the tenant of
+// at[k]) to mechanism m.
+func (e *engine) run(m int, at []float64, who []int32) {
+	switch m {
+	case iMIG:
+		e.migChunk(at, who)
+	case iMPS:
+		e.mpsChunk(at, who)
+	case iTS:
+		e.tsChunk(at, who)
+	}
+}
+
+// migChunk: each tenant on its own instance, FIFO, at the instance's
+// speed.
+func (e *engine) migChunk(at []float64, who []int32) {
+	p, busy, hs, waits := &e.p, e.migBusy, e.hists[iMIG], e.waits[iMIG]
+	for k, a := range at {
+		i := who[k]
+		start := max(a, busy[i])
+		end := start + p.migSvc[i]
+		busy[i] = end
+		if end < p.duration {
+			hs[i].add(end - a)
+			waits[i] += start - a
+		}
+	}
+}
+
+// mpsChunk: soft contention; the seed counts the tenants whose queues
+// are busy at the arrival, the arriving tenant's own included.
+func (e *engine) mpsChunk(at []float64, who []int32) {
+	p, active, hs, waits := &e.p, e.mpsActive, e.hists[iMPS], e.waits[iMPS]
+	for k, a := range at {
+		i := who[k]
+		// Branch-free: whether a queue is busy is a coin toss the CPU
+		// cannot predict. The sign bit of a-t is 1 exactly when t > a.
+		var n, hostile uint64
+		for j, t := range active {
+			busy := math.Float64bits(a-t) >> 63
+			n += busy
+			hostile |= busy & p.hostileBit[j]
+		}
+		c := p.c
+		if hostile != 0 {
+			c = p.ch
+		}
+		start := max(a, active[i])
+		end := start + p.svc[i]*(1+c*float64(n))
+		active[i] = end
+		if end < p.duration {
+			hs[i].add(end - a)
+			waits[i] += start - a
+		}
+	}
+}
+
+// tsChunk: one queue for the card in arrival order; a change of tenant
+// pays the switch.
+func (e *engine) tsChunk(at []float64, who []int32) {
+	p, hs, waits := &e.p, e.hists[iTS], e.waits[iTS]
+	free, last := e.tsFree, e.tsLast
+	for k, a := range at {
+		i := int(who[k])
+		start := max(a, free)
+		if last != -1 && last != i {
+			start += p.sw
+		}
+		free, last = start+p.svc[i], i
+		if free < p.duration {
+			hs[i].add(free - a)
+			waits[i] += start - a
+		}
+	}
+	e.tsFree, e.tsLast = free, last
+}
+
+func (e *engine) results(tenants []Tenant, leaveOut int) []ModeResult {
+	var out []ModeResult
+	for k, m := range AllModes {
+		hs := e.hists[k]
+		if hs == nil {
+			continue
+		}
+		all, good := newHist(), newHist()
+		r := ModeResult{Mode: m, Tenants: make([]TenantResult, e.p.n)}
+		for i, h := range hs {
+			all.merge(h)
+			if !tenants[i].Hostile && i != leaveOut {
+				good.merge(h)
+			}
+			t := TenantResult{Name: tenants[i].Name, Hostile: tenants[i].Hostile, Offered: e.offered[i], Served: int64(h.n),
+				P50: h.quantile(0.5), P99: h.quantile(0.99), MeanLatency: math.NaN(), MeanWait: math.NaN()}
+			if h.n > 0 {
+				t.MeanLatency, t.MeanWait = h.sum/float64(h.n), e.waits[k][i]/float64(h.n)
+			}
+			r.Tenants[i] = t
+			r.Offered += t.Offered
+		}
+		r.Served, r.P50, r.P99, r.MeanLatency = int64(all.n), all.quantile(0.5), all.quantile(0.99), math.NaN()
+		r.WellBehavedP50, r.WellBehavedP99 = good.quantile(0.5), good.quantile(0.99)
+		if all.n > 0 {
+			r.MeanLatency = all.sum / float64(all.n)
+		}
+		out = append(out, r)
+	}
+	return slices.Clip(out)
+}
