@@ -82,12 +82,12 @@ func (p *parser) err() error {
 
 // Fields of the price book, as written in YAML.
 const (
-	fieldCurrency    = "currency"
-	fieldTimezone    = "timezone"
-	fieldTeamLabel   = "teamLabel"
-	fieldPolicy      = "policy"
-	fieldIdle        = "idle"
-	fieldRates       = "rates"
+	fieldCurrency     = "currency"
+	fieldTimezone     = "timezone"
+	fieldTeamLabel    = "teamLabel"
+	fieldPolicy       = "policy"
+	fieldIdle         = "idle"
+	fieldRates        = "rates"
 	fieldDefaultRate  = "defaultRate"
 	fieldMemoryWeight = "memoryWeight"
 	fieldMemoryMiB    = "memoryMiB"
