@@ -282,3 +282,54 @@ func TestFlatUnpricedModel(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestMemDayAllocation: the allocation example of docs/report.md, on
+// memDay: each team held one of two replicas for 10 h, 5 h each at 2.40
+// = 12.00 each, whatever it used or held in memory; the GPU was never
+// unheld, so the platform line (its 2 h idle) is 0.00.
+func TestMemDayAllocation(t *testing.T) {
+	from, to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	b := book(t, "currency: USD\npolicy: allocation\nrates: {A100-SXM4-80GB: 2.40}\ndefaultRate: 1\n")
+	r := mustBuild(t, &memSource{rows: memDay(0.25, 0.55)}, b, from, to)
+	want := []string{"a|charge|12.00|5.000000", "b|charge|12.00|5.000000", "|platform|0.00|0.000000", "|rounding|0.00"}
+	if got := handLines(t, r); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestMemoryWeightedMIGByHand: on MIG a container's memory share is its
+// instance's part of the device, with no profile needed. One A100-80GB in
+// two instances for 7 h at 2.40 (16.80): a on a 3g.40gb (compute 3/7)
+// busy all the time, 3 h, filling its 40960 MiB (half the device, 3.5 h);
+// b on a 4g.40gb (4/7) busy 2 h, holding 20480 MiB (a quarter, 1.75 h).
+// With memoryWeight 0.3:
+//
+//	a: 0.7 x 3 h + 0.3 x 3.5 h  = 2.1 + 1.05  = 3.15 h  -> 7.56
+//	b: 0.7 x 2 h + 0.3 x 1.75 h = 1.4 + 0.525 = 1.925 h -> 4.62
+//	platform: 0.7 x 2 h idle + 0.3 x (7 - 5.25) h = 1.925 h -> 4.62
+func TestMemoryWeightedMIGByHand(t *testing.T) {
+	day := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
+	var rows []attribution.Row
+	for h := 0; h < 7; h++ {
+		s := day.Add(time.Duration(h) * time.Hour)
+		base := attribution.Row{IntervalStart: s, IntervalEnd: s.Add(time.Hour), Node: "n1", GPUUUID: "GPU-1",
+			GPUModel: "A100-SXM4-80GB", SliceID: "GPU-1", SharingMode: "mig", Method: "measured"}
+		c := func(team string, slices, used, mib float64) attribution.Row {
+			r := kind(base, attribution.KindContainer, 3600*slices/7, used)
+			r.Namespace, r.Pod, r.PodUID, r.Container, r.Team = "ns-"+team, "p-"+team, "u-"+team, "c", team
+			r.MemoryMiBSeconds = mib * 3600
+			return r
+		}
+		rows = append(rows, c("a", 3, 3600*3.0/7, 40960), c("b", 4, 3600*2.0/7, 20480),
+			kind(base, attribution.KindUnallocated, 0, 0), kind(base, attribution.KindIdle, 0, 3600*2.0/7))
+	}
+	b := book(t, "currency: USD\npolicy: usage\nmemoryWeight: 0.3\nrates: {A100-SXM4-80GB: 2.40}\ndefaultRate: 1\n")
+	r := mustBuild(t, &memSource{rows: rows}, b, day, day.Add(24*time.Hour))
+	want := []string{"a|charge|7.56|3.150000|mem 3.500000", "b|charge|4.62|1.925000|mem 1.750000", "|platform|4.62|1.925000", "|rounding|0.00"}
+	if got := handLines(t, r); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if r.Money(r.Total) != "16.80" {
+		t.Errorf("total %s, want 16.80 (7 h x 2.40)", r.Money(r.Total))
+	}
+}
