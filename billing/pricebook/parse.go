@@ -255,7 +255,14 @@ func (p *parser) enum(root *yaml.Node, e *entry, field, def string, allowed ...s
 
 // rates reads a mapping of GPU model to price (rates, slotRates).
 func (p *parser) rates(e *entry, name, what string) map[string]Rate {
-	out := map[string]Rate{}
+	return byModel(p, e, name, what, "priced", p.rate)
+}
+
+// byModel reads a mapping of GPU model to a value that read reads
+// (rates, slotRates, memoryMiB): model names normalised as the collector
+// writes them, each model once.
+func byModel[T any](p *parser, e *entry, name, what, verb string, read func(v *yaml.Node, field string) (T, bool)) map[string]T {
+	out := map[string]T{}
 	if e == nil {
 		return out
 	}
@@ -280,12 +287,12 @@ func (p *parser) rates(e *entry, name, what string) map[string]Rate {
 			continue
 		}
 		if first, dup := lines[model]; dup {
-			p.addf(k, field, "model %s priced twice (first on line %d)", model, first)
+			p.addf(k, field, "model %s %s twice (first on line %d)", model, verb, first)
 			continue
 		}
 		lines[model] = k.Line
-		if r, ok := p.rate(v, field); ok {
-			out[model] = r
+		if x, ok := read(v, field); ok {
+			out[model] = x
 		}
 	}
 	return out

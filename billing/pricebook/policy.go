@@ -45,39 +45,16 @@ func (p *parser) memoryWeight(e *entry) *big.Rat {
 
 // memoryMiB reads the device memory of GPU models: positive whole MiB.
 func (p *parser) memoryMiB(e *entry) map[string]int64 {
-	out := map[string]int64{}
-	if e == nil || e.value.Tag == "!!null" {
-		return out
+	return byModel(p, e, fieldMemoryMiB, "its memory in MiB (such as A100-SXM4-80GB: 81920)", "given", p.mib)
+}
+
+func (p *parser) mib(v *yaml.Node, field string) (int64, bool) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
+	if v.Kind != yaml.ScalarNode || (v.Tag != "!!int" && v.Tag != "!!str") || err != nil || n <= 0 || n > maxMemoryMiB {
+		p.addf(v, field, "%q: want the device's memory in whole MiB, 1 to %d (such as 81920)", truncate(v.Value), maxMemoryMiB)
+		return 0, false
 	}
-	if e.value.Kind != yaml.MappingNode {
-		p.addf(e.value, fieldMemoryMiB, "want a mapping of GPU model to its memory in MiB (such as A100-SXM4-80GB: 81920), not a %s", kindName(e.value))
-		return out
-	}
-	lines := map[string]int{}
-	for i := 0; i+1 < len(e.value.Content); i += 2 {
-		k, v := resolve(e.value.Content[i]), resolve(e.value.Content[i+1])
-		if k.Kind != yaml.ScalarNode || strings.TrimSpace(k.Value) == "" {
-			p.addf(k, fieldMemoryMiB, "GPU model names must be non-empty text")
-			continue
-		}
-		model, field := NormalizeModel(k.Value), fieldMemoryMiB+"."+k.Value
-		if model == "" {
-			p.addf(k, field, "GPU model name %q is empty once normalised", k.Value)
-			continue
-		}
-		if first, dup := lines[model]; dup {
-			p.addf(k, field, "model %s given twice (first on line %d)", model, first)
-			continue
-		}
-		lines[model] = k.Line
-		n, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
-		if v.Kind != yaml.ScalarNode || (v.Tag != "!!int" && v.Tag != "!!str") || err != nil || n <= 0 || n > maxMemoryMiB {
-			p.addf(v, field, "%q: want the device's memory in whole MiB, 1 to %d (such as 81920)", truncate(v.Value), maxMemoryMiB)
-			continue
-		}
-		out[model] = n
-	}
-	return out
+	return n, true
 }
 
 // policyFields checks the fields that belong to one policy: rates and

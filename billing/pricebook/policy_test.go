@@ -2,7 +2,6 @@ package pricebook
 
 import (
 	"math/big"
-	"strings"
 	"testing"
 
 	"github.com/gpuledger/gpuledger/collector/scenario"
@@ -64,10 +63,7 @@ func TestParseFlat(t *testing.T) {
 // TestParsePolicyErrors: each names the file, the line and the field.
 func TestParsePolicyErrors(t *testing.T) {
 	const usage = "currency: USD\npolicy: usage\ndefaultRate: 2\n"
-	cases := []struct {
-		name, yaml string
-		want       []string
-	}{
+	cases := []errCase{
 		{"weight negative", usage + "memoryWeight: -0.1\n", []string{`p.yaml:4: memoryWeight: "-0.1" is outside 0..1`}},
 		{"weight above one", usage + "memoryWeight: 1.5\n", []string{`p.yaml:4: memoryWeight: "1.5" is outside 0..1`}},
 		{"weight text", usage + "memoryWeight: abc\n", []string{`p.yaml:4: memoryWeight: "abc" is not a number from 0 to 1`}},
@@ -97,19 +93,7 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"usage without defaultRate", "currency: USD\npolicy: usage\n", []string{"p.yaml:1: defaultRate: missing"}},
 		{"flat misspelt", "currency: USD\npolicy: flat\nslotrates: {A100: 800}\n", []string{"p.yaml:3: slotrates: unknown field (did you mean slotRates?)"}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := Parse("p.yaml", []byte(c.yaml))
-			if err == nil {
-				t.Fatalf("no error for\n%s", c.yaml)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
-		})
-	}
+	runErrorCases(t, cases)
 }
 
 // TestBuiltinMemory: the built-in sizes are the simulator's, so a

@@ -1,7 +1,9 @@
 package report
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"math"
 	"math/big"
@@ -281,6 +283,20 @@ func sortedTeams(m map[string]float64) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// csvRecords is the report's finance CSV, header first.
+func csvRecords(t testing.TB, r *Report) [][]string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }
 
 func mustBuild(t testing.TB, src Source, b *pricebook.Book, from, to time.Time) *Report {

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -24,12 +23,9 @@ func memDay(aMem, bMem float64) []attribution.Row {
 	var rows []attribution.Row
 	for h := 0; h < 10; h++ {
 		s := day.Add(time.Duration(h) * time.Hour)
-		base := attribution.Row{IntervalStart: s, IntervalEnd: s.Add(time.Hour), Node: "n1", GPUUUID: "GPU-1",
-			GPUModel: "A100-SXM4-80GB", SliceID: "GPU-1", SharingMode: "timeslicing", Method: "measured"}
+		base := gpu1Row(s, time.Hour, "timeslicing")
 		c := func(team string, used, mem float64) attribution.Row {
-			r := kind(base, attribution.KindContainer, 1800, used)
-			r.Namespace, r.Pod, r.PodUID, r.Container, r.Team = "ns-"+team, "p-"+team, "u-"+team, "c", team
-			r.SliceID = "GPU-1::" + team
+			r := containerRow(base, team, 1800, used)
 			r.MemoryMiBSeconds = mem * 81920 * 3600
 			return r
 		}
@@ -40,18 +36,27 @@ func memDay(aMem, bMem float64) []attribution.Row {
 	return rows
 }
 
+// gpu1Row is a row of the hand tests' GPU: GPU-1, an A100-SXM4-80GB
+// (81920 MiB) on node n1, for [start, start+d).
+func gpu1Row(start time.Time, d time.Duration, mode string) attribution.Row {
+	return attribution.Row{IntervalStart: start, IntervalEnd: start.Add(d), Node: "n1", GPUUUID: "GPU-1",
+		GPUModel: "A100-SXM4-80GB", SliceID: "GPU-1", SharingMode: mode, Method: "measured"}
+}
+
+// containerRow is team's container row on base's GPU: namespace ns-team, pod
+// p-team, its own slice.
+func containerRow(base attribution.Row, team string, alloc, used float64) attribution.Row {
+	r := kind(base, attribution.KindContainer, alloc, used)
+	r.Namespace, r.Pod, r.PodUID, r.Container, r.Team = "ns-"+team, "p-"+team, "u-"+team, "c", team
+	r.SliceID = base.GPUUUID + "::" + team
+	return r
+}
+
 // handLines reads a report's CSV as team|line_type|amount, plus the JSON's
 // charged and memory hours per line.
 func handLines(t *testing.T, r *Report) []string {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := WriteCSV(&buf, r); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := csv.NewReader(&buf).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := csvRecords(t, r)
 	var js bytes.Buffer
 	if err := WriteJSON(&js, r); err != nil {
 		t.Fatal(err)
@@ -79,6 +84,14 @@ func handLines(t *testing.T, r *Report) []string {
 	return out
 }
 
+// checkHandLines compares handLines with what the test worked out.
+func checkHandLines(t *testing.T, r *Report, want []string) {
+	t.Helper()
+	if got := handLines(t, r); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestMemoryWeightedByHand: memDay with a holding 25% of the memory and b
 // 55%, at 2.40 per GPU-hour and memoryWeight 0.3 (docs/report.md, Billing
 // policies, has the same numbers):
@@ -90,58 +103,53 @@ func handLines(t *testing.T, r *Report) []string {
 //
 // Plain usage bills the same GPU a 18.00 (7.5 h), b 1.20 (0.5 h): b's
 // 55% of the memory, which starves a's neighbours of it, is free there.
-// Total 10 h x 2.40 = 24.00 every time.
-func TestMemoryWeightedByHand(t *testing.T) {
-	from, to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
-	src := &memSource{rows: memDay(0.25, 0.55)}
-	head := "currency: USD\npolicy: usage\nrates: {A100-SXM4-80GB: 2.40}\ndefaultRate: 9.99\n"
-	cases := []struct {
-		name, extra string
-		want        []string
-	}{
-		{"usage", "", []string{"a|charge|18.00|7.500000", "b|charge|1.20|0.500000", "|platform|4.80|2.000000", "|rounding|0.00"}},
-		{"memory/platform", "memoryWeight: 0.3\n", []string{
-			"a|charge|14.40|6.000000|mem 2.500000", "b|charge|4.80|2.000000|mem 5.500000", "|platform|4.80|2.000000", "|rounding|0.00"}},
-		{"memory/shared", "memoryWeight: 0.3\nidle: shared\n", []string{
-			"a|charge|14.40|6.000000|mem 2.500000", "a|idle_share|3.60|1.500000",
-			"b|charge|4.80|2.000000|mem 5.500000", "b|idle_share|1.20|0.500000", "|rounding|0.00"}},
-		// memoryWeight 1: memory alone. a 2.5 h = 6.00, b 5.5 h = 13.20,
-		// the 2 h of memory nobody held 4.80.
-		{"memory only", "memoryWeight: 1\n", []string{
-			"a|charge|6.00|2.500000|mem 2.500000", "b|charge|13.20|5.500000|mem 5.500000", "|platform|4.80|2.000000", "|rounding|0.00"}},
-		// memoryWeight 0 is plain usage.
-		{"weight 0", "memoryWeight: 0\n", []string{"a|charge|18.00|7.500000", "b|charge|1.20|0.500000", "|platform|4.80|2.000000", "|rounding|0.00"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r := mustBuild(t, src, book(t, head+c.extra), from, to)
-			if got := handLines(t, r); strings.Join(got, "\n") != strings.Join(c.want, "\n") {
-				t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
-			}
-			if r.Money(r.Total) != "24.00" {
-				t.Errorf("total %s, want 24.00 (10 h x 2.40)", r.Money(r.Total))
-			}
-		})
-	}
-}
-
-// TestMemoryClampByHand: the collector reports a 50% and b 70% of the
-// memory, 120% of the device. The report scales both by 10/12 (the
-// device had 10 h of memory; 12 h were reported): a 2.5 h -> 5 x 5/6 =
-// 25/6 h, b 7 x 5/6 = 35/6 h, together exactly 10 h.
+// Allocation bills each team its replica, 5 h = 12.00, whatever it used
+// or held in memory; the GPU was never unheld, so the platform line (its
+// 2 h idle) is 0.00.
+//
+// The clamp: with a reporting 50% and b 70% of the memory, 120% of the
+// device, the report scales both by 10/12 (the device had 10 h of memory;
+// 12 h were reported): a 5 h -> 25/6 h, b 7 h -> 35/6 h, together 10 h.
 //
 //	a: 0.7 x 7.5 + 0.3 x 25/6 = 5.25 + 1.25 = 6.5 h -> 15.60
 //	b: 0.7 x 0.5 + 0.3 x 35/6 = 0.35 + 1.75 = 2.1 h -> 5.04
 //	platform: 0.7 x 2 h idle + 0.3 x 0 h free memory = 1.4 h -> 3.36
 //
-// 15.60 + 5.04 + 3.36 = 24.00: the GPU still partitions exactly.
-func TestMemoryClampByHand(t *testing.T) {
+// Total 10 h x 2.40 = 24.00 every time: the GPU partitions exactly.
+func TestMemoryWeightedByHand(t *testing.T) {
 	from, to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
-	b := book(t, "currency: USD\npolicy: usage\nmemoryWeight: 0.3\nrates: {A100-SXM4-80GB: 2.40}\ndefaultRate: 1\n")
-	r := mustBuild(t, &memSource{rows: memDay(0.5, 0.7)}, b, from, to)
-	want := []string{"a|charge|15.60|6.500000|mem 4.166667", "b|charge|5.04|2.100000|mem 5.833333", "|platform|3.36|1.400000", "|rounding|0.00"}
-	if got := handLines(t, r); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	usage := "currency: USD\npolicy: usage\nrates: {A100-SXM4-80GB: 2.40}\ndefaultRate: 9.99\n"
+	cases := []struct {
+		name, book string
+		aMem, bMem float64
+		want       []string
+	}{
+		{"usage", usage, 0.25, 0.55, []string{"a|charge|18.00|7.500000", "b|charge|1.20|0.500000", "|platform|4.80|2.000000", "|rounding|0.00"}},
+		{"allocation", "currency: USD\npolicy: allocation\nrates: {A100-SXM4-80GB: 2.40}\ndefaultRate: 1\n", 0.25, 0.55,
+			[]string{"a|charge|12.00|5.000000", "b|charge|12.00|5.000000", "|platform|0.00|0.000000", "|rounding|0.00"}},
+		{"memory/platform", usage + "memoryWeight: 0.3\n", 0.25, 0.55, []string{
+			"a|charge|14.40|6.000000|mem 2.500000", "b|charge|4.80|2.000000|mem 5.500000", "|platform|4.80|2.000000", "|rounding|0.00"}},
+		{"memory/shared", usage + "memoryWeight: 0.3\nidle: shared\n", 0.25, 0.55, []string{
+			"a|charge|14.40|6.000000|mem 2.500000", "a|idle_share|3.60|1.500000",
+			"b|charge|4.80|2.000000|mem 5.500000", "b|idle_share|1.20|0.500000", "|rounding|0.00"}},
+		// memoryWeight 1: memory alone. a 2.5 h = 6.00, b 5.5 h = 13.20,
+		// the 2 h of memory nobody held 4.80.
+		{"memory only", usage + "memoryWeight: 1\n", 0.25, 0.55, []string{
+			"a|charge|6.00|2.500000|mem 2.500000", "b|charge|13.20|5.500000|mem 5.500000", "|platform|4.80|2.000000", "|rounding|0.00"}},
+		// memoryWeight 0 is plain usage.
+		{"weight 0", usage + "memoryWeight: 0\n", 0.25, 0.55,
+			[]string{"a|charge|18.00|7.500000", "b|charge|1.20|0.500000", "|platform|4.80|2.000000", "|rounding|0.00"}},
+		{"clamp", usage + "memoryWeight: 0.3\n", 0.5, 0.7, []string{
+			"a|charge|15.60|6.500000|mem 4.166667", "b|charge|5.04|2.100000|mem 5.833333", "|platform|3.36|1.400000", "|rounding|0.00"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := mustBuild(t, &memSource{rows: memDay(c.aMem, c.bMem)}, book(t, c.book), from, to)
+			checkHandLines(t, r, c.want)
+			if r.Money(r.Total) != "24.00" {
+				t.Errorf("total %s, want 24.00 (10 h x 2.40)", r.Money(r.Total))
+			}
+		})
 	}
 }
 
@@ -185,13 +193,8 @@ func flatMonth() []attribution.Row {
 	var rows []attribution.Row
 	for d := 0; d < 31; d++ {
 		s := time.Date(2026, 3, 1+d, 0, 0, 0, 0, time.UTC)
-		base := attribution.Row{IntervalStart: s, IntervalEnd: s.Add(24 * time.Hour), Node: "n1", GPUUUID: "GPU-1",
-			GPUModel: "A100-SXM4-80GB", SliceID: "GPU-1", SharingMode: "timeslicing", Method: "measured"}
-		c := func(team string, share float64) attribution.Row {
-			r := kind(base, attribution.KindContainer, share*86400, 0)
-			r.Namespace, r.Pod, r.PodUID, r.Container, r.Team = "ns-"+team, "p-"+team, "u-"+team, "c", team
-			return r
-		}
+		base := gpu1Row(s, 24*time.Hour, "timeslicing")
+		c := func(team string, share float64) attribution.Row { return containerRow(base, team, share*86400, 0) }
 		held := 0.5
 		rows = append(rows, c("a", 0.5))
 		if d < 10 {
@@ -233,9 +236,7 @@ func TestFlatByHand(t *testing.T) {
 		t.Run(c.idle, func(t *testing.T) {
 			b := book(t, "currency: USD\npolicy: flat\nidle: "+c.idle+"\nslotRates: {A100-SXM4-80GB: 800.00}\n")
 			r := mustBuild(t, src, b, from, to)
-			if got := handLines(t, r); strings.Join(got, "\n") != strings.Join(c.want, "\n") {
-				t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
-			}
+			checkHandLines(t, r, c.want)
 			if r.Money(r.Total) != "800.00" {
 				t.Errorf("total %s, want 800.00", r.Money(r.Total))
 			}
@@ -260,10 +261,8 @@ func TestFlatProratesByMonth(t *testing.T) {
 	var rows []attribution.Row
 	for d := 0; d < 4; d++ {
 		s := time.Date(2026, 2, 27+d, 0, 0, 0, 0, time.UTC)
-		base := attribution.Row{IntervalStart: s, IntervalEnd: s.Add(24 * time.Hour), Node: "n1", GPUUUID: "GPU-1",
-			GPUModel: "A100-SXM4-80GB", SliceID: "GPU-1", SharingMode: "exclusive"}
-		c := kind(base, attribution.KindContainer, 86400, 0)
-		c.Team, c.Namespace = "a", "ns-a"
+		base := gpu1Row(s, 24*time.Hour, "exclusive")
+		c := containerRow(base, "a", 86400, 0)
 		rows = append(rows, c, kind(base, attribution.KindUnallocated, 0, 0), kind(base, attribution.KindIdle, 0, 86400))
 	}
 	b := book(t, "currency: USD\npolicy: flat\nslotRates: {A100-SXM4-80GB: 800}\n")
@@ -283,20 +282,6 @@ func TestFlatUnpricedModel(t *testing.T) {
 	}
 }
 
-// TestMemDayAllocation: the allocation example of docs/report.md, on
-// memDay: each team held one of two replicas for 10 h, 5 h each at 2.40
-// = 12.00 each, whatever it used or held in memory; the GPU was never
-// unheld, so the platform line (its 2 h idle) is 0.00.
-func TestMemDayAllocation(t *testing.T) {
-	from, to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
-	b := book(t, "currency: USD\npolicy: allocation\nrates: {A100-SXM4-80GB: 2.40}\ndefaultRate: 1\n")
-	r := mustBuild(t, &memSource{rows: memDay(0.25, 0.55)}, b, from, to)
-	want := []string{"a|charge|12.00|5.000000", "b|charge|12.00|5.000000", "|platform|0.00|0.000000", "|rounding|0.00"}
-	if got := handLines(t, r); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
 // TestMemoryWeightedMIGByHand: on MIG a container's memory share is its
 // instance's part of the device, with no profile needed. One A100-80GB in
 // two instances for 7 h at 2.40 (16.80): a on a 3g.40gb (compute 3/7)
@@ -312,11 +297,9 @@ func TestMemoryWeightedMIGByHand(t *testing.T) {
 	var rows []attribution.Row
 	for h := 0; h < 7; h++ {
 		s := day.Add(time.Duration(h) * time.Hour)
-		base := attribution.Row{IntervalStart: s, IntervalEnd: s.Add(time.Hour), Node: "n1", GPUUUID: "GPU-1",
-			GPUModel: "A100-SXM4-80GB", SliceID: "GPU-1", SharingMode: "mig", Method: "measured"}
+		base := gpu1Row(s, time.Hour, "mig")
 		c := func(team string, slices, used, mib float64) attribution.Row {
-			r := kind(base, attribution.KindContainer, 3600*slices/7, used)
-			r.Namespace, r.Pod, r.PodUID, r.Container, r.Team = "ns-"+team, "p-"+team, "u-"+team, "c", team
+			r := containerRow(base, team, 3600*slices/7, used)
 			r.MemoryMiBSeconds = mib * 3600
 			return r
 		}
@@ -326,9 +309,7 @@ func TestMemoryWeightedMIGByHand(t *testing.T) {
 	b := book(t, "currency: USD\npolicy: usage\nmemoryWeight: 0.3\nrates: {A100-SXM4-80GB: 2.40}\ndefaultRate: 1\n")
 	r := mustBuild(t, &memSource{rows: rows}, b, day, day.Add(24*time.Hour))
 	want := []string{"a|charge|7.56|3.150000|mem 3.500000", "b|charge|4.62|1.925000|mem 1.750000", "|platform|4.62|1.925000", "|rounding|0.00"}
-	if got := handLines(t, r); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	checkHandLines(t, r, want)
 	if r.Money(r.Total) != "16.80" {
 		t.Errorf("total %s, want 16.80 (7 h x 2.40)", r.Money(r.Total))
 	}

@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bytes"
-	"encoding/csv"
 	"fmt"
 	"math"
 	"math/big"
@@ -269,14 +267,7 @@ func checkReconcilesTo(t *testing.T, r *Report, b *pricebook.Book, wantTotal int
 		t.Errorf("rounding line %d minor units for %d models", r.Rounding, models)
 	}
 	// The CSV says the same: its amounts add up to the total.
-	var buf bytes.Buffer
-	if err := WriteCSV(&buf, r); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := csv.NewReader(&buf).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := csvRecords(t, r)
 	csvSum := new(big.Rat)
 	for _, rec := range recs[1:] {
 		x, ok := new(big.Rat).SetString(rec[12])
@@ -344,7 +335,9 @@ func checkIdleShares(t *testing.T, r *Report, rows []attribution.Row, from, to t
 	type dm struct{ day, model string }
 	capacity, mem, used := map[dm]float64{}, map[dm]float64{}, map[dm]float64{}
 	in := func(row attribution.Row) bool { return !row.IntervalStart.Before(from) && row.IntervalStart.Before(to) }
-	key := func(row attribution.Row) dm { return dm{row.IntervalStart.In(b.Location).Format("2006-01-02"), row.GPUModel} }
+	key := func(row attribution.Row) dm {
+		return dm{row.IntervalStart.In(b.Location).Format("2006-01-02"), row.GPUModel}
+	}
 	for _, row := range rows {
 		if !in(row) {
 			continue
