@@ -244,8 +244,6 @@ func (b *builder) acc(m map[lineKey]*acc, k lineKey) *acc {
 	return m[k]
 }
 
-func mul(a, b int64) *big.Int { return new(big.Int).Mul(big.NewInt(a), big.NewInt(b)) }
-
 func plus(a, b quantity) quantity {
 	a.add(b)
 	return a
