@@ -348,10 +348,10 @@ func explain(b *pricebook.Book) []string {
 	case pricebook.PolicyUsage:
 		out = append(out, "Policy usage: each team pays for the GPU-hours its containers used (used_gpu_seconds), measured per process where the GPU allows it and estimated by allocation share where it does not (MIG instances shared by replicas, MPS showing only its server).")
 		if b.MemoryWeighted() {
-			w := b.MemoryWeight.FloatString(memoryWeightDecimals(b.MemoryWeight))
+			w := exactDecimal(b.MemoryWeight)
 			rest := new(big.Rat).Sub(big.NewRat(1, 1), b.MemoryWeight)
 			out = append(out, fmt.Sprintf("memoryWeight %s: a container is charged %s × its used GPU-hours + %s × its memory share (GPU memory MiB-hours it held / the device's memory in MiB). Memory nobody held is uncharged capacity like idle device time.",
-				w, rest.FloatString(memoryWeightDecimals(rest)), w))
+				w, exactDecimal(rest), w))
 		}
 		if b.Idle == pricebook.IdleShared {
 			out = append(out, "idle: shared. Idle device time (the GPU was not busy) and busy time no container explains (unattributed) are spread, day by day, over the teams in proportion to the hours they used on the same GPU model that day (idle_share lines). On a day when nobody used a model, that time goes to the platform line.")

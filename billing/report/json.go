@@ -145,7 +145,7 @@ func toJSON(r *Report) jsonReport {
 		UnknownModels: []string{}, Findings: []jsonFinding{}, FindingsDropped: r.FindingsDropped,
 	}
 	if r.Book.MemoryWeight != nil {
-		j.MemoryWeight = optNum(r.Book.MemoryWeight.FloatString(memoryWeightDecimals(r.Book.MemoryWeight)))
+		j.MemoryWeight = optNum(exactDecimal(r.Book.MemoryWeight))
 	}
 	if r.Empty() {
 		j.Message = NoUsageMessage
@@ -200,17 +200,14 @@ func optRate(r *pricebook.Rate, minor int) *json.Number {
 	return optNum(r.Format(minor))
 }
 
-// memoryWeightDecimals writes a weight as the book did (0.3, not 0.300):
-// it is a decimal, so some power of ten makes it whole.
-func memoryWeightDecimals(w *big.Rat) int {
-	x := new(big.Rat).Set(w)
-	for d := 0; d < 40; d++ {
-		if x.IsInt() {
-			return d
-		}
+// exactDecimal writes a decimal fraction (a memoryWeight, 1 minus one)
+// with no more decimals than it has: 0.3, not 0.300.
+func exactDecimal(w *big.Rat) string {
+	x, d := new(big.Rat).Set(w), 0
+	for ; d < 40 && !x.IsInt(); d++ {
 		x.Mul(x, big.NewRat(10, 1))
 	}
-	return 40
+	return w.FloatString(d)
 }
 
 func optNum(s string) *json.Number {

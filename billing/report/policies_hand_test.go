@@ -165,7 +165,7 @@ func TestMemoryWeightedUnknownModel(t *testing.T) {
 	src := &memSource{rows: rows}
 	head := "currency: USD\npolicy: usage\nmemoryWeight: 0.3\ndefaultRate: 2.40\n"
 	_, err := Build(context.Background(), src, book(t, head), from, to)
-	if err == nil || !strings.Contains(err.Error(), `GPU model "L40S" has memory-weighted charges`) || !strings.Contains(err.Error(), "memoryMiB") ||
+	if err == nil || !strings.Contains(err.Error(), `GPU model "L40S" has memory-weighted charges (memoryWeight 0.3) but no memory size`) || !strings.Contains(err.Error(), "memoryMiB") ||
 		!strings.Contains(err.Error(), "test-prices.yaml") {
 		t.Fatalf("err = %v", err)
 	}

@@ -96,7 +96,7 @@ func (b *builder) memoryShare(a ledger.Aggregate) (int64, error) {
 	dev, ok := b.book.MemoryMiBFor(a.GPUModel)
 	if !ok {
 		return 0, fmt.Errorf("price book %s: GPU model %q has memory-weighted charges (memoryWeight %s) but no memory size: add memoryMiB: {%s: <device memory in MiB>}",
-			b.book.Source, a.GPUModel, b.book.MemoryWeight.FloatString(3), a.GPUModel)
+			b.book.Source, a.GPUModel, exactDecimal(b.book.MemoryWeight), a.GPUModel)
 	}
 	secs := x / float64(dev)
 	b.memSecs += secs
