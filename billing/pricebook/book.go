@@ -1,6 +1,7 @@
 package pricebook
 
 import (
+	"math/big"
 	"sort"
 	"time"
 
@@ -14,8 +15,12 @@ type Policy string
 const (
 	// PolicyAllocation charges the GPU-hours a team's containers held.
 	PolicyAllocation Policy = "allocation"
-	// PolicyUsage charges the GPU-hours a team's containers used.
+	// PolicyUsage charges the GPU-hours a team's containers used; with a
+	// memoryWeight w, (1-w) x used + w x memory share (see Book).
 	PolicyUsage Policy = "usage"
+	// PolicyFlat charges a monthly price per GPU slot (slotRates), prorated
+	// by the slot-hours held in each calendar month, whatever was used.
+	PolicyFlat Policy = "flat"
 )
 
 // Idle says who pays for capacity no team is charged for.
@@ -49,6 +54,36 @@ type Book struct {
 	// the ledger writes it (see NormalizeModel).
 	Rates       map[string]Rate
 	DefaultRate Rate
+	// MemoryWeight (policy usage only, 0..1; nil when not given, which is
+	// 0) blends memory into usage: a container is charged (1-w) x its used
+	// GPU-seconds + w x its memory MiB-seconds / the device's memory MiB.
+	MemoryWeight *big.Rat
+	// MemoryMiB is the device memory of GPU models, as the book lists it;
+	// MemoryMiBFor adds the built-in sizes.
+	MemoryMiB map[string]int64
+	// SlotRates (policy flat only) are prices per GPU slot per calendar
+	// month by model: a whole GPU slot, a MIG slice or a replica paying its
+	// share of one.
+	SlotRates map[string]Rate
+}
+
+// MemoryWeighted reports whether usage is blended with memory.
+func (b *Book) MemoryWeighted() bool { return b.MemoryWeight != nil && b.MemoryWeight.Sign() > 0 }
+
+// MemoryMiBFor returns the device memory of a model in MiB: the book's
+// memoryMiB entry, else the built-in size, else false.
+func (b *Book) MemoryMiBFor(model string) (int64, bool) {
+	if m, ok := b.MemoryMiB[model]; ok {
+		return m, true
+	}
+	m, ok := builtinMemoryMiB[model]
+	return m, ok
+}
+
+// SlotRateFor returns the monthly slot price of a model under policy flat.
+func (b *Book) SlotRateFor(model string) (Rate, bool) {
+	r, ok := b.SlotRates[model]
+	return r, ok
 }
 
 // RateFor returns the rate of a GPU model, and false when the book does not

@@ -1,6 +1,7 @@
 package pricebook
 
 import (
+	"math/big"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,6 +17,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("currency: KWD\npolicy: allocation\nrates:\n  &a A100: 2.123456789\n  *a : 1\ndefaultRate: .5\n"))
 	f.Add([]byte("a: &x [*x]\n"))
 	f.Add([]byte("currency: USD\npolicy: allocation\ndefaultRate: 1e3\nrates: [1]\n"))
+	f.Add([]byte("currency: USD\npolicy: usage\nmemoryWeight: 0.3\nmemoryMiB: {L40S: 46068}\nrates: {L40S: 1.9}\ndefaultRate: 2\n"))
+	f.Add([]byte("currency: USD\npolicy: usage\nmemoryWeight: -0.1\ndefaultRate: 2\n"))
+	f.Add([]byte("currency: USD\npolicy: usage\nmemoryWeight: 1.5\nmemoryMiB: {L40S: 0}\ndefaultRate: 2\n"))
+	f.Add([]byte("currency: USD\npolicy: usage\nmemoryWeight: abc\nmemoryMiB: [1]\ndefaultRate: 2\n"))
+	f.Add([]byte("currency: EUR\npolicy: flat\nidle: shared\nslotRates: {A100-SXM4-80GB: 800.00, H100 SXM5 80GB: 1250}\n"))
+	f.Add([]byte("currency: EUR\npolicy: flat\nslotRates: {}\nrates: {A100: 1}\nmemoryWeight: 1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := Parse("fuzz.yaml", data)
 		if err != nil {
@@ -27,11 +34,36 @@ func FuzzParse(f *testing.F) {
 		if b.Location == nil {
 			t.Fatal("accepted a book without a location")
 		}
-		if b.Policy != PolicyAllocation && b.Policy != PolicyUsage {
+		if b.Policy != PolicyAllocation && b.Policy != PolicyUsage && b.Policy != PolicyFlat {
 			t.Fatalf("accepted policy %q", b.Policy)
 		}
 		if b.Idle != IdlePlatform && b.Idle != IdleShared {
 			t.Fatalf("accepted idle %q", b.Idle)
+		}
+		switch b.Policy {
+		case PolicyAllocation, PolicyUsage:
+			if len(b.SlotRates) != 0 {
+				t.Fatalf("policy %s accepted slotRates", b.Policy)
+			}
+		case PolicyFlat:
+			if len(b.SlotRates) == 0 || len(b.Rates) != 0 {
+				t.Fatalf("policy flat with %d slot rates and %d rates", len(b.SlotRates), len(b.Rates))
+			}
+		}
+		if w := b.MemoryWeight; w != nil {
+			if b.Policy != PolicyUsage || w.Sign() < 0 || w.Cmp(big.NewRat(1, 1)) > 0 {
+				t.Fatalf("accepted memoryWeight %s under policy %s", w.RatString(), b.Policy)
+			}
+		}
+		for m, mib := range b.MemoryMiB {
+			if m == "" || mib <= 0 || mib > maxMemoryMiB {
+				t.Fatalf("accepted memoryMiB %q: %d", m, mib)
+			}
+		}
+		for m, r := range b.SlotRates {
+			if m == "" || r.Rat().Sign() < 0 {
+				t.Fatalf("accepted slot rate %q: %s", m, r)
+			}
 		}
 		for m, r := range b.Rates {
 			if m == "" || r.Rat().Sign() < 0 {

@@ -82,16 +82,20 @@ func (p *parser) err() error {
 
 // Fields of the price book, as written in YAML.
 const (
-	fieldCurrency    = "currency"
-	fieldTimezone    = "timezone"
-	fieldTeamLabel   = "teamLabel"
-	fieldPolicy      = "policy"
-	fieldIdle        = "idle"
-	fieldRates       = "rates"
-	fieldDefaultRate = "defaultRate"
+	fieldCurrency     = "currency"
+	fieldTimezone     = "timezone"
+	fieldTeamLabel    = "teamLabel"
+	fieldPolicy       = "policy"
+	fieldIdle         = "idle"
+	fieldRates        = "rates"
+	fieldDefaultRate  = "defaultRate"
+	fieldMemoryWeight = "memoryWeight"
+	fieldMemoryMiB    = "memoryMiB"
+	fieldSlotRates    = "slotRates"
 )
 
-var knownFields = []string{fieldCurrency, fieldTimezone, fieldTeamLabel, fieldPolicy, fieldIdle, fieldRates, fieldDefaultRate}
+var knownFields = []string{fieldCurrency, fieldTimezone, fieldTeamLabel, fieldPolicy, fieldIdle, fieldRates, fieldDefaultRate,
+	fieldMemoryWeight, fieldMemoryMiB, fieldSlotRates}
 
 func (p *parser) book(root *yaml.Node) *Book {
 	root = resolve(root)
@@ -104,12 +108,14 @@ func (p *parser) book(root *yaml.Node) *Book {
 	b.Currency = p.currency(root, fields[fieldCurrency])
 	b.Timezone, b.Location = p.timezone(fields[fieldTimezone])
 	b.TeamLabel = p.teamLabel(fields[fieldTeamLabel])
-	b.Policy = Policy(p.enum(root, fields[fieldPolicy], fieldPolicy, "", string(PolicyAllocation), string(PolicyUsage)))
+	b.Policy = Policy(p.enum(root, fields[fieldPolicy], fieldPolicy, "", string(PolicyAllocation), string(PolicyUsage), string(PolicyFlat)))
 	b.Idle = Idle(p.enum(root, fields[fieldIdle], fieldIdle, string(DefaultIdle), string(IdlePlatform), string(IdleShared)))
-	b.Rates = p.rates(fields[fieldRates])
-	if v := fields[fieldDefaultRate]; v == nil {
-		p.addf(root, fieldDefaultRate, "missing: the rate for GPU models the book does not list")
-	} else {
+	b.Rates = p.rates(fields[fieldRates], fieldRates, "rate per GPU-hour")
+	b.SlotRates = p.rates(fields[fieldSlotRates], fieldSlotRates, "price per GPU slot per month")
+	b.MemoryWeight = p.memoryWeight(fields[fieldMemoryWeight])
+	b.MemoryMiB = p.memoryMiB(fields[fieldMemoryMiB])
+	p.policyFields(root, b, fields)
+	if v := fields[fieldDefaultRate]; v != nil {
 		b.DefaultRate, _ = p.rate(v.value, fieldDefaultRate)
 	}
 	return b
@@ -247,8 +253,16 @@ func (p *parser) enum(root *yaml.Node, e *entry, field, def string, allowed ...s
 	return s
 }
 
-func (p *parser) rates(e *entry) map[string]Rate {
-	out := map[string]Rate{}
+// rates reads a mapping of GPU model to price (rates, slotRates).
+func (p *parser) rates(e *entry, name, what string) map[string]Rate {
+	return byModel(p, e, name, what, "priced", p.rate)
+}
+
+// byModel reads a mapping of GPU model to a value that read reads
+// (rates, slotRates, memoryMiB): model names normalised as the collector
+// writes them, each model once.
+func byModel[T any](p *parser, e *entry, name, what, verb string, read func(v *yaml.Node, field string) (T, bool)) map[string]T {
+	out := map[string]T{}
 	if e == nil {
 		return out
 	}
@@ -256,29 +270,29 @@ func (p *parser) rates(e *entry) map[string]Rate {
 		return out
 	}
 	if e.value.Kind != yaml.MappingNode {
-		p.addf(e.value, fieldRates, "want a mapping of GPU model to rate per GPU-hour, not a %s", kindName(e.value))
+		p.addf(e.value, name, "want a mapping of GPU model to %s, not a %s", what, kindName(e.value))
 		return out
 	}
 	lines := map[string]int{}
 	for i := 0; i+1 < len(e.value.Content); i += 2 {
 		k, v := resolve(e.value.Content[i]), resolve(e.value.Content[i+1])
 		if k.Kind != yaml.ScalarNode || strings.TrimSpace(k.Value) == "" {
-			p.addf(k, fieldRates, "GPU model names must be non-empty text")
+			p.addf(k, name, "GPU model names must be non-empty text")
 			continue
 		}
 		model := NormalizeModel(k.Value)
-		field := fieldRates + "." + k.Value
+		field := name + "." + k.Value
 		if model == "" {
 			p.addf(k, field, "GPU model name %q is empty once normalised", k.Value)
 			continue
 		}
 		if first, dup := lines[model]; dup {
-			p.addf(k, field, "model %s priced twice (first on line %d)", model, first)
+			p.addf(k, field, "model %s %s twice (first on line %d)", model, verb, first)
 			continue
 		}
 		lines[model] = k.Line
-		if r, ok := p.rate(v, field); ok {
-			out[model] = r
+		if x, ok := read(v, field); ok {
+			out[model] = x
 		}
 	}
 	return out
@@ -287,14 +301,18 @@ func (p *parser) rates(e *entry) map[string]Rate {
 // rate reads a rate from the YAML text as written, never through float64:
 // 2.40 and "2.40" are both exactly 2.40.
 func (p *parser) rate(v *yaml.Node, field string) (Rate, bool) {
+	want := "a rate per GPU-hour such as 2.40"
+	if strings.HasPrefix(field, fieldSlotRates+".") {
+		want = "a price per GPU slot per month such as 800.00"
+	}
 	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
-		p.addf(v, field, "want a rate per GPU-hour such as 2.40")
+		p.addf(v, field, "want %s", want)
 		return Rate{}, false
 	}
 	switch v.Tag {
 	case "!!int", "!!float", "!!str", "":
 	default:
-		p.addf(v, field, "want a rate per GPU-hour such as 2.40, not a %s", strings.TrimPrefix(v.Tag, "!!"))
+		p.addf(v, field, "want %s, not a %s", want, strings.TrimPrefix(v.Tag, "!!"))
 		return Rate{}, false
 	}
 	r, err := ParseRate(strings.TrimSpace(v.Value))

@@ -94,10 +94,7 @@ func TestParseTimezones(t *testing.T) {
 // TestParseErrors: every problem names the file, the line and the field.
 func TestParseErrors(t *testing.T) {
 	const head = "currency: USD\npolicy: allocation\ndefaultRate: 2\n"
-	cases := []struct {
-		name, yaml string
-		want       []string
-	}{
+	cases := []errCase{
 		{"empty", "", []string{"p.yaml", "empty file"}},
 		{"not a mapping", "- a\n- b\n", []string{"p.yaml:1: (top level): want a mapping"}},
 		{"missing all", "timezone: UTC\n", []string{"p.yaml:1: currency: missing", "p.yaml:1: policy: missing", "p.yaml:1: defaultRate: missing"}},
@@ -124,6 +121,17 @@ func TestParseErrors(t *testing.T) {
 		{"syntax", "currency: [USD\n", []string{"p.yaml"}},
 		{"two problems", "currency: USD\npolicy: x\nidle: y\ndefaultRate: 1\n", []string{"p.yaml:2: policy", "p.yaml:3: idle"}},
 	}
+	runErrorCases(t, cases)
+}
+
+// errCase is a price book that must not parse and what its error says.
+type errCase struct {
+	name, yaml string
+	want       []string
+}
+
+func runErrorCases(t *testing.T, cases []errCase) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse("p.yaml", []byte(c.yaml))

@@ -96,3 +96,18 @@ func truncate(s string) string {
 	}
 	return s
 }
+
+// DerivedDecimals is how many decimals a derived rate prints (at most).
+const DerivedDecimals = 9
+
+// DerivedRate is a rate the report works out rather than reads: under
+// policy flat, a slot's monthly price over the hours of its month. It
+// keeps the exact rational for arithmetic and prints rounded to at most
+// DerivedDecimals decimals (800 / 744 h prints 1.075268817). Negative x is
+// taken as 0: rates are never negative.
+func DerivedRate(x *big.Rat) Rate {
+	if x == nil || x.Sign() < 0 {
+		return Rate{}
+	}
+	return Rate{r: new(big.Rat).Set(x), decimals: DerivedDecimals}
+}

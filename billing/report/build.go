@@ -77,32 +77,53 @@ func byDay(aggs []ledger.Aggregate) [][]ledger.Aggregate {
 // lineKey identifies a line; platform lines have no team or namespace.
 type lineKey struct{ team, namespace, model, mode string }
 
-// share accumulates a team's idle shares exactly.
-type share struct{ us, mj *big.Rat }
+// acc is one line's sums: the ledger's columns as integers, and what the
+// policy charges as exact rationals.
+type acc struct {
+	q quantity
+	// charged is the GPU-micro-seconds the policy charges (a column, or
+	// the memory-weighted blend); priced is the same in the unit the book
+	// prices (hours, or slot-months under flat), day by day.
+	charged, priced *big.Rat
+	// memory is the memory share billed (GPU-micro-seconds after the
+	// clamp), memory-weighted charge lines only.
+	memory *big.Rat
+}
+
+func newAcc() *acc { return &acc{charged: new(big.Rat), priced: new(big.Rat), memory: new(big.Rat)} }
+
+// share accumulates a team's idle shares exactly: charged micro-seconds,
+// priced units and milli-joules.
+type share struct{ us, priced, mj *big.Rat }
 
 // modelTotals are one model's partitions over the period, in micro-units.
 type modelTotals struct {
 	rows                     int64
-	capacity                 int64 // the policy's partition
+	capacity                 int64    // the policy's partition
+	priced                   *big.Rat // capacity in the book's price unit
 	alloc, unalloc           int64
 	used, unattributed, idle int64
 }
 
 type builder struct {
 	book     *pricebook.Book
-	charge   map[lineKey]*quantity
+	charge   map[lineKey]*acc
 	shares   map[lineKey]*share
-	platform map[lineKey]*quantity
+	platform map[lineKey]*acc
 	models   map[string]*modelTotals
+	// memSecs bounds the memory shares' sum like checkTotals the columns.
+	memSecs float64
 }
 
 func newBuilder(book *pricebook.Book) *builder {
-	return &builder{book: book, charge: map[lineKey]*quantity{}, shares: map[lineKey]*share{},
-		platform: map[lineKey]*quantity{}, models: map[string]*modelTotals{}}
+	return &builder{book: book, charge: map[lineKey]*acc{}, shares: map[lineKey]*share{},
+		platform: map[lineKey]*acc{}, models: map[string]*modelTotals{}}
 }
 
-// charged is the quantity the policy charges, in GPU-micro-seconds.
-func (b *builder) charged(q quantity) int64 {
+// column is the ledger column the policy's partition adds up, in
+// GPU-micro-seconds: used under usage (memory-weighted too: its capacity
+// is the used partition's), allocated under allocation and flat.
+func (b *builder) column(q quantity) int64 {
 	if b.book.Policy == pricebook.PolicyUsage {
 		return q.used
 	}
@@ -125,6 +146,9 @@ func (b *builder) addDay(day []ledger.Aggregate) error {
 		if err != nil {
 			return err
 		}
+		if err := b.checkModel(a.GPUModel); err != nil {
+			return err
+		}
 		dm := models[a.GPUModel]
 		if dm == nil {
 			dm = &dayModel{containers: map[lineKey]quantity{}, platform: map[lineKey]quantity{}}
@@ -134,6 +158,9 @@ func (b *builder) addDay(day []ledger.Aggregate) error {
 		mt.rows += a.Rows
 		switch a.Kind {
 		case attribution.KindContainer:
+			if q.mem, err = b.memoryShare(a); err != nil {
+				return err
+			}
 			k := lineKey{a.Team, a.Namespace, a.GPUModel, a.Mode}
 			dm.containers[k] = plus(dm.containers[k], q)
 			mt.alloc += q.alloc
@@ -151,63 +178,81 @@ func (b *builder) addDay(day []ledger.Aggregate) error {
 			return fmt.Errorf("ledger aggregate for model %q on %s has unknown row kind %q", a.GPUModel, a.BucketStart.Format("2006-01-02"), a.Kind)
 		}
 	}
-	for model, dm := range models {
-		b.addDayModel(model, dm)
+	for _, model := range sortedKeys(models) {
+		b.addDayModel(model, day[0].BucketStart, models[model])
 	}
 	return nil
 }
 
-func (b *builder) addDayModel(model string, dm *dayModel) {
-	var weight, pool, poolEnergy int64
+func (b *builder) addDayModel(model string, day time.Time, dm *dayModel) {
+	unit := b.unit(day)
+	charged, scale := b.chargedOf(dm)
+	weight := new(big.Rat)
+	var capacity, poolEnergy int64
 	for k, q := range dm.containers {
-		weight += b.charged(q)
-		b.add(b.charge, k, q)
+		c := charged[k]
+		weight.Add(weight, c)
+		capacity += b.column(q)
+		a := b.acc(b.charge, k)
+		a.q.add(q)
+		a.charged.Add(a.charged, c)
+		a.priced.Add(a.priced, new(big.Rat).Mul(c, unit))
+		if scale != nil {
+			a.memory.Add(a.memory, new(big.Rat).Mul(big.NewRat(q.mem, 1), scale))
+		}
 	}
 	for _, q := range dm.platform {
-		pool += b.charged(q)
+		capacity += b.column(q)
 		poolEnergy += q.energy
 	}
-	b.models[model].capacity += weight + pool
-	if b.book.Idle != pricebook.IdleShared || weight <= 0 {
+	mt := b.models[model]
+	mt.capacity += capacity
+	mt.priced.Add(mt.priced, new(big.Rat).Mul(big.NewRat(capacity, 1), unit))
+	pool := new(big.Rat).Sub(big.NewRat(capacity, 1), weight)
+	if b.book.Idle != pricebook.IdleShared || weight.Sign() <= 0 {
 		// Nobody to share with on this model today: the platform pays.
-		for k, q := range dm.platform {
-			b.add(b.platform, k, q)
+		for k, c := range b.platformCharged(dm, scale) {
+			a := b.acc(b.platform, k)
+			a.q.add(dm.platform[k])
+			a.charged.Add(a.charged, c)
+			a.priced.Add(a.priced, new(big.Rat).Mul(c, unit))
 		}
 		return
 	}
-	for k, q := range dm.containers {
-		w := b.charged(q)
-		if w == 0 {
+	for k := range dm.containers {
+		w := charged[k]
+		if w.Sign() == 0 {
 			continue
 		}
 		s := b.shares[k]
 		if s == nil {
-			s = &share{us: new(big.Rat), mj: new(big.Rat)}
+			s = &share{us: new(big.Rat), priced: new(big.Rat), mj: new(big.Rat)}
 			b.shares[k] = s
 		}
-		s.us.Add(s.us, big.NewRat(0, 1).SetFrac(mul(pool, w), big.NewInt(weight)))
-		s.mj.Add(s.mj, big.NewRat(0, 1).SetFrac(mul(poolEnergy, w), big.NewInt(weight)))
+		f := new(big.Rat).Quo(w, weight)
+		us := new(big.Rat).Mul(pool, f)
+		s.us.Add(s.us, us)
+		s.priced.Add(s.priced, us.Mul(us, unit))
+		s.mj.Add(s.mj, new(big.Rat).Mul(big.NewRat(poolEnergy, 1), f))
 	}
 }
 
-func mul(a, b int64) *big.Int { return new(big.Int).Mul(big.NewInt(a), big.NewInt(b)) }
+func (b *builder) acc(m map[lineKey]*acc, k lineKey) *acc {
+	if m[k] == nil {
+		m[k] = newAcc()
+	}
+	return m[k]
+}
 
 func plus(a, b quantity) quantity {
 	a.add(b)
 	return a
 }
 
-func (b *builder) add(m map[lineKey]*quantity, k lineKey, q quantity) {
-	if m[k] == nil {
-		m[k] = &quantity{}
-	}
-	m[k].add(q)
-}
-
 func (b *builder) model(name string) *modelTotals {
 	mt := b.models[name]
 	if mt == nil {
-		mt = &modelTotals{}
+		mt = &modelTotals{priced: new(big.Rat)}
 		b.models[name] = mt
 	}
 	return mt
@@ -226,20 +271,18 @@ func (b *builder) finish(r *Report) error {
 	return nil
 }
 
-func (b *builder) rate(model string) *pricebook.Rate {
-	rt, _ := b.book.RateFor(model)
-	return &rt
-}
-
 func (b *builder) lines() []Line {
 	var out []Line
-	for k, q := range b.charge {
-		if q.zero() {
+	for k, a := range b.charge {
+		if a.q.zero() && a.charged.Sign() == 0 {
 			continue
 		}
-		l := b.line(k, LineCharge, hours(q.alloc), hours(q.used), kwh(q.energy))
-		if q.alloc != 0 {
+		l := b.line(k, LineCharge, hours(a.q.alloc), hours(a.q.used), kwh(a.q.energy), a.charged, a.priced)
+		if a.q.alloc != 0 {
 			l.Efficiency = ratio(l.UsedHours, l.AllocatedHours)
+		}
+		if b.book.MemoryWeighted() {
+			l.MemoryHours = new(big.Rat).Quo(a.memory, big.NewRat(microPerHour, 1))
 		}
 		out = append(out, l)
 	}
@@ -252,22 +295,34 @@ func (b *builder) lines() []Line {
 		if b.book.Policy == pricebook.PolicyUsage {
 			alloc, used = used, alloc
 		}
-		out = append(out, b.line(k, LineIdleShare, alloc, used, new(big.Rat).Quo(s.mj, big.NewRat(milliPerKWh, 1))))
+		out = append(out, b.line(k, LineIdleShare, alloc, used, new(big.Rat).Quo(s.mj, big.NewRat(milliPerKWh, 1)), s.us, s.priced))
 	}
-	for k, q := range b.platform {
-		if q.zero() {
+	for k, a := range b.platform {
+		if a.q.zero() && a.charged.Sign() == 0 {
 			continue
 		}
-		out = append(out, b.line(k, LinePlatform, hours(q.alloc), hours(q.used), kwh(q.energy)))
+		out = append(out, b.line(k, LinePlatform, hours(a.q.alloc), hours(a.q.used), kwh(a.q.energy), a.charged, a.priced))
 	}
 	slices.SortFunc(out, compareLines)
 	return out
 }
 
-func (b *builder) line(k lineKey, t LineType, alloc, used, energy *big.Rat) Line {
+// line makes a line whose amount is priced units x the book's price for
+// the model: the one money path of every policy.
+func (b *builder) line(k lineKey, t LineType, alloc, used, energy, chargedUs, priced *big.Rat) Line {
 	l := Line{Team: k.team, Namespace: k.namespace, GPUModel: k.model, SharingMode: k.mode, Type: t,
-		AllocatedHours: alloc, UsedHours: used, EnergyKWh: energy, Rate: b.rate(k.model)}
-	l.Exact = new(big.Rat).Mul(l.ChargedHours(b.book.Policy), l.Rate.Rat())
+		AllocatedHours: alloc, UsedHours: used, EnergyKWh: energy,
+		Charged: new(big.Rat).Quo(chargedUs, big.NewRat(microPerHour, 1))}
+	price := b.price(k.model)
+	l.Exact = new(big.Rat).Mul(priced, price.Rat())
+	if b.book.Policy == pricebook.PolicyFlat {
+		l.SlotMonths = new(big.Rat).Set(priced)
+		l.SlotRate = &price
+		rt := b.derivedRate(l.Exact, l.Charged, k.model)
+		l.Rate = &rt
+	} else {
+		l.Rate = &price
+	}
 	return l
 }
 

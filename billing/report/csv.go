@@ -18,6 +18,8 @@ const (
 	hoursDecimals      = 6
 	efficiencyDecimals = 4
 	energyDecimals     = 6
+	// slotMonthDecimals: a slot-month to 1e-9 is 2.7 ms of a month.
+	slotMonthDecimals = 9
 )
 
 // WriteCSV writes the finance CSV: RFC 4180, UTF-8, a header row, one row

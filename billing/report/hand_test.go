@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bytes"
-	"encoding/csv"
 	"strings"
 	"testing"
 	"time"
@@ -105,19 +103,12 @@ func TestPoliciesByHand(t *testing.T) {
 		t.Run(c.policy+"/"+c.idle, func(t *testing.T) {
 			b := bookFor(t, "USD", "UTC", c.policy, c.idle, map[string]string{"A100-SXM4-80GB": "2.40"}, "9.99")
 			r := mustBuild(t, src, b, from, to)
-			var buf bytes.Buffer
-			if err := WriteCSV(&buf, r); err != nil {
-				t.Fatal(err)
-			}
-			recs, err := csv.NewReader(&buf).ReadAll()
-			if err != nil {
-				t.Fatal(err)
-			}
+			recs := csvRecords(t, r)
 			if strings.Join(recs[0], ",") != strings.Join(CSVHeader, ",") {
 				t.Fatalf("header %v", recs[0])
 			}
 			if len(recs)-1 != len(c.want) {
-				t.Fatalf("%d lines, want %d:\n%s", len(recs)-1, len(c.want), buf.String())
+				t.Fatalf("%d lines, want %d:\n%v", len(recs)-1, len(c.want), recs)
 			}
 			for i, w := range c.want {
 				g := recs[i+1]

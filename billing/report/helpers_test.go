@@ -1,7 +1,9 @@
 package report
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"math"
 	"math/big"
@@ -127,6 +129,7 @@ type tenant struct {
 	ns, pod, container, team string
 	share                    float64 // allocation share a(c)
 	busy                     float64 // used / allocated
+	memMiB                   float64 // GPU memory held while it runs
 	start, end               time.Time
 	// teamFrom switches the team label at this instant (zero: never).
 	teamFrom time.Time
@@ -164,6 +167,7 @@ func ledgerRows(gpus []gpu, tenants []tenant, step time.Duration) []attribution.
 				c.AllocatedGPUSeconds = tn.share * ov
 				c.UsedGPUSeconds = math.Min(tn.busy*tn.share*ov, d-used-g.unattributed*d)
 				c.EnergyJoules = 300 * c.UsedGPUSeconds
+				c.MemoryMiBSeconds = tn.memMiB * ov
 				alloc += c.AllocatedGPUSeconds
 				used += c.UsedGPUSeconds
 				rows = append(rows, c)
@@ -206,6 +210,47 @@ func capacitySeconds(gpus []gpu, step time.Duration, from, to time.Time) map[str
 	return out
 }
 
+// flatCapacity is, per model, the slot-months its GPUs were observed in
+// [from, to): each whole interval's seconds over the seconds of the
+// calendar month (in loc) its start falls in.
+func flatCapacity(gpus []gpu, step time.Duration, from, to time.Time, loc *time.Location) map[string]*big.Rat {
+	out := map[string]*big.Rat{}
+	for _, g := range gpus {
+		for s := g.from; s.Before(g.to); s = s.Add(step) {
+			if s.Before(from) || !s.Before(to) {
+				continue
+			}
+			l := s.In(loc)
+			first := time.Date(l.Year(), l.Month(), 1, 0, 0, 0, 0, loc)
+			month := int64(first.AddDate(0, 1, 0).Sub(first) / time.Second)
+			if out[g.model] == nil {
+				out[g.model] = new(big.Rat)
+			}
+			out[g.model].Add(out[g.model], big.NewRat(int64(step/time.Second), month))
+		}
+	}
+	return out
+}
+
+// expectedFlat is round(sum over models of slot-months x slot price).
+func expectedFlat(t testing.TB, b *pricebook.Book, slotMonths map[string]*big.Rat) (total int64, perModel map[string]int64) {
+	t.Helper()
+	perModel = map[string]int64{}
+	scale := new(big.Rat).SetFrac(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(b.Currency.MinorUnit)), nil), big.NewInt(1))
+	sum := new(big.Rat)
+	for m, sm := range slotMonths {
+		price, ok := b.SlotRateFor(m)
+		if !ok {
+			t.Fatalf("no slot price for %s", m)
+		}
+		x := new(big.Rat).Mul(sm, price.Rat())
+		x.Mul(x, scale)
+		sum.Add(sum, x)
+		perModel[m] = roundRef(x)
+	}
+	return roundRef(sum), perModel
+}
+
 // expectedTotal is round(sum over models of capacity hours x rate) in
 // minor units, computed with big.Rat from the rates' text.
 func expectedTotal(t testing.TB, b *pricebook.Book, capSecs map[string]int64) (total int64, perModel map[string]int64) {
@@ -238,6 +283,20 @@ func sortedTeams(m map[string]float64) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// csvRecords is the report's finance CSV, header first.
+func csvRecords(t testing.TB, r *Report) [][]string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }
 
 func mustBuild(t testing.TB, src Source, b *pricebook.Book, from, to time.Time) *Report {

@@ -347,10 +347,23 @@ func explain(b *pricebook.Book) []string {
 	switch b.Policy {
 	case pricebook.PolicyUsage:
 		out = append(out, "Policy usage: each team pays for the GPU-hours its containers used (used_gpu_seconds), measured per process where the GPU allows it and estimated by allocation share where it does not (MIG instances shared by replicas, MPS showing only its server).")
+		if b.MemoryWeighted() {
+			w := exactDecimal(b.MemoryWeight)
+			rest := new(big.Rat).Sub(big.NewRat(1, 1), b.MemoryWeight)
+			out = append(out, fmt.Sprintf("memoryWeight %s: a container is charged %s × its used GPU-hours + %s × its memory share (GPU memory MiB-hours it held / the device's memory in MiB). Memory nobody held is uncharged capacity like idle device time.",
+				w, exactDecimal(rest), w))
+		}
 		if b.Idle == pricebook.IdleShared {
 			out = append(out, "idle: shared. Idle device time (the GPU was not busy) and busy time no container explains (unattributed) are spread, day by day, over the teams in proportion to the hours they used on the same GPU model that day (idle_share lines). On a day when nobody used a model, that time goes to the platform line.")
 		} else {
 			out = append(out, "idle: platform. Idle device time (the GPU was not busy) and busy time no container explains (unattributed) are on the platform line, not on any team's bill.")
+		}
+	case pricebook.PolicyFlat:
+		out = append(out, "Policy flat: each GPU slot a team's containers held pays the model's price per slot per month, prorated by the hours held in each calendar month, whatever was used. A whole GPU is one slot; a time-slicing or MPS replica 1/replicas of one; a MIG instance its compute slices / 7.")
+		if b.Idle == pricebook.IdleShared {
+			out = append(out, "idle: shared. Slots held by no container are spread, day by day, over the teams in proportion to the slot-hours they held on the same GPU model that day (idle_share lines). On a day when nobody held a model, its slots go to the platform line.")
+		} else {
+			out = append(out, "idle: platform. Slots held by no container are on the platform line at the same price, not on any team's bill.")
 		}
 	default:
 		out = append(out, "Policy allocation: each team pays for the GPU-hours its containers held (allocated_gpu_seconds), whether they used them or not. A whole GPU is 1 GPU-hour per hour; a time-slicing or MPS replica 1/replicas of it; a MIG instance its compute slices / 7; a HAMi share its cores %.")
@@ -360,6 +373,10 @@ func explain(b *pricebook.Book) []string {
 			out = append(out, "idle: platform. Never-allocated capacity (held by no container) is on the platform line, not on any team's bill.")
 		}
 	}
+	if b.Policy == pricebook.PolicyFlat {
+		out = append(out, fmt.Sprintf("Slot prices are per physical GPU slot per calendar month, by GPU model; the rate per GPU-hour shown is that price over the month's hours. Teams are named by the %q label of the namespace (else of the pod, else the namespace name), as it was when the GPU time was recorded. Periods are calendar months in %s.", b.TeamLabel, b.Timezone))
+		return out
+	}
 	out = append(out, fmt.Sprintf("Rates are per physical GPU-hour, by GPU model; models the price book does not list are charged at the default rate and named at the top of the report. Teams are named by the %q label of the namespace (else of the pod, else the namespace name), as it was when the GPU time was recorded. Periods are calendar months in %s.", b.TeamLabel, b.Timezone))
 	return out
 }
@@ -368,6 +385,11 @@ func reconcile(r *Report, money func(int64) string) []string {
 	cur := r.Book.Currency.Code
 	var parts []string
 	for _, m := range r.Models {
+		if m.SlotRate != nil {
+			parts = append(parts, fmt.Sprintf("%s %s h = %s slot-months × %s = %s", m.Model, hoursText(m.CapacityHours),
+				decimal(m.SlotMonths, slotMonthDecimals), m.SlotRate.Format(r.Book.Currency.MinorUnit), money(m.Amount)))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("%s %s h × %s = %s", m.Model, hoursText(m.CapacityHours), m.Rate.Format(r.Book.Currency.MinorUnit), money(m.Amount)))
 	}
 	out := []string{

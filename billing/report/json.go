@@ -6,6 +6,8 @@ import (
 	"io"
 	"math/big"
 	"time"
+
+	"github.com/gpuledger/gpuledger/billing/pricebook"
 )
 
 // The JSON form carries every number as the same decimal text as the CSV
@@ -17,6 +19,7 @@ type jsonReport struct {
 	MinorUnit       int           `json:"minor_unit"`
 	Policy          string        `json:"policy"`
 	Idle            string        `json:"idle"`
+	MemoryWeight    *json.Number  `json:"memory_weight,omitempty"`
 	TeamLabel       string        `json:"team_label"`
 	Empty           bool          `json:"empty"`
 	Partial         bool          `json:"partial"`
@@ -57,6 +60,12 @@ type jsonLine struct {
 	EnergyKWh      *json.Number `json:"energy_kwh"`
 	Rate           *json.Number `json:"rate_per_gpu_hour"`
 	Amount         json.Number  `json:"amount"`
+	// What the line pays for (not in the CSV): charged GPU-hours, and the
+	// policy's extra quantities where it has them.
+	ChargedHours *json.Number `json:"charged_gpu_hours"`
+	MemoryHours  *json.Number `json:"memory_gpu_hours,omitempty"`
+	SlotMonths   *json.Number `json:"slot_months,omitempty"`
+	SlotRate     *json.Number `json:"slot_rate_per_month,omitempty"`
 }
 
 type jsonTeam struct {
@@ -80,19 +89,21 @@ type jsonMode struct {
 }
 
 type jsonModel struct {
-	Model             string      `json:"gpu_model"`
-	Priced            bool        `json:"priced"`
-	Rate              json.Number `json:"rate_per_gpu_hour"`
-	Rows              int64       `json:"ledger_rows"`
-	CapacityHours     json.Number `json:"capacity_gpu_hours"`
-	AllocatedHours    json.Number `json:"allocated_gpu_hours"`
-	UnallocatedHours  json.Number `json:"unallocated_gpu_hours"`
-	UsedHours         json.Number `json:"used_gpu_hours"`
-	UnattributedHours json.Number `json:"unattributed_gpu_hours"`
-	IdleHours         json.Number `json:"idle_gpu_hours"`
-	Amount            json.Number `json:"amount"`
-	PlatformAmount    json.Number `json:"platform_amount"`
-	IdleShareAmount   json.Number `json:"idle_share_amount"`
+	Model             string       `json:"gpu_model"`
+	Priced            bool         `json:"priced"`
+	Rate              json.Number  `json:"rate_per_gpu_hour"`
+	Rows              int64        `json:"ledger_rows"`
+	CapacityHours     json.Number  `json:"capacity_gpu_hours"`
+	AllocatedHours    json.Number  `json:"allocated_gpu_hours"`
+	UnallocatedHours  json.Number  `json:"unallocated_gpu_hours"`
+	UsedHours         json.Number  `json:"used_gpu_hours"`
+	UnattributedHours json.Number  `json:"unattributed_gpu_hours"`
+	IdleHours         json.Number  `json:"idle_gpu_hours"`
+	Amount            json.Number  `json:"amount"`
+	PlatformAmount    json.Number  `json:"platform_amount"`
+	IdleShareAmount   json.Number  `json:"idle_share_amount"`
+	SlotMonths        *json.Number `json:"slot_months,omitempty"`
+	SlotRate          *json.Number `json:"slot_rate_per_month,omitempty"`
 }
 
 type jsonFinding struct {
@@ -133,6 +144,9 @@ func toJSON(r *Report) jsonReport {
 		Lines: []jsonLine{}, Teams: []jsonTeam{}, SharingModes: []jsonMode{}, Models: []jsonModel{},
 		UnknownModels: []string{}, Findings: []jsonFinding{}, FindingsDropped: r.FindingsDropped,
 	}
+	if r.Book.MemoryWeight != nil {
+		j.MemoryWeight = optNum(exactDecimal(r.Book.MemoryWeight))
+	}
 	if r.Empty() {
 		j.Message = NoUsageMessage
 	} else {
@@ -145,7 +159,9 @@ func toJSON(r *Report) jsonReport {
 		f := lineFields(r, l)
 		j.Lines = append(j.Lines, jsonLine{Team: l.Team, Namespace: l.Namespace, GPUModel: l.GPUModel, SharingMode: l.SharingMode,
 			LineType: string(l.Type), AllocatedHours: optNum(f.Allocated), UsedHours: optNum(f.Used), Efficiency: optNum(f.Efficiency),
-			EnergyKWh: optNum(f.Energy), Rate: optNum(f.Rate), Amount: num(f.Amount)})
+			EnergyKWh: optNum(f.Energy), Rate: optNum(f.Rate), Amount: num(f.Amount),
+			ChargedHours: optNum(decimal(l.Charged, hoursDecimals)), MemoryHours: optNum(decimal(l.MemoryHours, hoursDecimals)),
+			SlotMonths: optNum(decimal(l.SlotMonths, slotMonthDecimals)), SlotRate: optRate(l.SlotRate, r.Book.Currency.MinorUnit)})
 	}
 	for _, t := range r.Teams {
 		j.Teams = append(j.Teams, jsonTeam{Team: t.Team, Namespaces: t.Namespaces, AllocatedHours: hoursNum(t.AllocatedHours),
@@ -161,6 +177,8 @@ func toJSON(r *Report) jsonReport {
 			CapacityHours: hoursNum(m.CapacityHours), AllocatedHours: hoursNum(m.AllocatedHours), UnallocatedHours: hoursNum(m.UnallocatedHours),
 			UsedHours: hoursNum(m.UsedHours), UnattributedHours: hoursNum(m.UnattributedHours), IdleHours: hoursNum(m.IdleHours),
 			Amount: num(r.Money(m.Amount)), PlatformAmount: num(r.Money(m.PlatformAmount)), IdleShareAmount: num(r.Money(m.IdleShareAmount))})
+		jm := &j.Models[len(j.Models)-1]
+		jm.SlotMonths, jm.SlotRate = optNum(decimal(m.SlotMonths, slotMonthDecimals)), optRate(m.SlotRate, r.Book.Currency.MinorUnit)
 		if !m.Known {
 			j.UnknownModels = append(j.UnknownModels, m.Model)
 		}
@@ -174,6 +192,23 @@ func toJSON(r *Report) jsonReport {
 }
 
 func num(s string) json.Number { return json.Number(s) }
+
+func optRate(r *pricebook.Rate, minor int) *json.Number {
+	if r == nil {
+		return nil
+	}
+	return optNum(r.Format(minor))
+}
+
+// exactDecimal writes a decimal fraction (a memoryWeight, 1 minus one)
+// with no more decimals than it has: 0.3, not 0.300.
+func exactDecimal(w *big.Rat) string {
+	x, d := new(big.Rat).Set(w), 0
+	for ; d < 40 && !x.IsInt(); d++ {
+		x.Mul(x, big.NewRat(10, 1))
+	}
+	return w.FloatString(d)
+}
 
 func optNum(s string) *json.Number {
 	if s == "" {

@@ -28,15 +28,19 @@ const (
 type quantity struct {
 	alloc, used int64 // GPU-micro-seconds
 	energy      int64 // milli-joules
+	// mem is the memory share, memory MiB-seconds / the device's MiB in
+	// GPU-micro-seconds: container rows of memory-weighted books only.
+	mem int64
 }
 
 func (q *quantity) add(o quantity) {
 	q.alloc += o.alloc
 	q.used += o.used
 	q.energy += o.energy
+	q.mem += o.mem
 }
 
-func (q quantity) zero() bool { return q.alloc == 0 && q.used == 0 && q.energy == 0 }
+func (q quantity) zero() bool { return q.alloc == 0 && q.used == 0 && q.energy == 0 && q.mem == 0 }
 
 // checkTotals refuses aggregates whose sums could overflow the integer
 // sums: every partial sum is bounded by the sum of absolute values.

@@ -41,10 +41,30 @@ type Line struct {
 	Rate       *pricebook.Rate
 	Exact      *big.Rat // the amount before rounding
 	Amount     int64    // minor units
+	// Charged is the GPU-hours the line pays for (nil on the rounding
+	// line): the policy's column, or under memory weighting the blend of
+	// used and memory hours. Under every policy Exact = Charged x Rate.
+	Charged *big.Rat
+	// MemoryHours is a charge line's memory share in GPU-hours (memory
+	// MiB-hours / the device's MiB, after the clamp); nil unless the book
+	// has a memoryWeight.
+	MemoryHours *big.Rat
+	// SlotMonths and SlotRate are set under policy flat: the slot-months
+	// the line pays for (each day's slot-hours over the hours of its
+	// calendar month) and the price per slot per month. Exact = SlotMonths
+	// x SlotRate; Rate is then derived, Exact / Charged.
+	SlotMonths *big.Rat
+	SlotRate   *pricebook.Rate
 }
 
-// ChargedHours is the column the policy charges.
+// ChargedHours is the GPU-hours the line pays for under the policy: the
+// policy's column (used under usage, allocated under allocation and
+// flat), or Charged where the builder set it (memory weighting blends the
+// two columns).
 func (l Line) ChargedHours(p pricebook.Policy) *big.Rat {
+	if l.Charged != nil {
+		return l.Charged
+	}
 	if p == pricebook.PolicyUsage {
 		return l.UsedHours
 	}
@@ -64,10 +84,14 @@ type ModelSummary struct {
 	// The two partitions of the ledger contract, summed over the period.
 	AllocatedHours, UnallocatedHours        *big.Rat // containers, nobody
 	UsedHours, UnattributedHours, IdleHours *big.Rat // containers, no container, nobody
-	Exact                                   *big.Rat // capacity x rate
+	Exact                                   *big.Rat // capacity x rate (flat: SlotMonths x SlotRate)
 	Amount                                  int64    // Exact rounded once
 	PlatformAmount, IdleShareAmount         int64    // of Amount: capacity no team was charged for
 	IdleSharedBy                            []Payer  // who took the idle shares, largest first
+	// Under policy flat: the capacity in slot-months and the price per
+	// slot per month (Rate is then Exact / CapacityHours); nil otherwise.
+	SlotMonths *big.Rat
+	SlotRate   *pricebook.Rate
 }
 
 // Payer is a team and the amount it paid.

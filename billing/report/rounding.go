@@ -9,6 +9,9 @@ import (
 
 // round sets every line's Amount and adds the rounding line.
 //
+// Capacity x rate below is, under flat, capacity in slot-months x the
+// slot price: the same identity in the unit the book prices.
+//
 // Per GPU model the lines share out round(capacity x rate) by largest
 // remainder: each line gets its exact amount rounded down or up (so it is
 // rounded once, off by less than one minor unit), and the model's lines
@@ -27,8 +30,8 @@ func (b *builder) round(r *Report) error {
 	targets, exacts := map[string]int64{}, map[string]*big.Rat{}
 	for _, name := range sortedKeys(b.models) {
 		mt := b.models[name]
-		rate, _ := b.book.RateFor(name)
-		exact := new(big.Rat).Mul(hours(mt.capacity), rate.Rat())
+		price := b.price(name)
+		exact := new(big.Rat).Mul(mt.priced, price.Rat())
 		fleet.Add(fleet, exact)
 		target, err := roundHalfAway(new(big.Rat).Mul(exact, scale))
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"slices"
 	"strings"
+
+	"github.com/gpuledger/gpuledger/billing/pricebook"
 )
 
 // summarise adds the per-team, per-mode and per-model views of the lines.
@@ -68,10 +70,20 @@ func (b *builder) modelSummaries(r *Report, targets map[string]int64, exact map[
 	for _, name := range sortedKeys(b.models) {
 		mt := b.models[name]
 		rate, known := b.book.RateFor(name)
+		flat := b.book.Policy == pricebook.PolicyFlat
+		if flat {
+			// Every model seen has a slot price (checkModel); the rate
+			// shown is what that comes to per GPU-hour.
+			known, rate = true, b.derivedRate(exact[name], hours(mt.capacity), name)
+		}
 		ms := ModelSummary{Model: name, Known: known, Rate: rate, Rows: mt.rows,
 			CapacityHours: hours(mt.capacity), AllocatedHours: hours(mt.alloc), UnallocatedHours: hours(mt.unalloc),
 			UsedHours: hours(mt.used), UnattributedHours: hours(mt.unattributed), IdleHours: hours(mt.idle),
 			Exact: exact[name], Amount: targets[name]}
+		if flat {
+			slot := b.price(name)
+			ms.SlotMonths, ms.SlotRate = new(big.Rat).Set(mt.priced), &slot
+		}
 		payers := map[string]int64{}
 		for _, l := range r.Lines {
 			if l.GPUModel != name {

@@ -19,15 +19,21 @@ func visibleText(page string) string {
 func TestHTMLUsesOneIdleVocabulary(t *testing.T) {
 	from, to := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
 	gpus := []gpu{{node: "n", uuid: "GPU-1", model: "A100", mode: "timeslicing", from: from, to: to, unattributed: 0.1}}
-	tenants := []tenant{{gpu: 0, ns: "ads", pod: "p", container: "c", team: "ads", share: 0.5, busy: 0.5, start: from, end: to}}
+	tenants := []tenant{{gpu: 0, ns: "ads", pod: "p", container: "c", team: "ads", share: 0.5, busy: 0.5, memMiB: 40000, start: from, end: to}}
 	findings := []attribution.Finding{
 		{Start: from, End: from.Add(time.Hour), Kind: attribution.FindingIdleAllocation, Namespace: "ads", Pod: "p", Container: "c", Team: "ads", GPUUUID: "GPU-1"},
 		{Start: from, End: from.Add(time.Hour), Kind: attribution.FindingNoisyNeighbour, Namespace: "ads", Pod: "p", Container: "c", Team: "ads", GPUUUID: "GPU-1"},
 	}
 	st := fileLedger(t, ledgerRows(gpus, tenants, time.Hour), findings)
-	for _, policy := range []string{"allocation", "usage"} {
+	books := map[string]string{
+		"allocation": "policy: allocation\nrates: {A100: 2}\ndefaultRate: 2\n",
+		"usage":      "policy: usage\nrates: {A100: 2}\ndefaultRate: 2\n",
+		"memory":     "policy: usage\nmemoryWeight: 0.3\nmemoryMiB: {A100: 81920}\nrates: {A100: 2}\ndefaultRate: 2\n",
+		"flat":       "policy: flat\nslotRates: {A100: 800}\n",
+	}
+	for _, policy := range sortedKeys(books) {
 		for _, idle := range []string{"shared", "platform"} {
-			r := mustBuild(t, st, bookFor(t, "USD", "UTC", policy, idle, map[string]string{"A100": "2"}, "2"), from, to)
+			r := mustBuild(t, st, book(t, "currency: USD\nidle: "+idle+"\n"+books[policy]), from, to)
 			var h bytes.Buffer
 			if err := WriteHTML(&h, r); err != nil {
 				t.Fatal(err)
