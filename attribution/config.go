@@ -26,7 +26,14 @@ type Config struct {
 	// PollInterval is the collector's cycle length; it bounds the detector
 	// bucket size from below. Zero: the first non-empty window observed.
 	PollInterval time.Duration
+	// DRAGPUDrivers are the DRA drivers whose claims are GPUs or MIG
+	// devices; nil: DefaultDRAGPUDrivers.
+	DRAGPUDrivers []string
 }
+
+// DefaultDRAGPUDrivers is NVIDIA's DRA driver for GPUs
+// (NVIDIA/k8s-dra-driver-gpu).
+var DefaultDRAGPUDrivers = []string{"gpu.nvidia.com"}
 
 func (c Config) withDefaults() Config {
 	if c.LedgerInterval <= 0 {
@@ -44,6 +51,9 @@ func (c Config) withDefaults() Config {
 	if c.NoisyWindow <= 0 {
 		c.NoisyWindow = DefaultNoisyWindow
 	}
+	if c.DRAGPUDrivers == nil {
+		c.DRAGPUDrivers = DefaultDRAGPUDrivers
+	}
 	return c
 }
 
@@ -51,6 +61,16 @@ func (c Config) withDefaults() Config {
 const (
 	LabelSharingStrategy = "nvidia.com/gpu.sharing-strategy"
 	LabelReplicas        = "nvidia.com/gpu.replicas"
+)
+
+// Resource names of NVIDIA's device plugin (k8s-device-plugin): whole
+// GPUs, MIG profiles under the mixed strategy, and the suffix
+// renameByDefault appends to shared resources
+// (api/config/v1/consts.go, DefaultSharedResourceNameSuffix).
+const (
+	ResourceGPU       = "nvidia.com/gpu"
+	migResourcePrefix = "nvidia.com/mig-"
+	sharedSuffix      = ".shared"
 )
 
 // mpsServerComm is the process name of the MPS control daemon's server,
@@ -67,4 +87,17 @@ const (
 	AnomalyUnknownGPU     = "unknown_gpu"
 	AnomalyEnergyBackward = "energy_counter_backwards"
 	AnomalyBadWindow      = "bad_window"
+	// AnomalyHAMiUnlistedGPU: a container charged by its HAMi annotation
+	// runs processes on a GPU the annotation does not name.
+	AnomalyHAMiUnlistedGPU = "hami_unlisted_gpu"
+	// AnomalyAnnotationChanged: an allocation annotation differs from the
+	// value pinned for a running container; the pinned value still rules.
+	AnomalyAnnotationChanged = "annotation_changed"
+	// AnomalyNonGPUClaim: a DRA claim device of a driver that is not one
+	// of Config.DRAGPUDrivers; ignored.
+	AnomalyNonGPUClaim = "non_gpu_claim"
+	// AnomalyUnmappedClaim: a GPU driver's claim device missing from the
+	// ResourceSlices, without a uuid attribute, or whose uuid is not on
+	// this node; its capacity stays unallocated.
+	AnomalyUnmappedClaim = "unmapped_claim"
 )

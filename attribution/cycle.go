@@ -22,15 +22,20 @@ type rowW struct {
 	sid         SliceID
 	resource    string
 	pod         int // index into Metadata.Pods, -1 without metadata
-	ctrIndex    int // container's index in the pod spec, -1 when unknown
-	mode        string
-	share       float64
-	overlap     float64 // seconds of the window the pod held the slice
-	allocated   float64
-	used, mem   float64
-	energy      float64
-	estimated   bool
-	phantom     bool // no slice held: the container just ran on the device
+	ctrIndex    int // container's index (containers.go), -1 when unknown
+	src         rowSrc
+	// base is the share an annotation or claim gives before any division
+	// (rowSrc); a HAMi annotation row with base < 0 has no usable size.
+	base      float64
+	dra       int32 // DRA rows: index of the device's holder count
+	mode      string
+	share     float64
+	overlap   float64 // seconds of the window the pod held the slice
+	allocated float64
+	used, mem float64
+	energy    float64
+	estimated bool
+	phantom   bool // no slice held: the container just ran on the device
 }
 
 // groupW is one container on one device in the cycle being attributed:
@@ -47,6 +52,15 @@ type groupW struct {
 	estimated  bool
 	mem, used  float64
 }
+
+// rowSrc says what placed a row on its device.
+type rowSrc uint8
+
+const (
+	srcKubelet rowSrc = iota // a device ID kubelet listed (or a phantom)
+	srcHAMi                  // the container's HAMi annotation entry
+	srcDRA                   // a DRA claim's device
+)
 
 // gpuW is one GPU's residuals in the cycle being attributed.
 type gpuW struct {
@@ -162,6 +176,8 @@ type cycle struct {
 	nodeLabels map[string]string
 	mpsNode    bool
 	replicas   int // node label, 0 when absent or invalid
+	gkeClients int // GKE's max shared clients label, 0 when absent or invalid
+	gkeMPS     bool
 
 	gpus      []GPU
 	gpuW      []gpuW
@@ -174,13 +190,15 @@ type cycle struct {
 	podIdx    map[nsName]int
 	podUIDIdx map[string]int
 	ctrIdx    map[string]ctrRef // runtime container ID -> pod, container
-	built     struct{ pod, uid, ctr bool }
+	minorIdx  map[int]int       // NVML minor number -> GPU (GKE IDs)
+	built     struct{ pod, uid, ctr, minor, dra bool }
 	allocHint []int32  // per allocation: its pod last cycle
 	procHint  []ctrRef // per process: its pod and container last cycle
 	podTeams  []string
 	slotBase  []int32 // per pod: its containers' first slot in slots
 	slots     []int32 // per listed container: its first group, or -1
 	slotOwner []int32 // per listed container: its index in Engine.ownerCtrs, or -1
+	slotHAMi  []bool  // per listed container: charged by its HAMi annotation
 
 	rows   []rowW
 	groups []groupW
@@ -195,9 +213,17 @@ type cycle struct {
 	lastGPUi int
 	sidHint  []SliceID // parsed device IDs by position in the allocations
 	sidNext  int
+	hamiIDs  []SliceID // the HAMi IDs of the allocation being placed
+
+	// DRA: the node's devices by (driver, pool, name), and per claimed
+	// device this cycle the number of containers holding it.
+	draDevIdx map[draKey]int
+	draIdx    map[draKey]int32
+	draCount  []int32
 
 	anomalies  []Anomaly
 	anomalySet map[Anomaly]struct{}
+	newPins    []AnnotationPin // handed to CycleResult.NewPins
 
 	bins  []bin
 	inst  []instStat
@@ -211,6 +237,9 @@ func (c *cycle) init() {
 	c.podIdx = map[nsName]int{}
 	c.podUIDIdx = map[string]int{}
 	c.ctrIdx = map[string]ctrRef{}
+	c.minorIdx = map[int]int{}
+	c.draDevIdx = map[draKey]int{}
+	c.draIdx = map[draKey]int32{}
 	c.groupIdx = map[groupKey]int32{}
 	c.pidIdx = map[uint64]int32{}
 	c.anomalySet = map[Anomaly]struct{}{}
@@ -224,9 +253,11 @@ func (c *cycle) reset(e *Engine, obs *Observation, prev, now int64) {
 	c.nodeLabels = obs.Metadata.NodeLabels
 	c.mpsNode = strings.EqualFold(strings.TrimSpace(c.nodeLabels[LabelSharingStrategy]), "mps")
 	c.replicas = positiveInt(c.nodeLabels[LabelReplicas])
+	c.gkeClients = positiveInt(c.nodeLabels[LabelGKEMaxClients])
+	c.gkeMPS = strings.EqualFold(strings.TrimSpace(c.nodeLabels[LabelGKESharingStrategy]), "mps")
 
 	c.rows, c.groups, c.procs = c.rows[:0], c.groups[:0], c.procs[:0]
-	c.anomalies = nil
+	c.anomalies, c.newPins = nil, nil
 	clear(c.groupIdx)
 	c.pidBuilt, c.pidNext, c.lastGPU, c.lastGPUi, c.sidNext = false, 0, "", -1, 0
 	clear(c.anomalySet)
@@ -276,14 +307,20 @@ func (c *cycle) indexGPUs(e *Engine, obs *Observation) {
 }
 
 func (c *cycle) indexPods(obs *Observation) {
-	c.built.pod, c.built.uid, c.built.ctr = false, false, false
+	c.built.pod, c.built.uid, c.built.ctr, c.built.minor, c.built.dra = false, false, false, false, false
+	if len(c.draCount) > 0 {
+		clear(c.draIdx)
+		c.draCount = c.draCount[:0]
+	}
 	c.podTeams, c.slotBase, c.slots, c.slotOwner = c.podTeams[:0], c.slotBase[:0], c.slots[:0], c.slotOwner[:0]
+	c.slotHAMi = c.slotHAMi[:0]
 	for pi := range obs.Metadata.Pods {
 		p := &obs.Metadata.Pods[pi]
 		c.slotBase = append(c.slotBase, int32(len(c.slots)))
-		for range p.Containers {
+		for range ctrCount(p) {
 			c.slots = append(c.slots, -1)
 			c.slotOwner = append(c.slotOwner, -1)
+			c.slotHAMi = append(c.slotHAMi, false)
 		}
 		c.podTeams = append(c.podTeams, ResolveTeam(obs.Metadata.Namespaces[p.Namespace], p.Labels, p.Namespace, c.teamLabel))
 	}
@@ -331,9 +368,10 @@ func (c *cycle) containerByID(id string) (ctrRef, bool) {
 	if !c.built.ctr {
 		clear(c.ctrIdx)
 		for pi := range c.obs.Metadata.Pods {
-			for ci, ctr := range c.obs.Metadata.Pods[pi].Containers {
-				if ctr.ID != "" {
-					c.ctrIdx[ctr.ID] = ctrRef{pi, ci}
+			p := &c.obs.Metadata.Pods[pi]
+			for ci := range ctrCount(p) {
+				if id := ctrMeta(p, ci).ID; id != "" {
+					c.ctrIdx[id] = ctrRef{pi, ci}
 				}
 			}
 		}
@@ -434,10 +472,19 @@ func (c *cycle) gpuModes() []string {
 	return c.modes
 }
 
+// positiveInt reads a label as a positive count, 0 when absent or
+// invalid. It checks the digits itself: strconv's errors allocate, and
+// most labels it reads are absent on any one node, every cycle.
 func positiveInt(s string) int {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n <= 0 {
-		return 0
+	s = strings.TrimSpace(s)
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0
+		}
+		if n = n*10 + int(s[i]-'0'); n >= 1e9 {
+			return 0 // no node has a billion replicas: garbage
+		}
 	}
 	return n
 }

@@ -23,8 +23,8 @@ func (e *Engine) withDeparted(obs Observation) Observation {
 		if uid == "" || listed[uid] {
 			continue
 		}
-		if pm, ok := e.lastPods[uid]; ok {
-			extra = append(extra, pm)
+		if pi, ok := e.lastPods[uid]; ok {
+			extra = append(extra, e.lastPodBuf[pi])
 			listed[uid] = true
 		}
 	}
@@ -37,11 +37,17 @@ func (e *Engine) withDeparted(obs Observation) Observation {
 }
 
 // rememberPods keeps this cycle's pods (departed ones carried only once).
+// The pods live in a reused buffer and the map holds indexes: a PodMeta
+// is too big for a map to store inline, so a map of them would allocate
+// once per pod per cycle.
 func (e *Engine) rememberPods(obs *Observation, departed map[string]bool) {
 	clear(e.lastPods)
+	clear(e.lastPodBuf) // drop last cycle's references before reuse
+	e.lastPodBuf = e.lastPodBuf[:0]
 	for i := range obs.Metadata.Pods {
-		if pm := obs.Metadata.Pods[i]; !departed[pm.UID] {
-			e.lastPods[pm.UID] = pm
+		if pm := &obs.Metadata.Pods[i]; !departed[pm.UID] {
+			e.lastPods[pm.UID] = int32(len(e.lastPodBuf))
+			e.lastPodBuf = append(e.lastPodBuf, *pm)
 		}
 	}
 }

@@ -18,17 +18,27 @@ const (
 
 // SliceID is one device ID as kubelet pod-resources lists it, taken apart.
 type SliceID struct {
-	Raw     string    // the ID exactly as listed
-	Kind    SliceKind // gpu or mig
-	UUID    string    // GPU-<uuid> or MIG-<uuid>; the whole legacy name for legacy MIG IDs
-	Replica int       // <n> of "::<n>" or HAMi's "-<n>"; -1 when there is none
-	HAMi    bool      // GPU-<uuid>-<n>, HAMi's virtual device form
+	Raw  string    // the ID exactly as listed
+	Kind SliceKind // gpu or mig
+	// UUID is GPU-<uuid> or MIG-<uuid>, the whole legacy name for legacy
+	// MIG IDs, and empty for GKE IDs (they name devices by number).
+	UUID string
+	// Replica is <n> of "::<n>", HAMi's "-<n>" or GKE's "/vgpu<n>"; -1
+	// when there is none.
+	Replica int
+	HAMi    bool // GPU-<uuid>-<n>, HAMi's virtual device form
+
+	// GKE IDs (nvidia<minor>[/gi<id>][/vgpu<k>], GKE's device plugin)
+	// name the GPU by its NVML minor number and a MIG instance by its GPU
+	// instance ID (in GI; -1 without one).
+	GKE   bool
+	Minor int // NVML minor number of a GKE ID; 0 for other IDs
 
 	// Legacy MIG IDs (MIG-GPU-<uuid>/<gi>/<ci>, drivers before R470) name
 	// the instance by its parent GPU and instance IDs instead of a UUID.
 	Legacy bool
 	Parent string // GPU-<uuid> of a legacy MIG ID
-	GI, CI int    // GPU and compute instance IDs of a legacy MIG ID
+	GI, CI int    // GPU and compute instance IDs of a legacy MIG ID; GI of a GKE ID
 }
 
 // Device is the UUID of the device the slice belongs to: the GPU for whole
@@ -38,6 +48,9 @@ func (s SliceID) Device() string { return s.UUID }
 // String formats the ID back into kubelet's form; for every ID that
 // ParseDeviceID accepts it returns Raw.
 func (s SliceID) String() string {
+	if s.GKE {
+		return s.gkeString()
+	}
 	var b strings.Builder
 	b.WriteString(s.UUID)
 	switch {
@@ -70,6 +83,10 @@ const (
 //	MIG-<uuid>                  a MIG instance
 //	MIG-<uuid>::<n>             replica n of a shared MIG instance
 //	MIG-GPU-<uuid>/<gi>/<ci>    a MIG instance in the legacy naming
+//	nvidia<minor>               GKE: a whole GPU by NVML minor number
+//	nvidia<minor>/vgpu<k>       GKE: time-sharing or MPS client k
+//	nvidia<minor>/gi<id>        GKE: the MIG instance with GPU instance ID id
+//	nvidia<minor>/gi<id>/vgpu<k>
 //
 // where <uuid> is 8-4-4-4-12 hex digits. Numbers are decimal without
 // leading zeros, so String gives the ID back unchanged.
@@ -89,8 +106,10 @@ func parseDeviceID(s string) (SliceID, error) {
 		return parseUUIDForm(s, gpuPrefix, SliceKindGPU, true)
 	case strings.HasPrefix(s, migPrefix):
 		return parseUUIDForm(s, migPrefix, SliceKindMIG, false)
+	case strings.HasPrefix(s, gkePrefix):
+		return parseGKE(s)
 	}
-	return SliceID{}, errors.New("want prefix GPU- or MIG-")
+	return SliceID{}, errors.New("want prefix GPU-, MIG- or nvidia")
 }
 
 // parseUUIDForm parses <prefix><uuid> with an optional "::<n>" or, where

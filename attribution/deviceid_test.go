@@ -24,6 +24,25 @@ func TestParseDeviceID(t *testing.T) {
 		{"MIG-GPU-" + strings.ToUpper(tu) + "/14/2::1", SliceID{Kind: SliceKindMIG, UUID: "MIG-GPU-" + strings.ToUpper(tu) + "/14/2",
 			Replica: 1, Legacy: true, Parent: "GPU-" + strings.ToUpper(tu), GI: 14, CI: 2}},
 	}
+	// GKE's device plugin (GoogleCloudPlatform/container-engine-accelerators):
+	// "nvidia%d" of the NVML minor (pkg/gpu/nvidia/manager.go), "/gi<n>" of
+	// a MIG partition (pkg/gpu/nvidia/mig/mig.go), "%s/vgpu%d" per shared
+	// client (manager.go ListDevices; gpusharing.go's comments give
+	// 'nvidia0/vgpu0' and 'nvidia0/gi0/vgpu0').
+	gke := []struct {
+		in   string
+		want SliceID
+	}{
+		{"nvidia0", SliceID{Kind: SliceKindGPU, GKE: true, Minor: 0, Replica: -1, GI: -1, CI: -1}},
+		{"nvidia7", SliceID{Kind: SliceKindGPU, GKE: true, Minor: 7, Replica: -1, GI: -1, CI: -1}},
+		{"nvidia0/vgpu0", SliceID{Kind: SliceKindGPU, GKE: true, Minor: 0, Replica: 0, GI: -1, CI: -1}},
+		{"nvidia3/vgpu47", SliceID{Kind: SliceKindGPU, GKE: true, Minor: 3, Replica: 47, GI: -1, CI: -1}},
+		{"nvidia0/gi0", SliceID{Kind: SliceKindMIG, GKE: true, Minor: 0, Replica: -1, GI: 0, CI: -1}},
+		{"nvidia1/gi13", SliceID{Kind: SliceKindMIG, GKE: true, Minor: 1, Replica: -1, GI: 13, CI: -1}},
+		{"nvidia0/gi0/vgpu0", SliceID{Kind: SliceKindMIG, GKE: true, Minor: 0, Replica: 0, GI: 0, CI: -1}},
+		{"nvidia2/gi5/vgpu3", SliceID{Kind: SliceKindMIG, GKE: true, Minor: 2, Replica: 3, GI: 5, CI: -1}},
+	}
+	tests = append(tests, gke...)
 	for _, tt := range tests {
 		got, err := ParseDeviceID(tt.in)
 		if err != nil {
@@ -48,6 +67,12 @@ func TestParseDeviceIDErrors(t *testing.T) {
 		"GPU-" + tu + "-", "GPU-" + tu + "-x", "GPU-" + tu + ":1", "MIG-" + tu + "-1",
 		"MIG-GPU-" + tu, "MIG-GPU-" + tu + "/1", "MIG-GPU-" + tu + "/a/0", "MIG-GPU-" + tu[:30] + "/1/0",
 		"0000:3b:00.1", "GPU-" + tu + "::1::2",
+		// GKE shapes gone wrong: leading zeros, signs, too many digits,
+		// unknown or repeated parts, wrong order, empty numbers.
+		"nvidia", "nvidia00", "nvidia01", "nvidia-1", "nvidia+1", "nvidia1234567", "nvidiaX",
+		"nvidia0/", "nvidia0/vgpu", "nvidia0/vgpu01", "nvidia0/gi", "nvidia0/gi01", "nvidia0/gi1/gi2",
+		"nvidia0/vgpu1/gi2", "nvidia0/vgpu1/vgpu2", "nvidia0/gi1/vgpu2/x", "nvidia0/mig1", "nvidia0//vgpu1",
+		"nvidia0/gi1/", "NVIDIA0", "nvidia 0", "nvidia0/gi-1", "nvidia0::1",
 	} {
 		_, err := ParseDeviceID(in)
 		if err == nil {
@@ -64,6 +89,7 @@ func FuzzParseDeviceID(f *testing.F) {
 	for _, s := range []string{
 		"GPU-" + tu, "GPU-" + tu + "::3", "GPU-" + tu + "-7", "MIG-" + tu, "MIG-" + tu + "::0",
 		"MIG-GPU-" + tu + "/1/0", "MIG-GPU-" + tu + "/1/0::2", "GPU-", "MIG-GPU-/", "", "::",
+		"nvidia0", "nvidia1/vgpu2", "nvidia0/gi7", "nvidia3/gi1/vgpu0", "nvidia0/", "nvidia/gi/vgpu",
 	} {
 		f.Add(s)
 	}
@@ -86,6 +112,15 @@ func FuzzParseDeviceID(f *testing.F) {
 		}
 		if !strings.HasPrefix(s, id.UUID) {
 			t.Fatalf("uuid %q not a prefix of %q", id.UUID, s)
+		}
+		if id.GKE {
+			// Numbered, not named: no UUID, and a MIG kind exactly when
+			// a GPU instance is named.
+			if id.UUID != "" || id.HAMi || id.Legacy || id.Minor < 0 || (id.Kind == SliceKindMIG) != (id.GI >= 0) {
+				t.Fatalf("bad GKE id %+v", id)
+			}
+		} else if id.Minor != 0 {
+			t.Fatalf("minor on a non-GKE id %+v", id)
 		}
 		again, err := ParseDeviceID(id.String())
 		if err != nil || again != id {

@@ -18,7 +18,7 @@ type Engine struct {
 	seenReplicas map[string]map[int]struct{} // device UUID -> ::<n> seen
 	seenHAMi     map[string]map[int]struct{} // GPU UUID -> HAMi -<n> seen
 	hamiCache    map[string]hamiParse        // annotation value -> parse
-	pins         map[pinKey]AnnotationPin    // annotation values in force (pins.go)
+	pins         map[pinKey]pinVal           // annotation values in force (pins.go)
 
 	energy   map[string]energyBase // GPU UUID -> counters at lastTime
 	lastGPUs []GPU                 // last GPUs NVML listed, for degraded cycles
@@ -31,7 +31,9 @@ type Engine struct {
 	ownerCtrs          []ownerCtr // containers owners refer to
 	prevOwnerCtrs      []ownerCtr
 
-	lastPods map[string]PodMeta // last cycle's pods by UID (departed.go)
+	// lastPods indexes lastPodBuf, last cycle's pods, by UID (departed.go).
+	lastPods   map[string]int32
+	lastPodBuf []PodMeta
 
 	cy     cycle
 	ledger ledger
@@ -43,7 +45,7 @@ func NewEngine(cfg Config) *Engine {
 	cfg = cfg.withDefaults()
 	e := &Engine{
 		cfg:          cfg,
-		lastPods:     map[string]PodMeta{},
+		lastPods:     map[string]int32{},
 		seenReplicas: map[string]map[int]struct{}{},
 		seenHAMi:     map[string]map[int]struct{}{},
 		hamiCache:    map[string]hamiParse{},
@@ -98,6 +100,8 @@ func (e *Engine) Observe(obs Observation) CycleResult {
 	e.splitEnergy(contiguous)
 	res.GPUs = e.assemble()
 	res.Anomalies = append(res.Anomalies, cy.anomalies...)
+	res.NewPins = cy.newPins
+	e.prunePins()
 
 	if now > prev {
 		res.Rows = e.ledger.add(prev, now, e.node(&obs), res.GPUs, cy.gpuModes(), res.Rows)

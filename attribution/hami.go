@@ -20,8 +20,10 @@ type HAMiDevice struct {
 
 // ParseHAMiAnnotation parses hami.io/vgpu-devices-allocated:
 // "UUID,NVIDIA,<memMiB>,<cores>:" per device and ";" after each container,
-// containers in pod spec order. The result has one entry per container
-// part, empty for a container without devices, so index i is container i.
+// containers in pod spec order (HAMi 2.9+: init containers first; which
+// container reads which entry is hamiEntryIndex's job). The result has one
+// entry per container part, empty for a container without devices:
+// ";;X:;" has three entries, "X:;;" two.
 // A trailing ':' or ';' and empty parts are tolerated; anything else that
 // is not four well-formed fields is an error naming the part.
 func ParseHAMiAnnotation(s string) ([][]HAMiDevice, error) {

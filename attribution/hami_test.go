@@ -145,3 +145,68 @@ func TestNormaliseModel(t *testing.T) {
 		}
 	}
 }
+
+// Annotations exactly as HAMi's encoder writes them (Project-HAMi/HAMi
+// pkg/util/util.go: EncodeContainerDevices ends every device with ':',
+// EncodePodSingleDevice every container with ';'; docs/develop/protocol.md
+// shows "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,0:;..."), and
+// how many entries each has: a container without GPUs is an empty entry,
+// also at the end.
+func TestParseHAMiAnnotationEntryCounts(t *testing.T) {
+	const real = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448"
+	a, b := "GPU-"+tu, gpuID(2)
+	tests := []struct {
+		in      string
+		entries int
+		devs    []int // devices per entry
+	}{
+		{real + ",NVIDIA,3000,0:;" + real + ",NVIDIA,5000,0:;", 2, []int{1, 1}},
+		{a + ",NVIDIA,2000,50:;", 1, []int{1}},
+		{a + ",NVIDIA,1000,30:" + b + ",NVIDIA,1000,30:;", 1, []int{2}},
+		// Two init containers without GPUs, then one with (HAMi 2.9+).
+		{";;" + a + ",NVIDIA,2000,50:;", 3, []int{0, 0, 1}},
+		// Containers without GPUs after the last one that has some.
+		{a + ",NVIDIA,2000,50:;;;", 3, []int{1, 0, 0}},
+		{";" + a + ",NVIDIA,2000,50:;;", 3, []int{0, 1, 0}},
+		{";;", 2, []int{0, 0}},
+	}
+	for _, tt := range tests {
+		got, err := ParseHAMiAnnotation(tt.in)
+		if err != nil {
+			t.Errorf("ParseHAMiAnnotation(%q): %v", tt.in, err)
+			continue
+		}
+		if len(got) != tt.entries {
+			t.Errorf("ParseHAMiAnnotation(%q): %d entries, want %d", tt.in, len(got), tt.entries)
+			continue
+		}
+		for i, n := range tt.devs {
+			if len(got[i]) != n {
+				t.Errorf("ParseHAMiAnnotation(%q) entry %d: %d devices, want %d", tt.in, i, len(got[i]), n)
+			}
+		}
+	}
+}
+
+func TestHAMiEntryIndex(t *testing.T) {
+	tests := []struct {
+		n, nInit, nCtr, ci int
+		idx                int
+		ok                 bool
+	}{
+		{3, 2, 1, 2, 2, true},   // 2.9+: the container after two init ones
+		{3, 2, 1, 0, 0, true},   // 2.9+: the first init container
+		{1, 2, 1, 2, 0, true},   // older HAMi: regular containers only
+		{1, 2, 1, 1, -1, true},  // older HAMi: an init container has no entry
+		{2, 0, 2, 1, 1, true},   // no init containers: both forms agree
+		{2, 2, 1, 2, -1, false}, // fits neither form
+		{4, 2, 1, 2, -1, false},
+		{0, 0, 1, 0, -1, false},
+	}
+	for _, tt := range tests {
+		idx, ok := hamiEntryIndex(tt.n, tt.nInit, tt.nCtr, tt.ci)
+		if idx != tt.idx || ok != tt.ok {
+			t.Errorf("hamiEntryIndex(%d, %d, %d, %d) = %d, %v, want %d, %v", tt.n, tt.nInit, tt.nCtr, tt.ci, idx, ok, tt.idx, tt.ok)
+		}
+	}
+}

@@ -207,22 +207,35 @@ func TestHAMiTrusted(t *testing.T) {
 	}
 }
 
-func TestHAMiMismatchEstimated(t *testing.T) {
+// The annotation, not kubelet, names the GPUs (ledger.md, "HAMi, as it is
+// deployed"). This test used to encode the old rule (b's annotation names
+// another GPU than kubelet's ID, so b was charged 1/N of kubelet's GPU as
+// an estimate); under the new contract b is charged on the GPU its
+// annotation names and kubelet's ID charges nothing by itself.
+func TestHAMiAnnotationNamesAnotherGPU(t *testing.T) {
 	g, other := gpuID(1), gpuID(2)
 	o := newObs(at(0), at(10))
 	o.wholeGPU(g)
+	o.wholeGPU(other)
 	o.pod("a", "pa", uidA, time.Time{}, nil, map[string]string{HAMiAnnotation: g + ",NVIDIA,20000,25:;"}, "c").
 		pod("b", "pb", uidB, time.Time{}, nil, map[string]string{HAMiAnnotation: other + ",NVIDIA,20000,90:;"}, "c").
 		alloc("a", "pa", "c", "nvidia.com/gpu", g+"-0").
 		alloc("b", "pb", "c", "nvidia.com/gpu", g+"-2")
 	res := attributeOnce(t, Config{}, o)
 	gc := gpuOf(t, res, g)
-	// b's part names another GPU: 1/N of the GPU, N = 2 HAMi IDs seen.
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeHAMi, MethodMeasured, 0.25, 2.5, 0)
-	wantRow(t, ctrOf(t, gc, "pb", "c", ""), ModeHAMi, MethodEstimated, 0.5, 5, 0)
-	wantResiduals(t, gc, 2.5, 0, 10)
-	if !hasAnomaly(res, AnomalyHAMiMismatch, "b/pb "+g+"-2") {
-		t.Errorf("want hami_mismatch anomaly, got %+v", res.Anomalies)
+	// g: only a's 25 cores; b's kubelet ID on g charges nothing.
+	if len(gc.Containers) != 1 {
+		t.Fatalf("rows on %s: %+v, want only pa's", g, gc.Containers)
+	}
+	wantRow(t, ctrOf(t, gc, "pa", "c", g+"-0"), ModeHAMi, MethodMeasured, 0.25, 2.5, 0)
+	wantResiduals(t, gc, 7.5, 0, 10)
+	// other: b's 90 cores, measured; b has no kubelet ID naming other, so
+	// the slice is the GPU's UUID.
+	oc := gpuOf(t, res, other)
+	wantRow(t, ctrOf(t, oc, "pb", "c", other), ModeHAMi, MethodMeasured, 0.9, 9, 0)
+	wantResiduals(t, oc, 1, 0, 10)
+	if len(res.Anomalies) != 0 {
+		t.Errorf("anomalies %+v, want none: the annotation is the truth", res.Anomalies)
 	}
 }
 

@@ -77,7 +77,7 @@ func (e *Engine) ownerOf(pi int, p *Process, gpu, inst int, rec *ownerRec) (proc
 		return procUnknown, -1
 	}
 	pm := &c.obs.Metadata.Pods[pod]
-	ctr := ctrID{pm.Namespace, pm.Name, pm.UID, pm.Containers[ci].Name}
+	ctr := ctrID{pm.Namespace, pm.Name, pm.UID, ctrMeta(pm, ci).Name}
 	slot := &c.slotOwner[int(c.slotBase[pod])+ci]
 	if *slot < 0 {
 		*slot = int32(len(e.ownerCtrs))
@@ -102,8 +102,8 @@ func (c *cycle) findContainer(pi int, o Owner) (pod, ctr int, ok bool) {
 	for len(c.procHint) <= pi {
 		c.procHint = append(c.procHint, ctrRef{-1, -1})
 	}
-	if h := c.procHint[pi]; h.pod >= 0 && h.pod < len(pods) && h.ctr < len(pods[h.pod].Containers) &&
-		pods[h.pod].Containers[h.ctr].ID == o.ContainerID && pods[h.pod].UID == o.PodUID {
+	if h := c.procHint[pi]; h.pod >= 0 && h.pod < len(pods) && h.ctr < ctrCount(&pods[h.pod]) &&
+		ctrMeta(&pods[h.pod], h.ctr).ID == o.ContainerID && pods[h.pod].UID == o.PodUID {
 		return h.pod, h.ctr, true
 	}
 	pod, ctr, ok = c.findContainerSlow(o)
@@ -118,10 +118,10 @@ func (c *cycle) findContainerSlow(o Owner) (pod, ctr int, ok bool) {
 		return r.pod, r.ctr, true
 	}
 	pi, ok := c.podByUID(o.PodUID)
-	if !ok || len(c.obs.Metadata.Pods[pi].Containers) != 1 {
+	if !ok || ctrCount(&c.obs.Metadata.Pods[pi]) != 1 {
 		return 0, 0, false
 	}
-	if id := c.obs.Metadata.Pods[pi].Containers[0].ID; id != "" && id != o.ContainerID {
+	if id := ctrMeta(&c.obs.Metadata.Pods[pi], 0).ID; id != "" && id != o.ContainerID {
 		return 0, 0, false
 	}
 	return pi, 0, true
@@ -140,6 +140,7 @@ func (c *cycle) runningGroup(pod, ci, gpu, inst int, ctr ctrID, team, device str
 		c.addRow(g, rowW{gpu: gpu, inst: inst, pod: -1, ctrIndex: -1, phantom: true,
 			mode: c.gpuW[gpu].mode,
 			sid:  SliceID{Raw: device, Kind: kind, UUID: device, Replica: -1, GI: -1, CI: -1}})
+		c.flagUnlisted(g, pod, ci, device)
 	}
 	return g
 }

@@ -1,19 +1,97 @@
 package attribution
 
+import "time"
+
+// Tenants can edit their own pods' annotations, and HAMi's allocation
+// annotation says how much of which GPU a container is charged. So the
+// value in force for a container is the first one observed while it runs
+// (the first cycle kubelet lists it with HAMi devices), kept for its
+// lifetime and across collector restarts (RestorePins); a later edit moves
+// no cost and is an annotation_changed anomaly, once per value.
+
 // pinKey names one container's pinned annotation.
 type pinKey struct{ podUID, container, key string }
 
+// pinVal is a pin and the last differing value reported against it.
+type pinVal struct {
+	pin      AnnotationPin
+	reported string
+	hasRep   bool
+}
+
 // RestorePins seeds the annotation values in force from a durable store,
 // so that a restarted collector keeps charging by the values its
-// predecessor first observed. Call it before the first Observe.
+// predecessor first observed. Call it before the first Observe. A pin
+// already held (restored or observed) is kept.
 func (e *Engine) RestorePins(pins []AnnotationPin) {
 	if e.pins == nil {
-		e.pins = make(map[pinKey]AnnotationPin, len(pins))
+		e.pins = make(map[pinKey]pinVal, len(pins))
 	}
 	for _, p := range pins {
 		k := pinKey{p.PodUID, p.Container, p.Key}
-		if _, ok := e.pins[k]; !ok {
-			e.pins[k] = p
+		if _, ok := e.pins[k]; !ok && p.PodUID != "" {
+			e.pins[k] = pinVal{pin: p}
+		}
+	}
+}
+
+// pinnedAnnotation returns the value of annotation key in force for
+// holder h of pod p: its pin, else the current value, which it pins (a
+// NewPin of this cycle). A current value that differs from the pin is
+// reported once per value.
+func (e *Engine) pinnedAnnotation(h *holder, p *PodMeta, key string) (string, bool) {
+	c := &e.cy
+	cur, has := p.Annotations[key]
+	if p.UID == "" {
+		return cur, has // nothing to pin it to
+	}
+	k := pinKey{p.UID, h.ctr.container, key}
+	pv, ok := e.pins[k]
+	if !ok {
+		if !has {
+			return "", false
+		}
+		if e.pins == nil {
+			e.pins = map[pinKey]pinVal{}
+		}
+		pin := AnnotationPin{PodUID: p.UID, Container: h.ctr.container, Key: key, Value: cur,
+			At: time.Unix(0, c.now).UTC()}
+		e.pins[k] = pinVal{pin: pin}
+		c.newPins = append(c.newPins, pin)
+		return cur, true
+	}
+	if cur != pv.pin.Value && !(pv.hasRep && pv.reported == cur) {
+		what := "changed to " + quoteShort(cur)
+		if !has {
+			what = "removed"
+		}
+		c.anomaly(AnomalyAnnotationChanged, h.who()+" "+key+"="+cur, key+" of "+h.who()+" "+what+
+			" while it runs; still charged by the value first observed, "+quoteShort(pv.pin.Value))
+		pv.reported, pv.hasRep = cur, true
+		e.pins[k] = pv
+	}
+	return pv.pin.Value, true
+}
+
+// quoteShort quotes an annotation value for a log line, cut at 200 bytes.
+func quoteShort(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return "\"" + s + "\""
+}
+
+// prunePins drops the pins of pods the metadata no longer lists, so memory
+// stays bounded by the pods on the node. Nothing is dropped on a cycle
+// whose metadata failed: absent pods there are not gone.
+func (e *Engine) prunePins() {
+	c := &e.cy
+	if len(e.pins) == 0 || c.obs.Degraded["kubemeta"] {
+		return
+	}
+	for k := range e.pins {
+		if _, ok := c.podByUID(k.podUID); !ok {
+			delete(e.pins, k)
 		}
 	}
 }

@@ -17,6 +17,7 @@ type randomNode struct {
 	energy  []uint64
 	pods    []PodMeta
 	nsCount int
+	dra     []DRADevice
 }
 
 func newRandomNode(r *rand.Rand) *randomNode {
@@ -33,8 +34,15 @@ func newRandomNode(r *rand.Rand) *randomNode {
 					Slices: s, GPUInstanceID: ii + 1})
 			}
 		}
+		if r.IntN(4) != 0 {
+			g.Minor, g.HasMinor = (gi+r.IntN(2))%4, true // sometimes not the index, sometimes twice
+		}
 		n.gpus = append(n.gpus, g)
 		n.energy = append(n.energy, uint64(r.IntN(1e9)))
+		n.dra = append(n.dra, n.draDevice("gpu-"+strconv.Itoa(gi), g.UUID))
+		for ii, m := range g.MIG {
+			n.dra = append(n.dra, n.draDevice("gpu-"+strconv.Itoa(gi)+"-mig-"+strconv.Itoa(ii), m.UUID))
+		}
 	}
 	for pi := range r.IntN(12) {
 		uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", pi, r.Uint32())
@@ -43,15 +51,72 @@ func newRandomNode(r *rand.Rand) *randomNode {
 		for ci := range 1 + r.IntN(3) {
 			p.Containers = append(p.Containers, ContainerMeta{Name: "c" + strconv.Itoa(ci), ID: cid(uid, strconv.Itoa(ci))})
 		}
+		for ci := range r.IntN(3) {
+			p.InitContainers = append(p.InitContainers, ContainerMeta{Name: "i" + strconv.Itoa(ci),
+				ID: cid(uid, "i"+strconv.Itoa(ci)), Sidecar: r.IntN(2) == 0})
+		}
 		n.pods = append(n.pods, p)
 	}
 	return n
+}
+
+// draDevice is a ResourceSlice device for uuid, sometimes without its
+// uuid or naming a device this node does not have.
+func (n *randomNode) draDevice(name, uuid string) DRADevice {
+	d := DRADevice{Driver: "gpu.nvidia.com", Pool: "pool", Name: name, Attributes: map[string]string{"uuid": uuid}}
+	switch n.r.IntN(10) {
+	case 0:
+		delete(d.Attributes, "uuid")
+	case 1:
+		d.Attributes["uuid"] = gpuID(888888)
+	}
+	return d
+}
+
+// claim picks a DRA claim device, sometimes of another driver or unknown.
+func (n *randomNode) claim() ClaimDevice {
+	r := n.r
+	cd := ClaimDevice{ClaimNamespace: "ns0", ClaimName: "claim" + strconv.Itoa(r.IntN(4)), Driver: "gpu.nvidia.com", Pool: "pool"}
+	switch r.IntN(8) {
+	case 0:
+		cd.Driver, cd.Device = "net.example.com", "eth0"
+	case 1:
+		cd.Device = "gpu-" + strconv.Itoa(90+r.IntN(3))
+	default:
+		cd.Device = n.dra[r.IntN(len(n.dra))].Name
+	}
+	return cd
+}
+
+// gkeID picks a GKE device ID, sometimes naming nothing on this node.
+func (n *randomNode) gkeID() string {
+	r := n.r
+	gi := r.IntN(len(n.gpus))
+	g := n.gpus[gi]
+	s := "nvidia" + strconv.Itoa(g.Minor)
+	if g.MIGEnabled && len(g.MIG) > 0 && r.IntN(3) != 0 {
+		id := g.MIG[r.IntN(len(g.MIG))].GPUInstanceID
+		if r.IntN(6) == 0 {
+			id += 50 // no such instance
+		}
+		s += "/gi" + strconv.Itoa(id)
+	}
+	if r.IntN(2) == 0 {
+		s += "/vgpu" + strconv.Itoa(r.IntN(5))
+	}
+	if r.IntN(15) == 0 {
+		s += "0/x"
+	}
+	return s
 }
 
 // deviceID picks a device ID, sometimes garbage or unknown.
 func (n *randomNode) deviceID() string {
 	r := n.r
 	g := n.gpus[r.IntN(len(n.gpus))]
+	if r.IntN(6) == 0 {
+		return n.gkeID()
+	}
 	switch k := r.IntN(12); {
 	case k == 0:
 		return "garbage-" + strconv.Itoa(r.IntN(5))
@@ -102,6 +167,16 @@ func (n *randomNode) observe(prev, now time.Time) Observation {
 		o.Metadata.NodeLabels[LabelReplicas] = strconv.Itoa(r.IntN(8))
 	case 1:
 		o.Metadata.NodeLabels[LabelReplicas] = "x"
+	}
+	if r.IntN(3) == 0 {
+		o.Metadata.NodeLabels[LabelGKEMaxClients] = strconv.Itoa(r.IntN(6))
+		o.Metadata.NodeLabels[LabelGKESharingStrategy] = []string{"time-sharing", "mps", ""}[r.IntN(3)]
+	}
+	if r.IntN(3) == 0 {
+		o.Metadata.NodeLabels["nvidia.com/mig-1g.10gb.replicas"] = strconv.Itoa(r.IntN(5))
+	}
+	if r.IntN(5) != 0 {
+		o.Metadata.DRADevices = n.dra
 	}
 	for i := range n.nsCount {
 		if r.IntN(2) == 0 {
@@ -158,16 +233,29 @@ func (n *randomNode) observe(prev, now time.Time) Observation {
 			p.StartTime = prev.Add(-time.Hour)
 		}
 		if r.IntN(2) == 0 {
-			p.Annotations = map[string]string{HAMiAnnotation: n.hamiAnnotation(len(p.Containers))}
+			// HAMi 2.9+ (init containers first), older HAMi, or a count
+			// that fits neither; it changes from cycle to cycle, as a
+			// tenant's edits would.
+			entries := []int{ctrCount(&p), len(p.Containers), 1 + r.IntN(4)}[r.IntN(3)]
+			p.Annotations = map[string]string{HAMiAnnotation: n.hamiAnnotation(entries)}
 		}
 		o.Metadata.Pods = append(o.Metadata.Pods, p)
-		for _, c := range p.Containers {
+		for ci := range ctrCount(&p) {
 			if r.IntN(3) == 0 {
 				continue
 			}
-			a := Allocation{Namespace: p.Namespace, Pod: p.Name, Container: c.Name, Resource: "nvidia.com/gpu"}
-			for range 1 + r.IntN(3) {
-				a.DeviceIDs = append(a.DeviceIDs, n.deviceID())
+			c := ctrMeta(&p, ci)
+			a := Allocation{Namespace: p.Namespace, Pod: p.Name, Container: c.Name,
+				Resource: []string{"nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb", "nvidia.com/mig-1g.10gb.shared"}[r.IntN(4)]}
+			if r.IntN(4) == 0 {
+				a.Resource = ""
+				for range 1 + r.IntN(3) {
+					a.Claims = append(a.Claims, n.claim())
+				}
+			} else {
+				for range 1 + r.IntN(3) {
+					a.DeviceIDs = append(a.DeviceIDs, n.deviceID())
+				}
 			}
 			o.Allocations = append(o.Allocations, a)
 		}
@@ -192,7 +280,7 @@ func (n *randomNode) observe(prev, now time.Time) Observation {
 			pr.Owner = Owner{Resolved: true, PodUID: "unknown-pod", ContainerID: "x"}
 		default:
 			p := n.pods[r.IntN(len(n.pods))]
-			c := p.Containers[r.IntN(len(p.Containers))]
+			c := ctrMeta(&p, r.IntN(ctrCount(&p)))
 			pr.Owner = Owner{Resolved: true, PodUID: p.UID, ContainerID: c.ID}
 		}
 		if r.IntN(10) != 0 {
@@ -304,6 +392,13 @@ func TestPropertyPartitions(t *testing.T) {
 			obs := n.observe(prev, now)
 			res := e.Observe(obs)
 			checkCycle(t, res)
+			ctrs := 0
+			for i := range n.pods {
+				ctrs += ctrCount(&n.pods[i])
+			}
+			if len(e.pins) > ctrs {
+				t.Fatalf("seed %d: %d pins for %d containers: pins must be dropped with their pods", seed, len(e.pins), ctrs)
+			}
 			// Energy: the counter delta where both ends were read on
 			// adjacent cycles (0 when it went backwards).
 			contiguous := !lastTime.IsZero() && prev.Equal(lastTime) && now.After(prev)

@@ -17,7 +17,8 @@ const maxHAMiCache = 4096
 // buildSlices joins kubelet's allocations with pod metadata into rows, one
 // per (GPU, slice, container). IDs that do not parse or name a device this
 // node does not have are anomalies and give nothing, so their capacity
-// stays unallocated.
+// stays unallocated. HAMi IDs and DRA claims are placed per container
+// (hami_rows.go, dra.go).
 func (e *Engine) buildSlices() {
 	c := &e.cy
 	pods := c.obs.Metadata.Pods
@@ -28,8 +29,9 @@ func (e *Engine) buildSlices() {
 			podUID = pods[pod].UID
 			ctrIndex = containerIndex(&pods[pod], a.Container)
 		}
-		ctr := ctrID{a.Namespace, a.Pod, podUID, a.Container}
-		team, overlap := "", c.overlap(pod)
+		h := holder{pod: pod, ci: ctrIndex, ctr: ctrID{a.Namespace, a.Pod, podUID, a.Container},
+			overlap: c.overlap(pod), resource: a.Resource}
+		c.hamiIDs = c.hamiIDs[:0]
 		for _, raw := range a.DeviceIDs {
 			sid, err := c.parseID(raw)
 			if err != nil {
@@ -40,21 +42,51 @@ func (e *Engine) buildSlices() {
 			if !ok {
 				c.anomaly(AnomalyUnknownDevice, raw, "device ID "+strconv.Quote(raw)+
 					" of "+a.Namespace+"/"+a.Pod+"/"+a.Container+" names no GPU or MIG instance on this node")
+				if sid.HAMi {
+					// Still a HAMi device: the annotation says where.
+					c.hamiIDs = append(c.hamiIDs, sid)
+				}
 				continue
 			}
 			e.recordSeen(sid, gpu, inst)
-			if team == "" {
-				team = c.team(pod, a.Namespace)
-			}
-			g := c.group(pod, ctrIndex, gpu, inst, ctr, team)
-			if c.holds(g, raw) {
+			if sid.HAMi {
+				c.hamiIDs = append(c.hamiIDs, sid)
 				continue
 			}
-			c.groups[g].hasSlice = true
-			c.addRow(g, rowW{gpu: gpu, inst: inst, sid: sid, resource: a.Resource,
-				pod: pod, ctrIndex: ctrIndex, overlap: overlap})
+			c.place(&h, rowW{gpu: gpu, inst: inst, sid: sid})
+		}
+		if len(c.hamiIDs) > 0 {
+			e.placeHAMi(&h)
+		}
+		if len(a.Claims) > 0 {
+			e.placeClaims(&h, a)
 		}
 	}
+}
+
+// holder is the container an allocation is for, while its rows are placed.
+type holder struct {
+	pod, ci  int // pod and container indexes, -1 when the metadata lacks them
+	ctr      ctrID
+	team     string // resolved on first use
+	overlap  float64
+	resource string
+}
+
+// place adds row r for holder h unless h already holds the same slice on
+// that device (kubelet listing an ID twice must not charge it twice). It
+// returns the row's index, or the existing row's and false.
+func (c *cycle) place(h *holder, r rowW) (int32, bool) {
+	if h.team == "" {
+		h.team = c.team(h.pod, h.ctr.ns)
+	}
+	g := c.group(h.pod, h.ci, r.gpu, r.inst, h.ctr, h.team)
+	if ri := c.held(g, r.sid.Raw); ri >= 0 {
+		return ri, false
+	}
+	c.groups[g].hasSlice = true
+	r.resource, r.pod, r.ctrIndex, r.overlap = h.resource, h.pod, h.ci, h.overlap
+	return c.addRow(g, r), true
 }
 
 // parseID parses a device ID, reusing last cycle's parse of the ID at the
@@ -73,30 +105,22 @@ func (c *cycle) parseID(raw string) (SliceID, error) {
 	return sid, err
 }
 
-func containerIndex(p *PodMeta, name string) int {
-	for i := range p.Containers {
-		if p.Containers[i].Name == name {
-			return i
+// held finds group g's row for slice raw (-1 when it has none).
+func (c *cycle) held(g int32, raw string) int32 {
+	for ri := c.groups[g].head; ri >= 0; ri = c.rows[ri].next {
+		if c.rows[ri].sid.Raw == raw {
+			return ri
 		}
 	}
 	return -1
-}
-
-// holds reports whether group g already has slice raw (kubelet listing an
-// ID twice must not charge it twice).
-func (c *cycle) holds(g int32, raw string) bool {
-	for ri := c.groups[g].head; ri >= 0; ri = c.rows[ri].next {
-		if c.rows[ri].sid.Raw == raw {
-			return true
-		}
-	}
-	return false
 }
 
 // resolveSlice finds the GPU and MIG instance (-1 for whole GPUs) an ID
 // names.
 func (c *cycle) resolveSlice(sid SliceID) (gpu, inst int, ok bool) {
 	switch {
+	case sid.GKE:
+		return c.resolveGKE(sid)
 	case sid.Kind == SliceKindGPU:
 		gpu, ok = c.gpuByUUID(sid.UUID)
 		return gpu, -1, ok
@@ -200,9 +224,16 @@ func (e *Engine) share(r *rowW) (mode string, share float64, estimated bool) {
 	c := &e.cy
 	g := &c.gpus[r.gpu]
 	switch {
-	case r.sid.Kind == SliceKindGPU && r.sid.HAMi:
-		share, estimated = e.hamiShare(r)
-		return ModeHAMi, share, estimated
+	case r.src == srcHAMi && r.base >= 0:
+		return ModeHAMi, r.base, false
+	case r.src == srcHAMi || r.sid.HAMi:
+		// No usable annotation entry (hami_mismatch raised when placed):
+		// one virtual device of the GPU kubelet named.
+		return ModeHAMi, 1 / float64(max(len(e.seenHAMi[g.UUID]), 1)), true
+	case r.src == srcDRA:
+		return ModeDRA, r.base / float64(max(c.draCount[r.dra], 1)), false
+	case r.sid.GKE:
+		return e.gkeShare(r)
 	case r.sid.Kind == SliceKindGPU && r.sid.Replica < 0:
 		return ModeExclusive, 1, false
 	case r.sid.Kind == SliceKindGPU:
@@ -225,17 +256,23 @@ func (e *Engine) share(r *rowW) (mode string, share float64, estimated bool) {
 	return mode, w / float64(n), est
 }
 
-// replicas is the replica count of a shared device: the resource's or the
-// node's replicas label, else the distinct replica IDs seen so far on the
-// device (an estimate).
+// replicas is the replica count of a shared device: the replicas label
+// named after the resource (NVIDIA's device plugin and GPU feature
+// discovery write "<resource>.replicas" after the resource's original
+// name, so renameByDefault's ".shared" is dropped first), else the
+// distinct replica IDs seen so far on the device (an estimate). The
+// whole-GPU label nvidia.com/gpu.replicas never counts a MIG resource's
+// replicas (mixed strategy: nvidia.com/mig-<profile>); it does for
+// nvidia.com/gpu, also when MIG IDs are listed under it (single strategy).
 func (e *Engine) replicas(resource, device string) (n int, estimated bool) {
 	c := &e.cy
-	if resource != "" && resource != "nvidia.com/gpu" {
-		if n := positiveInt(c.nodeLabels[resource+".replicas"]); n > 0 {
+	base := strings.TrimSuffix(resource, sharedSuffix)
+	if base != "" && base != ResourceGPU {
+		if n := positiveInt(c.nodeLabels[base+".replicas"]); n > 0 {
 			return n, false
 		}
 	}
-	if c.replicas > 0 {
+	if c.replicas > 0 && !strings.HasPrefix(base, migResourcePrefix) {
 		return c.replicas, false
 	}
 	return max(len(e.seenReplicas[device]), 1), true
@@ -267,54 +304,6 @@ func profileSlices(profile string) int {
 	return s
 }
 
-// hamiShare trusts HAMi's annotation only where the container's part of
-// it names the GPU kubelet gave the container; otherwise it charges one
-// virtual device of the GPU, 1/N of it, as an estimate.
-func (e *Engine) hamiShare(r *rowW) (share float64, estimated bool) {
-	c := &e.cy
-	g := &c.gpus[r.gpu]
-	fallback := 1 / float64(max(len(e.seenHAMi[g.UUID]), 1))
-	who := func() string {
-		if r.pod < 0 {
-			return r.sid.Raw
-		}
-		p := &c.obs.Metadata.Pods[r.pod]
-		return p.Namespace + "/" + p.Name + " " + r.sid.Raw
-	}
-	mismatch := func(why string) (float64, bool) {
-		c.anomaly(AnomalyHAMiMismatch, who(), "HAMi device "+who()+": "+why+"; charged 1/N of the GPU as an estimate")
-		return fallback, true
-	}
-	if r.pod < 0 {
-		return mismatch("no pod metadata")
-	}
-	ann, ok := c.obs.Metadata.Pods[r.pod].Annotations[HAMiAnnotation]
-	if !ok {
-		return mismatch("pod has no " + HAMiAnnotation + " annotation")
-	}
-	parts, err := e.parseHAMi(ann)
-	if err != nil {
-		c.anomaly(AnomalyBadAnnotation, who(), err.Error())
-		return fallback, true
-	}
-	if r.ctrIndex < 0 || r.ctrIndex >= len(parts) {
-		return mismatch("annotation has no part for this container")
-	}
-	for _, d := range parts[r.ctrIndex] {
-		if !strings.EqualFold(d.UUID, r.sid.UUID) {
-			continue
-		}
-		if d.Cores > 0 {
-			return float64(d.Cores) / 100, false
-		}
-		if g.MemoryMiB == 0 {
-			return mismatch("no core limit and the GPU's memory size is unknown")
-		}
-		return min(float64(d.MemoryMiB)/float64(g.MemoryMiB), 1), false
-	}
-	return mismatch("annotation names other GPUs for this container")
-}
-
 func (e *Engine) parseHAMi(ann string) ([][]HAMiDevice, error) {
 	if p, ok := e.hamiCache[ann]; ok {
 		return p.parts, p.err
@@ -339,6 +328,12 @@ func (c *cycle) fallbackMode(gpu int) string {
 	case "mps":
 		return ModeMPS
 	case "time-slicing", "timeslicing":
+		return ModeTimeslicing
+	}
+	switch strings.ToLower(strings.TrimSpace(c.nodeLabels[LabelGKESharingStrategy])) {
+	case "mps":
+		return ModeMPS
+	case "time-sharing":
 		return ModeTimeslicing
 	}
 	return ModeExclusive

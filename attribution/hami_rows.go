@@ -1,0 +1,179 @@
+package attribution
+
+import (
+	"strconv"
+	"strings"
+)
+
+// HAMi as it is deployed (ledger.md, "HAMi, as it is deployed"):
+//
+// HAMi's device plugin hands kubelet IDs "GPU-<uuid>-<n>" (Project-HAMi/HAMi
+// pkg/device-plugin/nvidiadevice/nvinternal/rm/devices.go formats them as
+// "%v-%v" of the GPU's ID and a counter), but with its preferred-allocation
+// alignment off by default kubelet may pick IDs of OTHER GPUs than the
+// scheduler chose. The scheduler's choice is the annotation
+// hami.io/vgpu-devices-allocated. So a container's HAMi IDs only say that
+// it holds HAMi devices; its annotation entry says which GPUs, and how much
+// of each, and that is what it is charged.
+
+// placeHAMi places the HAMi devices of holder h, whose allocation listed
+// the HAMi IDs in c.hamiIDs. With a usable annotation entry each of its
+// devices is charged on the GPU it names; the slice is the kubelet ID that
+// names that GPU if the container has one, else the GPU's UUID. Without
+// one, each kubelet ID is charged as one virtual device of its GPU (1/N,
+// estimated), as before the annotation could be trusted.
+func (e *Engine) placeHAMi(h *holder) {
+	c := &e.cy
+	if h.pod >= 0 && h.ci >= 0 && c.slotHAMi[int(c.slotBase[h.pod])+h.ci] {
+		return // placed by an earlier allocation of the same container
+	}
+	devs, ok := e.hamiEntry(h)
+	if !ok {
+		for _, sid := range c.hamiIDs {
+			if gpu, inst, ok := c.resolveSlice(sid); ok {
+				c.place(h, rowW{gpu: gpu, inst: inst, sid: sid})
+			}
+		}
+		return
+	}
+	if h.pod >= 0 && h.ci >= 0 {
+		c.slotHAMi[int(c.slotBase[h.pod])+h.ci] = true
+	}
+	for i := range devs {
+		d := &devs[i]
+		gpu, ok := c.gpuByAnnotation(d.UUID)
+		if !ok {
+			c.anomaly(AnomalyUnknownDevice, h.who()+" "+d.UUID, "HAMi annotation of "+h.who()+
+				" names GPU "+strconv.Quote(d.UUID)+", which this node does not have; its share stays unallocated")
+			continue
+		}
+		base := hamiDeviceShare(d, c.gpus[gpu].MemoryMiB)
+		if base < 0 {
+			c.anomaly(AnomalyHAMiMismatch, h.who(), "HAMi device of "+h.who()+" on "+d.UUID+
+				" has no core limit and the GPU's memory size is unknown; charged 1/N of the GPU as an estimate")
+		}
+		ri, added := c.place(h, rowW{gpu: gpu, inst: -1, sid: c.hamiSlice(gpu), src: srcHAMi, base: base})
+		if r := &c.rows[ri]; !added && r.src == srcHAMi {
+			// The entry names one GPU twice: one row, both shares.
+			if r.base >= 0 && base >= 0 {
+				r.base += base
+			} else {
+				r.base = -1
+			}
+		}
+	}
+}
+
+// hamiDeviceShare is cores/100, else memMiB over the GPU's memory when no
+// core limit is set; -1 when neither says anything.
+func hamiDeviceShare(d *HAMiDevice, gpuMemMiB uint64) float64 {
+	switch {
+	case d.Cores > 0:
+		return float64(d.Cores) / 100
+	case gpuMemMiB > 0:
+		return min(float64(d.MemoryMiB)/float64(gpuMemMiB), 1)
+	}
+	return -1
+}
+
+// gpuByAnnotation finds the GPU an annotation names; HAMi writes the UUID
+// as NVML reports it, but case is not worth a mismatch.
+func (c *cycle) gpuByAnnotation(uuid string) (int, bool) {
+	if gi, ok := c.gpuByUUID(uuid); ok {
+		return gi, true
+	}
+	for gi := range c.gpus {
+		if strings.EqualFold(c.gpus[gi].UUID, uuid) {
+			return gi, true
+		}
+	}
+	return -1, false
+}
+
+// hamiSlice names an annotation row: the container's kubelet ID for that
+// GPU where it has one (so the row matches what kubelet lists), else the
+// GPU's UUID.
+func (c *cycle) hamiSlice(gpu int) SliceID {
+	uuid := c.gpus[gpu].UUID
+	for _, sid := range c.hamiIDs {
+		if strings.EqualFold(sid.UUID, uuid) {
+			return sid
+		}
+	}
+	return SliceID{Raw: uuid, Kind: SliceKindGPU, UUID: uuid, Replica: -1, GI: -1, CI: -1}
+}
+
+func (h *holder) who() string { return h.ctr.ns + "/" + h.ctr.pod + "/" + h.ctr.container }
+
+// hamiEntry returns holder h's devices from its pod's annotation, the
+// value pinned for the container (pins.go). It raises the anomaly and
+// returns false where there is no usable entry.
+func (e *Engine) hamiEntry(h *holder) ([]HAMiDevice, bool) {
+	c := &e.cy
+	mismatch := func(why string) ([]HAMiDevice, bool) {
+		c.anomaly(AnomalyHAMiMismatch, h.who(), "HAMi devices of "+h.who()+": "+why+
+			"; each kubelet ID charged as 1/N of its GPU, an estimate")
+		return nil, false
+	}
+	if h.pod < 0 || h.ci < 0 {
+		return mismatch("no pod metadata")
+	}
+	p := &c.obs.Metadata.Pods[h.pod]
+	val, ok := e.pinnedAnnotation(h, p, HAMiAnnotation)
+	if !ok {
+		return mismatch("pod has no " + HAMiAnnotation + " annotation")
+	}
+	parts, err := e.parseHAMi(val)
+	if err != nil {
+		c.anomaly(AnomalyBadAnnotation, h.who(), err.Error()+"; "+h.who()+" charged 1/N of its kubelet GPUs, an estimate")
+		return nil, false
+	}
+	idx, ok := hamiEntryIndex(len(parts), len(p.InitContainers), len(p.Containers), h.ci)
+	switch {
+	case idx < 0 && !ok:
+		c.anomaly(AnomalyBadAnnotation, h.who(), HAMiAnnotation+" of "+h.ctr.ns+"/"+h.ctr.pod+" has "+
+			strconv.Itoa(len(parts))+" entries for "+strconv.Itoa(len(p.InitContainers))+" init and "+
+			strconv.Itoa(len(p.Containers))+" containers; "+h.who()+" charged 1/N of its kubelet GPUs, an estimate")
+		return nil, false
+	case idx < 0 || len(parts[idx]) == 0:
+		return mismatch("annotation has no devices for this container")
+	}
+	return parts[idx], true
+}
+
+// hamiEntryIndex is the annotation entry of container ci (containers.go
+// numbering) when the annotation has n entries: HAMi 2.9 and later write
+// one per container, init containers first (Project-HAMi/HAMi
+// pkg/device/devices.go walks InitContainers before Containers); older
+// HAMi one per regular container. It returns -1 and true for an init
+// container under the older form (no entry), -1 and false when n fits
+// neither form.
+func hamiEntryIndex(n, nInit, nCtr, ci int) (int, bool) {
+	switch {
+	case n == nInit+nCtr:
+		return ci, true
+	case n == nCtr && ci >= nInit:
+		return ci - nInit, true
+	case n == nCtr:
+		return -1, true
+	}
+	return -1, false
+}
+
+// flagUnlisted marks group g, just given its phantom row, when its
+// container is charged by its HAMi annotation and runs on a device the
+// annotation does not name: its use there is still its own, but an
+// estimate, and the mismatch is an anomaly.
+func (c *cycle) flagUnlisted(g int32, pod, ci int, device string) {
+	if pod < 0 || ci < 0 || !c.slotHAMi[int(c.slotBase[pod])+ci] {
+		return
+	}
+	c.groups[g].estimated = true
+	// It is still the container's HAMi use (and shares the GPU without
+	// isolation, which the noisy-neighbour detector must see).
+	c.rows[c.groups[g].head].mode = ModeHAMi
+	ctr := &c.groups[g].ctr
+	who := ctr.ns + "/" + ctr.pod + "/" + ctr.container
+	c.anomaly(AnomalyHAMiUnlistedGPU, who+" "+device, "processes of "+who+" run on "+device+
+		", which its "+HAMiAnnotation+" entry does not name; usage charged to it as an estimate")
+}
