@@ -70,6 +70,8 @@ type Finding struct {
 	Team       string
 	Detail     string // e.g. the noisy pod a starved container names
 	NoisyPod   string // for starved rows: namespace/pod of the noisy neighbour
+	// Memory is what a memory_growth finding measured (zero otherwise).
+	Memory MemoryGrowth
 }
 
 // CycleResult is what one Observation produced.
@@ -117,7 +119,10 @@ type GPUCycle struct {
 
 // ContainerCycle is one (GPU, slice, container) over one cycle window.
 type ContainerCycle struct {
-	SliceID     string
+	SliceID string
+	// Device is the GPU UUID, or the MIG UUID of the instance, the row's
+	// slice is on.
+	Device      string
 	SharingMode string
 	Namespace   string
 	Pod         string
