@@ -28,6 +28,7 @@ type rawDetection struct {
 	IdleWindow    rawValue `yaml:"idleWindow"`
 	IdleThreshold *float64 `yaml:"idleThreshold"`
 	NoisyWindow   rawValue `yaml:"noisyWindow"`
+	MemoryWindow  rawValue `yaml:"memoryWindow"`
 }
 
 type rawNode struct {

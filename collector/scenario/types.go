@@ -29,6 +29,8 @@ type Detection struct {
 	IdleWindow    time.Duration
 	IdleThreshold float64
 	NoisyWindow   time.Duration
+	// MemoryWindow is the memory-growth detector's window.
+	MemoryWindow time.Duration
 }
 
 // Node is the simulated node.
