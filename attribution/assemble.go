@@ -53,7 +53,7 @@ func (e *Engine) assemble() []GPUCycle {
 			method = MethodEstimated
 		}
 		gc.Containers = append(gc.Containers, ContainerCycle{
-			SliceID: r.sid.Raw, Device: c.deviceUUID(r.gpu, r.inst), SharingMode: r.mode,
+			SliceID: r.sid.Raw, SharingMode: r.mode,
 			Namespace: g.ctr.ns, Pod: g.ctr.pod, PodUID: g.ctr.podUID, Container: g.ctr.container,
 			Team: g.team, Method: method, Share: r.share,
 			Allocated: r.allocated, Used: r.used,

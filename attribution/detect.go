@@ -29,9 +29,10 @@ type detectors struct {
 	gpus     map[string]*detGPU
 	episodes map[epKey]*episode
 
-	// The memory detector's view of the cycle and its scratch.
-	obsGPUs    []GPU
-	cycleGPUs  []GPUCycle
+	// The memory detector's view of the cycle (nil outside observe), the
+	// bucket this cycle's sample goes to, and scratch.
+	cy         *cycle
+	memK       int64
 	memEnv     []float64
 	memSpread  []float64
 	memScratch []float64
@@ -66,7 +67,7 @@ type detEnt struct {
 	dead     bool // forgotten by gc
 	idle     []ctrBucket
 	noisy    []ctrBucket
-	mem      memEnt
+	mem      memEnt // memgrowth.go
 
 	// evaluation scratch
 	wUsed    float64
@@ -132,7 +133,7 @@ func (d *detectors) specN(window time.Duration, n int) ringSpec {
 
 // observe feeds one cycle's GPUs to the detectors and returns the
 // episodes that ended with it.
-func (d *detectors) observe(prev, now int64, node string, gpus []GPUCycle, obsGPUs []GPU, out []Finding) []Finding {
+func (d *detectors) observe(prev, now int64, node string, gpus []GPUCycle, cy *cycle, out []Finding) []Finding {
 	if d.idle.b == 0 {
 		if d.poll <= 0 {
 			d.poll = now - prev
@@ -140,7 +141,8 @@ func (d *detectors) observe(prev, now int64, node string, gpus []GPUCycle, obsGP
 		d.idle, d.noisy = d.spec(d.cfg.IdleWindow), d.spec(d.cfg.NoisyWindow)
 		d.memR = d.specN(d.cfg.MemoryGrowth.Window, d.cfg.MemoryGrowth.Buckets)
 	}
-	d.obsGPUs, d.cycleGPUs = obsGPUs, gpus
+	d.cy = cy
+	d.memPiece(now)
 	d.stamp++
 	d.idleP = d.idle.pieces(prev, now, d.idleP[:0])
 	d.noisyP = d.noisy.pieces(prev, now, d.noisyP[:0])
@@ -151,8 +153,13 @@ func (d *detectors) observe(prev, now int64, node string, gpus []GPUCycle, obsGP
 	out = d.evaluate(prev, now, node, d.noisy, d.evalNoisy, out)
 	out = d.evaluate(prev, now, node, d.memR, d.evalMemory, out)
 	out = d.endVanished(out)
-	d.gc(now)
-	d.obsGPUs, d.cycleGPUs = nil, nil // not this cycle's any more
+	// Forgetting can wait for the largest bucket to end: the horizon has
+	// two buckets of slack, and walking every container each cycle cost
+	// more than the memory detector adds.
+	if gcb := max(d.idle.b, d.noisy.b, d.memR.b); floorDiv(prev, gcb) != floorDiv(now, gcb) {
+		d.gc(now)
+	}
+	d.cy = nil // not this cycle's any more
 	return out
 }
 
@@ -193,10 +200,10 @@ func (d *detectors) ingest(prev, now int64, gc *GPUCycle) {
 			ent.lastSeen, ent.lastTime = d.stamp, now
 			ent.share, ent.held, ent.alloc, ent.used, ent.running = 0, 0, 0, 0, false
 			ent.mode, ent.team = cc.SharingMode, cc.Team
-			ent.mem.reset()
+			ent.mem.cur = 0
 			seen = append(seen, ent)
 		}
-		ent.mem.add(cc)
+		ent.mem.cur += cc.MemoryMiB
 		ent.share += cc.Share
 		ent.alloc += cc.Allocated
 		ent.used += cc.Used
@@ -212,7 +219,7 @@ func (d *detectors) ingest(prev, now int64, gc *GPUCycle) {
 		for _, p := range d.noisyP {
 			ent.noisy[mod(p.k, d.noisy.n)].add(p.k, p.f, ent)
 		}
-		ent.mem.sample(now, d.memR)
+		ent.mem.sample(d.memK, d.memR.n)
 	}
 	d.seen = seen[:0]
 }
@@ -237,7 +244,7 @@ func (b *ctrBucket) add(k int64, f float64, e *detEnt) {
 func (d *detectors) ent(k detKey) *detEnt {
 	e := d.ents[k]
 	if e == nil {
-		e = &detEnt{key: k, idle: make([]ctrBucket, d.idle.n), noisy: make([]ctrBucket, d.noisy.n)}
+		e = &detEnt{key: k, idle: make([]ctrBucket, d.idle.n), noisy: make([]ctrBucket, d.noisy.n), mem: memEnt{openK: noBucket}}
 		for i := range e.idle {
 			e.idle[i].k = noBucket
 		}

@@ -56,11 +56,15 @@ func memoryRisk(mode string) (scope, severity string, ok bool) {
 	return "", "", false
 }
 
-// memEnt is what the memory detector keeps about one container on one GPU.
+// memEnt is what the memory detector keeps about one container on one
+// GPU. The bucket being filled lives inline (open*), next to the fields
+// every cycle touches anyway; the ring of past buckets is written once a
+// bucket, when the next one opens.
 type memEnt struct {
-	cur    float64 // MiB its rows hold this cycle
-	device string  // the device its rows are on (GPU or MIG UUID)
-	env    []memBucket
+	cur              float64 // MiB its rows hold this cycle
+	openMin, openMax float64
+	openK            int64 // noBucket until the first sample
+	env              []memBucket
 }
 
 // memBucket is the lowest and highest memory sampled in bucket k.
@@ -69,33 +73,49 @@ type memBucket struct {
 	min, max float64
 }
 
-// reset starts a cycle's sum.
-func (m *memEnt) reset() { m.cur, m.device = 0, "" }
-
-// add sums one of the container's rows.
-func (m *memEnt) add(cc *ContainerCycle) {
-	m.cur += cc.MemoryMiB
-	if cc.Device != "" {
-		m.device = cc.Device
-	}
+// memPiece finds the bucket the memory read at the end of the cycle
+// ending at now belongs to ((k b, (k+1) b]), once for every container.
+func (d *detectors) memPiece(now int64) {
+	d.memK = floorDiv(now-1, d.memR.b)
 }
 
-// sample records the memory read at the end of the cycle ending at now
-// in the bucket that instant belongs to ((k b, (k+1) b]).
-func (m *memEnt) sample(now int64, r ringSpec) {
-	if len(m.env) != r.n {
-		m.env = make([]memBucket, r.n)
+// sample records this cycle's memory in bucket k of a ring of n.
+func (m *memEnt) sample(k int64, n int) {
+	if m.openK == k {
+		m.openMin, m.openMax = min(m.openMin, m.cur), max(m.openMax, m.cur)
+		return
+	}
+	if len(m.env) != n {
+		m.env = make([]memBucket, n)
 		for i := range m.env {
 			m.env[i].k = noBucket
 		}
 	}
-	k := floorDiv(now-1, r.b)
-	b := &m.env[mod(k, r.n)]
-	if b.k != k {
-		*b = memBucket{k: k, min: m.cur, max: m.cur}
-		return
+	if m.openK != noBucket {
+		m.env[mod(m.openK, n)] = memBucket{k: m.openK, min: m.openMin, max: m.openMax}
 	}
-	b.min, b.max = min(b.min, m.cur), max(b.max, m.cur)
+	m.openK, m.openMin, m.openMax = k, m.cur, m.cur
+}
+
+// bucket returns bucket k, open or past; false when it holds nothing.
+func (m *memEnt) bucket(k int64, n int) (memBucket, bool) {
+	if m.openK == k {
+		return memBucket{k: k, min: m.openMin, max: m.openMax}, true
+	}
+	if len(m.env) != n {
+		return memBucket{}, false
+	}
+	b := m.env[mod(k, n)]
+	return b, b.k == k
+}
+
+// rose reports whether the lowest memory of the last bucket before end is
+// at least minGrowth above that of the window's first, both present.
+func (m *memEnt) rose(end int64, r ringSpec, minGrowth float64) bool {
+	kEnd := floorDiv(end, r.b)
+	first, ok1 := m.bucket(kEnd-int64(r.n), r.n)
+	last, ok2 := m.bucket(kEnd-1, r.n)
+	return ok1 && ok2 && last.min-first.min >= minGrowth
 }
 
 // envelope fills env with the lowest memory of the n buckets before the
@@ -104,13 +124,10 @@ func (m *memEnt) sample(now int64, r ringSpec) {
 // hold the device for the whole window).
 func (m *memEnt) envelope(end int64, r ringSpec, env, spread []float64) ([]float64, []float64, bool) {
 	env, spread = env[:0], spread[:0]
-	if len(m.env) != r.n {
-		return env, spread, false
-	}
 	kEnd := floorDiv(end, r.b)
 	for j := int64(r.n); j >= 1; j-- {
-		b := &m.env[mod(kEnd-j, r.n)]
-		if b.k != kEnd-j {
+		b, ok := m.bucket(kEnd-j, r.n)
+		if !ok {
 			return env, spread, false
 		}
 		env, spread = append(env, b.min), append(spread, b.max-b.min)
@@ -132,6 +149,9 @@ func (d *detectors) evalMemory(end int64, node string, out []Finding) []Finding 
 		if !ok {
 			continue
 		}
+		if !e.mem.rose(end, r, d.cfg.MemoryGrowth.MinGrowthMiB) {
+			continue // the common case, decided without building the envelope
+		}
 		var full bool
 		d.memEnv, d.memSpread, full = e.mem.envelope(end, r, d.memEnv, d.memSpread)
 		if !full {
@@ -149,67 +169,58 @@ func (d *detectors) evalMemory(end int64, node string, out []Finding) []Finding 
 }
 
 // memoryFigures projects when the container's device is full: its free
-// memory now over the container's growth rate.
+// memory now over the container's growth rate. The device and its use
+// come from the cycle being observed.
 func (d *detectors) memoryFigures(e *detEnt, tr memTrend, scope, severity string) MemoryGrowth {
-	dev := e.mem.device
-	if dev == "" {
-		dev = e.key.gpu
+	mg := MemoryGrowth{Scope: scope, Severity: severity, Device: e.key.gpu, RateMiBPerMin: tr.slope * 60, ExhaustionSeconds: -1}
+	if d.cy == nil {
+		return mg
 	}
-	mg := MemoryGrowth{Scope: scope, Severity: severity, Device: dev, RateMiBPerMin: tr.slope * 60, ExhaustionSeconds: -1}
-	size, dcgmUsed, haveDCGM := d.deviceMemory(e.key.gpu, dev)
-	mg.DeviceMiB = size
-	if haveDCGM {
-		mg.UsedMiB = dcgmUsed // includes host processes
+	gi, ok := d.cy.gpuByUUID(e.key.gpu)
+	if !ok {
+		return mg
+	}
+	g := &d.cy.gpus[gi]
+	inst := d.cy.instOf(gi, e.key.ctr)
+	var dcgm *DCGMValues
+	if inst >= 0 {
+		m := &g.MIG[inst]
+		mg.Device, mg.DeviceMiB, dcgm = m.UUID, migMemoryMiB(m.Profile, g.MemoryMiB), m.DCGM
 	} else {
-		mg.UsedMiB = d.rowsMemory(e.key.gpu, dev)
+		mg.DeviceMiB, dcgm = float64(g.MemoryMiB), g.DCGM
 	}
-	if size > 0 {
-		mg.ExhaustionSeconds = max(size-mg.UsedMiB, 0) / tr.slope
+	if dcgm != nil {
+		mg.UsedMiB = float64(dcgm.FBUsedMiB) // host processes included
+	} else {
+		mg.UsedMiB = d.cy.deviceMemory(gi, inst)
+	}
+	if mg.DeviceMiB > 0 {
+		mg.ExhaustionSeconds = max(mg.DeviceMiB-mg.UsedMiB, 0) / tr.slope
 	}
 	return mg
 }
 
-// deviceMemory finds a device's framebuffer size and, with DCGM, what is
-// used on it, in the cycle's observation.
-func (d *detectors) deviceMemory(gpu, dev string) (size, used float64, haveDCGM bool) {
-	for gi := range d.obsGPUs {
-		g := &d.obsGPUs[gi]
-		if g.UUID != gpu {
-			continue
-		}
-		if dev == gpu {
-			if g.DCGM != nil {
-				return float64(g.MemoryMiB), float64(g.DCGM.FBUsedMiB), true
-			}
-			return float64(g.MemoryMiB), 0, false
-		}
-		for _, m := range g.MIG {
-			if m.UUID != dev {
-				continue
-			}
-			size := migMemoryMiB(m.Profile, g.MemoryMiB)
-			if m.DCGM != nil {
-				return size, float64(m.DCGM.FBUsedMiB), true
-			}
-			return size, 0, false
+// instOf is the MIG instance (index into the GPU's MIG list) a container
+// holds memory on, or -1 for the whole GPU: the instance of its group with
+// the most memory this cycle.
+func (c *cycle) instOf(gi int, ctr ctrID) int {
+	inst, most := -1, -1.0
+	for i := range c.groups {
+		g := &c.groups[i]
+		if g.gpu == gi && g.ctr == ctr && g.inst >= 0 && g.mem > most {
+			inst, most = g.inst, g.mem
 		}
 	}
-	return 0, 0, false
+	return inst
 }
 
-// rowsMemory sums the memory of every container row on the device this
-// cycle (what NVML lists per process, without host processes).
-func (d *detectors) rowsMemory(gpu, dev string) float64 {
+// deviceMemory sums what the containers' processes hold on one device
+// this cycle (NVML's per-process memory, host processes left out).
+func (c *cycle) deviceMemory(gi, inst int) float64 {
 	var sum float64
-	for gi := range d.cycleGPUs {
-		g := &d.cycleGPUs[gi]
-		if g.UUID != gpu {
-			continue
-		}
-		for ci := range g.Containers {
-			if cc := &g.Containers[ci]; cc.Device == dev || (cc.Device == "" && dev == gpu) {
-				sum += cc.MemoryMiB
-			}
+	for i := range c.groups {
+		if g := &c.groups[i]; g.gpu == gi && g.inst == inst {
+			sum += g.mem
 		}
 	}
 	return sum
@@ -276,14 +287,4 @@ func (m MemoryGrowth) detail() string {
 	b.WriteString(" severity=")
 	b.WriteString(m.Severity)
 	return b.String()
-}
-
-// deviceUUID names the device of a row: its MIG instance's UUID, or the
-// GPU's.
-func (c *cycle) deviceUUID(gpu, inst int) string {
-	g := &c.gpus[gpu]
-	if inst >= 0 && inst < len(g.MIG) {
-		return g.MIG[inst].UUID
-	}
-	return g.UUID
 }

@@ -119,10 +119,7 @@ type GPUCycle struct {
 
 // ContainerCycle is one (GPU, slice, container) over one cycle window.
 type ContainerCycle struct {
-	SliceID string
-	// Device is the GPU UUID, or the MIG UUID of the instance, the row's
-	// slice is on.
-	Device      string
+	SliceID     string
 	SharingMode string
 	Namespace   string
 	Pod         string

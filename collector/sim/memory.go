@@ -37,10 +37,14 @@ func (p *proc) setMemory(mem []scenario.MemorySegment) error {
 // MiB, else memMiB. Readers move forward in time, so a cursor makes the
 // usual read one comparison; a read back in time searches.
 func (p *proc) memAt(t time.Duration) uint64 {
-	segs := p.mem
-	if len(segs) == 0 {
-		return p.memMiB
+	if len(p.mem) == 0 {
+		return p.memMiB // small enough to inline: most processes hold one size
 	}
+	return p.memAtCursor(t)
+}
+
+func (p *proc) memAtCursor(t time.Duration) uint64 {
+	segs := p.mem
 	c := min(p.memCur, len(segs))
 	if c > 0 && segs[c-1].to > t {
 		c = sort.Search(c, func(i int) bool { return segs[i].to > t })
