@@ -19,7 +19,7 @@ func TestMemoryOverTime(t *testing.T) {
 	// pid 100 on mig0: 3000 MiB outside its intervals, 5000 on [2s,4s),
 	// 0 on [4s,5s), 9000 on [6s,8s).
 	p := &sc.Pods[0].Containers[0].Processes[0]
-	p.Memory = []scenario.MemorySegment{{2 * time.Second, 4 * time.Second, 5000}, {4 * time.Second, 5 * time.Second, 0}, {6 * time.Second, 8 * time.Second, 9000}}
+	p.Memory = []scenario.MemorySegment{{From: 2 * time.Second, To: 4 * time.Second, MiB: 5000}, {From: 4 * time.Second, To: 5 * time.Second, MiB: 0}, {From: 6 * time.Second, To: 8 * time.Second, MiB: 9000}}
 	n := newNode(t, sc)
 	ctx := context.Background()
 	if err := n.DCGM().Watch(ctx, time.Second); err != nil {
@@ -83,7 +83,7 @@ func usedByPID(t *testing.T, d nvml.Device, pid uint32) uint64 {
 func TestMemoryOutOfOrderRejected(t *testing.T) {
 	sc := baseScenario(scenario.ModeTimeslicing, 10*time.Second)
 	pr := proc1(100, gpu0, 10)
-	pr.Memory = []scenario.MemorySegment{{2 * time.Second, 4 * time.Second, 5}, {3 * time.Second, 5 * time.Second, 6}}
+	pr.Memory = []scenario.MemorySegment{{From: 2 * time.Second, To: 4 * time.Second, MiB: 5}, {From: 3 * time.Second, To: 5 * time.Second, MiB: 6}}
 	addPod(sc, "uid-a", "a", 0, 10*time.Second, pr)
 	if _, err := New(context.Background(), sc, Options{}); err == nil {
 		t.Fatal("overlapping memory intervals accepted")
@@ -94,7 +94,7 @@ func TestMemoryOutOfOrderRejected(t *testing.T) {
 // answers as a plain scan.
 func TestMemAtAnyOrder(t *testing.T) {
 	p := &proc{memMiB: 7}
-	if err := p.setMemory([]scenario.MemorySegment{{1, 3, 10}, {3, 4, 20}, {6, 9, 30}}); err != nil {
+	if err := p.setMemory([]scenario.MemorySegment{{From: 1, To: 3, MiB: 10}, {From: 3, To: 4, MiB: 20}, {From: 6, To: 9, MiB: 30}}); err != nil {
 		t.Fatal(err)
 	}
 	scan := func(at time.Duration) uint64 {
