@@ -24,13 +24,13 @@ func TestMemoryByHand(t *testing.T) {
 		// 1000 + 3000 + 1000 + 15000 = 20000. Changes: 100 up, 200, 200,
 		// 400, then at the end instant 500 -> 100 (400) and 100 down.
 		{"steps", scenario.Process{MemoryMiB: 100, Start: 0, End: 60 * s, Memory: []scenario.MemorySegment{
-			{10 * s, 20 * s, 300}, {30 * s, 60 * s, 500}}}, 20000, 100 + 200 + 200 + 400 + 400 + 100, 0, 60 * s},
+			{From: 10 * s, To: 20 * s, MiB: 300}, {From: 30 * s, To: 60 * s, MiB: 500}}}, 20000, 100 + 200 + 200 + 400 + 400 + 100, 0, 60 * s},
 		// Starts in an interval: 50 on [0,10), 0 baseline after: 500;
 		// 50 up, 50 down at 10 s, nothing at the end.
-		{"starts in an interval", scenario.Process{Start: 0, End: 60 * s, Memory: []scenario.MemorySegment{{0, 10 * s, 50}}}, 500, 100, 0, 60 * s},
+		{"starts in an interval", scenario.Process{Start: 0, End: 60 * s, Memory: []scenario.MemorySegment{{From: 0, To: 10 * s, MiB: 50}}}, 500, 100, 0, 60 * s},
 		// Clipped to the container's window [20,40]: 300 over [20,30)
 		// and 100 over [30,40]: 3000 + 1000; 300 up, 200 down, 100 down.
-		{"clipped", scenario.Process{MemoryMiB: 100, Start: 0, End: 60 * s, Memory: []scenario.MemorySegment{{10 * s, 30 * s, 300}}}, 4000, 600, 20 * s, 40 * s},
+		{"clipped", scenario.Process{MemoryMiB: 100, Start: 0, End: 60 * s, Memory: []scenario.MemorySegment{{From: 10 * s, To: 30 * s, MiB: 300}}}, 4000, 600, 20 * s, 40 * s},
 	}
 	for _, c := range cases {
 		got, chg := processMemory(c.proc, c.defStart, c.defE, time.Hour)
