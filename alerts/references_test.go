@@ -25,7 +25,7 @@ var targetLabels = map[string]bool{"cluster": true, "job": true, "instance": tru
 // memoryFinding gives a memory_growth finding its figures, so that all its
 // series are served.
 func memoryFinding(f attribution.Finding) attribution.Finding {
-	f.Memory = attribution.MemoryGrowth{Scope: attribution.MemoryScopeGPU, Severity: attribution.SeverityWarning, Device: "GPU-a",
+	f.Memory = &attribution.MemoryGrowth{Scope: attribution.MemoryScopeGPU, Severity: attribution.SeverityWarning, Device: "GPU-a",
 		RateMiBPerMin: 60, DeviceMiB: 81920, UsedMiB: 40000, ExhaustionSeconds: 41920 * 60}
 	return f
 }

@@ -23,7 +23,7 @@ const (
 	SeverityInfo    = "info"
 )
 
-// MemoryGrowth is what a memory_growth finding says (zero on other kinds).
+// MemoryGrowth is what a memory_growth finding says.
 type MemoryGrowth struct {
 	Scope    string // MemoryScopeGPU or MemoryScopeMIGInstance
 	Severity string // SeverityWarning, or SeverityInfo for a MIG instance only the container uses
@@ -162,7 +162,8 @@ func (d *detectors) evalMemory(end int64, node string, out []Finding) []Finding 
 			continue
 		}
 		ep := d.flag(epKey{FindingMemoryGrowth, e.key, ""}, e, node, end, r)
-		ep.f.Memory = d.memoryFigures(e, tr, scope, severity)
+		mg := d.memoryFigures(e, tr, scope, severity)
+		ep.f.Memory = &mg
 		ep.f.Detail = ep.f.Memory.detail()
 	}
 	return d.endUnflagged(out, FindingMemoryGrowth, end)

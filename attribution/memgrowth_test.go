@@ -105,7 +105,10 @@ func TestMemoryGrowthFlagsOnlyTheLeaks(t *testing.T) {
 	// Both leak 100 MiB/min. Buckets are 30 s; each bucket's lowest
 	// sample is its first, taken 1 s after the bucket starts, and
 	// floor((30k+1)/6) = 5k: exactly 50 MiB per bucket.
-	lk := got["leaker"].Memory
+	lk, ml := got["leaker"].Memory, got["mig-leaker"].Memory
+	if lk == nil || ml == nil {
+		t.Fatalf("findings without their figures: %+v", got)
+	}
 	if math.Abs(lk.RateMiBPerMin-100) > 1e-9 {
 		t.Errorf("leaker rate %v MiB/min, want 100", lk.RateMiBPerMin)
 	}
@@ -122,7 +125,6 @@ func TestMemoryGrowthFlagsOnlyTheLeaks(t *testing.T) {
 	}
 	// The MIG leak: 1000+800 of the instance's 10240 MiB (DCGM's
 	// framebuffer figure): 8440 free, 84.4 min.
-	ml := got["mig-leaker"].Memory
 	if ml.Scope != MemoryScopeMIGInstance || ml.Severity != SeverityInfo || ml.Device != migID(1) ||
 		ml.DeviceMiB != 10240 || ml.UsedMiB != 1800 || math.Abs(ml.ExhaustionSeconds-84.4*60) > 1e-6 {
 		t.Errorf("MIG leaker figures %+v", ml)

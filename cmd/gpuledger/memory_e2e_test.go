@@ -77,6 +77,10 @@ func checkMemoryFindings(t *testing.T, story string, fs []attribution.Finding) {
 			continue
 		}
 		m := f.Memory
+		if m == nil {
+			t.Errorf("%s: finding without its figures: %+v", story, f)
+			continue
+		}
 		if m.Scope != w.scope || m.Severity != w.severity || !strings.Contains(f.Detail, "at_risk="+w.atRisk) ||
 			math.Abs(m.RateMiBPerMin-w.rate) > 0.15*w.rate || !(m.ExhaustionSeconds > 0) || !(m.DeviceMiB > m.UsedMiB) {
 			t.Errorf("%s: finding %+v, want scope %s severity %s rate %v", story, f, w.scope, w.severity, w.rate)

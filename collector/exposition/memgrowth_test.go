@@ -14,10 +14,10 @@ func TestMemoryGrowthGauges(t *testing.T) {
 	s, end := window(0)
 	mig := "MIG-00000000-0000-4000-8000-000000000001"
 	leak := attribution.Finding{Kind: attribution.FindingMemoryGrowth, GPUUUID: gpuB, Namespace: "ml", Pod: "infer-1", Container: "server", Team: "ml-team",
-		Memory: attribution.MemoryGrowth{Scope: attribution.MemoryScopeGPU, Severity: attribution.SeverityWarning, Device: gpuB,
+		Memory: &attribution.MemoryGrowth{Scope: attribution.MemoryScopeGPU, Severity: attribution.SeverityWarning, Device: gpuB,
 			RateMiBPerMin: 120, DeviceMiB: 81920, UsedMiB: 40000, ExhaustionSeconds: 3600}}
 	unknown := attribution.Finding{Kind: attribution.FindingMemoryGrowth, GPUUUID: gpuC, Namespace: "ml", Pod: "tts", Container: "server", Team: "ml-team",
-		Memory: attribution.MemoryGrowth{Scope: attribution.MemoryScopeMIGInstance, Severity: attribution.SeverityInfo, Device: mig,
+		Memory: &attribution.MemoryGrowth{Scope: attribution.MemoryScopeMIGInstance, Severity: attribution.SeverityInfo, Device: mig,
 			RateMiBPerMin: 6, ExhaustionSeconds: -1}}
 	e.Update(attribution.CycleResult{Start: s, End: end, Active: []attribution.Finding{leak, unknown}}, CycleMeta{})
 	mfs := gather(t, e)
