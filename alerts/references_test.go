@@ -22,6 +22,14 @@ import (
 // the scrape target's, and cluster as a target or external label.
 var targetLabels = map[string]bool{"cluster": true, "job": true, "instance": true}
 
+// memoryFinding gives a memory_growth finding its figures, so that all its
+// series are served.
+func memoryFinding(f attribution.Finding) attribution.Finding {
+	f.Memory = &attribution.MemoryGrowth{Scope: attribution.MemoryScopeGPU, Severity: attribution.SeverityWarning, Device: "GPU-a",
+		RateMiBPerMin: 60, DeviceMiB: 81920, UsedMiB: 40000, ExhaustionSeconds: 41920 * 60}
+	return f
+}
+
 // exported are the metric families a real Exporter serves, with the label
 // names each carries, after one Update that exercises every family:
 // containers on a whole GPU and on a MIG instance, every finding, every
@@ -53,6 +61,7 @@ func exported(t *testing.T) map[string]map[string]bool {
 		},
 		Active: []attribution.Finding{
 			find(attribution.FindingIdleAllocation), find(attribution.FindingNoisyNeighbour), find(attribution.FindingStarved),
+			memoryFinding(find(attribution.FindingMemoryGrowth)),
 		},
 		Anomalies: []attribution.Anomaly{{Kind: "bad_device_id", Key: "x"}},
 	}

@@ -130,9 +130,12 @@ func TestEveryRuleIsTested(t *testing.T) {
 // findingAlerts fire on series that name a container: their description
 // must name its pod, namespace and team.
 var findingAlerts = map[string]bool{
-	"GPULedgerIdleGPUAllocation": true,
-	"GPULedgerNoisyNeighbour":    true,
-	"GPULedgerStarvedContainer":  true,
+	"GPULedgerIdleGPUAllocation":             true,
+	"GPULedgerNoisyNeighbour":                true,
+	"GPULedgerStarvedContainer":              true,
+	"GPULedgerMemoryGrowth":                  true,
+	"GPULedgerMemoryGrowthOwnMIGInstance":    true,
+	"GPULedgerSharedGPUMemoryExhaustionSoon": true,
 }
 
 var severities = map[string]bool{"critical": true, "warning": true, "info": true}

@@ -23,6 +23,8 @@ type Config struct {
 	IdleWindow    time.Duration
 	IdleThreshold float64
 	NoisyWindow   time.Duration
+	// MemoryGrowth sets the memory-growth detector (memgrowth_config.go).
+	MemoryGrowth MemoryGrowthConfig
 	// PollInterval is the collector's cycle length; it bounds the detector
 	// bucket size from below. Zero: the first non-empty window observed.
 	PollInterval time.Duration
@@ -51,6 +53,7 @@ func (c Config) withDefaults() Config {
 	if c.NoisyWindow <= 0 {
 		c.NoisyWindow = DefaultNoisyWindow
 	}
+	c.MemoryGrowth = c.MemoryGrowth.withDefaults()
 	if c.DRAGPUDrivers == nil {
 		c.DRAGPUDrivers = DefaultDRAGPUDrivers
 	}

@@ -20,13 +20,22 @@ type detectors struct {
 	poll     int64
 	idle     ringSpec
 	noisy    ringSpec
-	stamp    int64 // cycle counter
+	memR     ringSpec // memory growth (memgrowth.go)
+	stamp    int64    // cycle counter
 	seen     []*detEnt
 	idleP    []piece
 	noisyP   []piece
 	ents     map[detKey]*detEnt
 	gpus     map[string]*detGPU
 	episodes map[epKey]*episode
+
+	// The memory detector's view of the cycle (nil outside observe), the
+	// bucket this cycle's sample goes to, and scratch.
+	cy         *cycle
+	memK       int64
+	memEnv     []float64
+	memSpread  []float64
+	memScratch []float64
 }
 
 // ringSpec is one detector's bucket size and window length in buckets.
@@ -58,6 +67,7 @@ type detEnt struct {
 	dead     bool // forgotten by gc
 	idle     []ctrBucket
 	noisy    []ctrBucket
+	mem      memEnt // memgrowth.go
 
 	// evaluation scratch
 	wUsed    float64
@@ -108,9 +118,13 @@ func (d *detectors) init(cfg Config) {
 
 // spec sizes a detector's buckets: a tenth of the window, at least one
 // poll interval, at most the window.
-func (d *detectors) spec(window time.Duration) ringSpec {
+func (d *detectors) spec(window time.Duration) ringSpec { return d.specN(window, 10) }
+
+// specN sizes buckets as a window cut into n, at least one poll interval
+// each, at most the window.
+func (d *detectors) specN(window time.Duration, n int) ringSpec {
 	w := int64(window)
-	b := min(max(w/10, d.poll), w)
+	b := min(max(w/int64(n), d.poll), w)
 	if b <= 0 {
 		b = 1
 	}
@@ -119,13 +133,16 @@ func (d *detectors) spec(window time.Duration) ringSpec {
 
 // observe feeds one cycle's GPUs to the detectors and returns the
 // episodes that ended with it.
-func (d *detectors) observe(prev, now int64, node string, gpus []GPUCycle, out []Finding) []Finding {
+func (d *detectors) observe(prev, now int64, node string, gpus []GPUCycle, cy *cycle, out []Finding) []Finding {
 	if d.idle.b == 0 {
 		if d.poll <= 0 {
 			d.poll = now - prev
 		}
 		d.idle, d.noisy = d.spec(d.cfg.IdleWindow), d.spec(d.cfg.NoisyWindow)
+		d.memR = d.specN(d.cfg.MemoryGrowth.Window, d.cfg.MemoryGrowth.Buckets)
 	}
+	d.cy = cy
+	d.memPiece(now)
 	d.stamp++
 	d.idleP = d.idle.pieces(prev, now, d.idleP[:0])
 	d.noisyP = d.noisy.pieces(prev, now, d.noisyP[:0])
@@ -134,8 +151,15 @@ func (d *detectors) observe(prev, now int64, node string, gpus []GPUCycle, out [
 	}
 	out = d.evaluate(prev, now, node, d.idle, d.evalIdle, out)
 	out = d.evaluate(prev, now, node, d.noisy, d.evalNoisy, out)
+	out = d.evaluate(prev, now, node, d.memR, d.evalMemory, out)
 	out = d.endVanished(out)
-	d.gc(now)
+	// Forgetting can wait for the largest bucket to end: the horizon has
+	// two buckets of slack, and walking every container each cycle cost
+	// more than the memory detector adds.
+	if gcb := max(d.idle.b, d.noisy.b, d.memR.b); floorDiv(prev, gcb) != floorDiv(now, gcb) {
+		d.gc(now)
+	}
+	d.cy = nil // not this cycle's any more
 	return out
 }
 
@@ -176,8 +200,10 @@ func (d *detectors) ingest(prev, now int64, gc *GPUCycle) {
 			ent.lastSeen, ent.lastTime = d.stamp, now
 			ent.share, ent.held, ent.alloc, ent.used, ent.running = 0, 0, 0, 0, false
 			ent.mode, ent.team = cc.SharingMode, cc.Team
+			ent.mem.cur = 0
 			seen = append(seen, ent)
 		}
+		ent.mem.cur += cc.MemoryMiB
 		ent.share += cc.Share
 		ent.alloc += cc.Allocated
 		ent.used += cc.Used
@@ -193,6 +219,7 @@ func (d *detectors) ingest(prev, now int64, gc *GPUCycle) {
 		for _, p := range d.noisyP {
 			ent.noisy[mod(p.k, d.noisy.n)].add(p.k, p.f, ent)
 		}
+		ent.mem.sample(d.memK, d.memR.n)
 	}
 	d.seen = seen[:0]
 }
@@ -217,7 +244,7 @@ func (b *ctrBucket) add(k int64, f float64, e *detEnt) {
 func (d *detectors) ent(k detKey) *detEnt {
 	e := d.ents[k]
 	if e == nil {
-		e = &detEnt{key: k, idle: make([]ctrBucket, d.idle.n), noisy: make([]ctrBucket, d.noisy.n)}
+		e = &detEnt{key: k, idle: make([]ctrBucket, d.idle.n), noisy: make([]ctrBucket, d.noisy.n), mem: memEnt{openK: noBucket}}
 		for i := range e.idle {
 			e.idle[i].k = noBucket
 		}
@@ -438,7 +465,7 @@ func (d *detectors) active() []Finding {
 
 // gc forgets containers and GPUs not seen for longer than any window.
 func (d *detectors) gc(now int64) {
-	horizon := now - max(d.idle.window(), d.noisy.window()) - 2*max(d.idle.b, d.noisy.b)
+	horizon := now - max(d.idle.window(), d.noisy.window(), d.memR.window()) - 2*max(d.idle.b, d.noisy.b, d.memR.b)
 	for k, e := range d.ents {
 		if e.lastTime < horizon {
 			e.dead = true // hints may still point at it

@@ -167,7 +167,7 @@ func TestDetectorModes(t *testing.T) {
 					Namespace: "ns", Pod: "p" + string(rune('0'+i)), Container: "c",
 					Share: 0.25, Allocated: 0.25, Used: used, Running: true})
 			}
-			found = d.observe(unixNanos(at(float64(s-1))), unixNanos(at(float64(s))), "n", []GPUCycle{gc}, found)
+			found = d.observe(unixNanos(at(float64(s-1))), unixNanos(at(float64(s))), "n", []GPUCycle{gc}, nil, found)
 		}
 		found = d.endAll(found)
 		if got := len(found) > 0; got != want {

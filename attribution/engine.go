@@ -106,7 +106,7 @@ func (e *Engine) Observe(obs Observation) CycleResult {
 	if now > prev {
 		res.Rows = e.ledger.add(prev, now, e.node(&obs), res.GPUs, cy.gpuModes(), res.Rows)
 		res.Rows = e.ledger.closeBefore(now, res.Rows)
-		res.Findings = e.det.observe(prev, now, e.node(&obs), res.GPUs, res.Findings)
+		res.Findings = e.det.observe(prev, now, e.node(&obs), res.GPUs, &e.cy, res.Findings)
 	}
 	res.Active = e.det.active()
 

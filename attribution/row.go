@@ -70,6 +70,10 @@ type Finding struct {
 	Team       string
 	Detail     string // e.g. the noisy pod a starved container names
 	NoisyPod   string // for starved rows: namespace/pod of the noisy neighbour
+	// Memory is what a memory_growth finding measured (nil otherwise; a
+	// pointer so that every other finding stays small, and never changed
+	// once set: each evaluation sets a new one).
+	Memory *MemoryGrowth
 }
 
 // CycleResult is what one Observation produced.

@@ -7,7 +7,21 @@ const (
 	findingsOverTime = iota + 4
 	findingsInterference
 	findingsIdleUse
+	// PanelFindingsMemory is the memory-growth table, which the
+	// memory alerts link to.
+	PanelFindingsMemory
 )
+
+// The memory-growth detector's series (collector/exposition).
+const (
+	mMemGrowth     = "gpuledger_memory_growth"
+	mMemGrowthRate = "gpuledger_memory_growth_bytes_per_second"
+	mMemExhaustion = "gpuledger_memory_exhaustion_seconds"
+)
+
+// byMemory identifies a memory_growth series: a flagged container, the
+// device that fills up, who is at risk and how badly.
+const byMemory = byFinding + ", device, scope, severity"
 
 // byFinding identifies a flagged container.
 const byFinding = "cluster, node, gpu, namespace, pod, container, team"
@@ -36,7 +50,7 @@ func findings() *dashboard.DashboardBuilder {
 	alloc := sumBy(byFinding, rate(sel(mAllocated, ctrFilter)))
 	share := sumBy(byFinding, sel(mRatio, ctrFilter))
 	b := newBoard(UIDFindings, "gpuledger / Findings",
-		"What the detectors flag right now: noisy neighbours on GPUs shared without hardware isolation with the containers they starve, and allocations held but unused. Click a row for the GPU's drill-down.")
+		"What the detectors flag right now: noisy neighbours on GPUs shared without hardware isolation with the containers they starve, allocations held but unused, and GPU memory that keeps growing where neighbours share it. Click a row for the GPU's drill-down.")
 
 	b.WithPanel(tableOf(PanelFindingsNoisy, "Noisy neighbours",
 		"Containers using at least twice their allocation share of a GPU that is at least 90% busy while another tenant gets less than its share (time-slicing, MPS, HAMi; never MIG). Used and share are in GPUs.",
@@ -64,7 +78,8 @@ func findings() *dashboard.DashboardBuilder {
 		"none", 8, 9,
 		q("A", "count("+flagged(mNoisy)+")", "noisy neighbours"),
 		q("B", "count("+flagged(mStarved)+")", "starved"),
-		q("C", "count("+flagged(mIdleAlloc)+")", "held but unused")))
+		q("C", "count("+flagged(mIdleAlloc)+")", "held but unused"),
+		q("D", "count("+flagged(mMemGrowth)+")", "memory growth")))
 	b.WithPanel(timeSeries(findingsInterference, "Noisy neighbours and victims: used vs share",
 		"GPUs used by the flagged noisy neighbours and their victims, next to their allocation shares: the noisy one far above its share, the victims below theirs.",
 		unitGPUs, 8, 9,
@@ -77,5 +92,14 @@ func findings() *dashboard.DashboardBuilder {
 		unitGPUs, 8, 9,
 		q("A", ofFlagged(alloc, mIdleAlloc), "{{namespace}}/{{pod}} allocated"),
 		q("B", ofFlagged(orZero(used, alloc), mIdleAlloc), "{{namespace}}/{{pod}} used")))
+	b.WithPanel(tableOf(PanelFindingsMemory, "GPU memory growth",
+		"Containers whose GPU memory (its lowest level, bucket by bucket over the memory window) keeps growing on a device shared without memory isolation. "+
+			"scope gpu: a time-sliced or MPS GPU, every tenant's allocations fail when it is full; scope mig_instance: only that MIG instance (severity info when the container holds it alone). "+
+			"Growth in MiB per minute; hours until the device is full if the growth goes on (empty when its size is unknown).",
+		24, 8, map[string]string{"A": "Flagged", "B": "Growth (MiB/min)", "C": "Hours until full"}, []string{"cluster"},
+		q("A", "max by ("+byMemory+") "+flagged(mMemGrowth), ""),
+		q("B", "max by ("+byMemory+") ("+sel(mMemGrowthRate, ctrFilter)+") * 60 / 1048576", ""),
+		q("C", "max by ("+byMemory+") ("+sel(mMemExhaustion, ctrFilter)+") / 3600", "")).
+		DataLinks(drilldownLink()))
 	return b
 }

@@ -26,10 +26,12 @@ var simNodes = []simNode{
 	{"timeslicing-hostile", "sim-timeslicing-hostile", 1}, // noisy batch-jobs/embeddings-backfill, three victims
 	{"mig-hostile", "sim-mig-hostile", 1},                 // a tenant at 100% of its MIG instance: never noisy
 	{"exclusive-basic", "sim-exclusive-basic", 3},         // idle notebook notebooks/nb-alice
+	// serving/chat-api leaks GPU memory beside flat and sawtooth tenants.
+	{"memory-leak-timeslicing", "sim-memory-leak-timeslicing", 1},
 }
 
 // speed paces the simulations: 10 simulated seconds per wall second, so
-// the five- to eight-minute scenarios take 30 to 48 s.
+// the five- to ten-minute scenarios take 30 to 60 s.
 const speed = "10"
 
 // Expected findings, from the scenarios' flags.yaml.
@@ -38,6 +40,7 @@ var (
 	starvedTenants = []string{"ads/ctr-model", "ranking/ranker", "search/query-encoder"}
 	idleTenant     = "notebooks/nb-alice"
 	busyTenant     = "ml/trainer" // exclusive-basic: never idle
+	leakingTenants = []string{"serving/chat-api"}
 )
 
 // healthAlerts must not fire while every source of every node works.
@@ -65,6 +68,8 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	checkCapacityIdentity(ctx, t, api)
 	waitForFiring(ctx, t, api, "GPULedgerNoisyNeighbour", noisyTenants[0])
 	waitForFiring(ctx, t, api, "GPULedgerIdleGPUAllocation", idleTenant)
+	// Flagged once its 5-minute memory window is full: 30 s of wall time.
+	waitForFiring(ctx, t, api, "GPULedgerMemoryGrowth", leakingTenants[0])
 	checkDashboardQueries(ctx, t, api)
 	checkRules(ctx, t, api)
 	checkAlerts(ctx, t, api)
@@ -120,7 +125,7 @@ func checkCapacityIdentity(ctx context.Context, t *testing.T, api promAPI) {
 	// 150 simulated seconds in, every scenario is at least 150 s from its
 	// end: a 10 s window lies inside all of them.
 	err := poll(ctx, 250*time.Millisecond, func() error {
-		s, err := api.query(ctx, `min(gpuledger_collector_cycles_total) >= 150 and count(gpuledger_collector_cycles_total) == 3`, time.Now())
+		s, err := api.query(ctx, fmt.Sprintf(`min(gpuledger_collector_cycles_total) >= 150 and count(gpuledger_collector_cycles_total) == %d`, len(simNodes)), time.Now())
 		if err != nil {
 			return err
 		}
@@ -312,6 +317,11 @@ func checkAlerts(ctx context.Context, t *testing.T, api promAPI) {
 	if got := raised("GPULedgerIdleGPUAllocation"); !slices.Contains(got, idleTenant) || slices.Contains(got, busyTenant) {
 		t.Errorf("GPULedgerIdleGPUAllocation raised for %v, want %s and never %s", got, idleTenant, busyTenant)
 	}
+	// The leak and no one else: not the flat model, not the training
+	// loop that frees what it takes.
+	if got := raised("GPULedgerMemoryGrowth"); !slices.Equal(got, leakingTenants) {
+		t.Errorf("GPULedgerMemoryGrowth raised for %v, want exactly %v", got, leakingTenants)
+	}
 	// A health alert may go pending on one failed scrape of a loaded
 	// machine; it must not fire.
 	for _, name := range healthAlerts {
@@ -331,7 +341,7 @@ func checkAlerts(ctx context.Context, t *testing.T, api promAPI) {
 	}
 	for _, a := range as {
 		if a.Labels["alertname"] == "GPULedgerCollectorAbsent" {
-			t.Errorf("GPULedgerCollectorAbsent is %s while three collectors are scraped", a.State)
+			t.Errorf("GPULedgerCollectorAbsent is %s while every collector is scraped", a.State)
 		}
 		t.Logf("alert %s %s %v", a.Labels["alertname"], a.State, a.Labels)
 	}

@@ -18,7 +18,7 @@ const maxFindingGroups = 5000
 // FindingSummary is one container's detector episodes of one kind over the
 // period.
 type FindingSummary struct {
-	Kind                      string // attribution.FindingIdleAllocation, ...NoisyNeighbour, ...Starved
+	Kind                      string // attribution.FindingIdleAllocation, ...NoisyNeighbour, ...Starved, ...MemoryGrowth
 	Namespace, Pod, Container string
 	Team, Node                string
 	GPUs                      []string
@@ -28,6 +28,9 @@ type FindingSummary struct {
 	// Related names pods: for a noisy neighbour the pods it starved, for a
 	// starved container the noisy pods ("namespace/pod").
 	Related []string
+	// Detail is the latest episode's detail: for memory_growth its rate,
+	// projected exhaustion and who is at risk.
+	Detail string
 }
 
 // PodName is "namespace/pod".
@@ -60,8 +63,8 @@ func collectFindings(ctx context.Context, src Source, from, to time.Time) (out [
 		if f.Start.Before(g.First) {
 			g.First = f.Start
 		}
-		if f.End.After(g.Last) {
-			g.Last = f.End
+		if !f.End.Before(g.Last) {
+			g.Last, g.Detail = f.End, f.Detail
 		}
 		if f.GPUUUID != "" {
 			gpus[k][f.GPUUUID] = true

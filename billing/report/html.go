@@ -57,6 +57,8 @@ type page struct {
 	IdleMore                   int
 	Noisy                      []findingRow
 	NoisyMore                  int
+	MemoryGrowth               []findingRow
+	MemoryGrowthMore           int
 	FindingsDropped            int
 	Lines                      []lineRow
 	Explain                    []string
@@ -84,6 +86,7 @@ type findingRow struct {
 	Pod, Container, Team, Where string
 	Episodes, Duration, First   string
 	Last, Related               string
+	Detail                      string
 }
 
 type lineRow struct {
@@ -129,6 +132,7 @@ func newPage(r *Report) page {
 	p.Models = modelRows(r, money)
 	p.IdleAllocs, p.IdleMore = findingRows(r, attribution.FindingIdleAllocation)
 	p.Noisy, p.NoisyMore = findingRows(r, attribution.FindingNoisyNeighbour)
+	p.MemoryGrowth, p.MemoryGrowthMore = findingRows(r, attribution.FindingMemoryGrowth)
 	p.FindingsDropped = r.FindingsDropped
 	for _, l := range r.Lines {
 		f := lineFields(r, l)
@@ -330,7 +334,7 @@ func findingRows(r *Report, kind string) ([]findingRow, int) {
 		rows = append(rows, findingRow{Pod: f.PodName(), Container: f.Container, Team: f.Team, Where: where,
 			Episodes: fmt.Sprint(f.Episodes), Duration: duration(f.Duration),
 			First: f.First.In(r.Book.Location).Format("2 Jan 15:04"), Last: f.Last.In(r.Book.Location).Format("2 Jan 15:04"),
-			Related: relatedText(f.Related)})
+			Related: relatedText(f.Related), Detail: f.Detail})
 	}
 	return rows, more
 }

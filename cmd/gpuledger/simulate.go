@@ -199,6 +199,7 @@ func simulatedCollector(ctx context.Context, sc *scenario.Scenario, node *sim.No
 		IdleWindow:     sc.Detection.IdleWindow,
 		IdleThreshold:  sc.Detection.IdleThreshold,
 		NoisyWindow:    sc.Detection.NoisyWindow,
+		MemoryGrowth:   attribution.MemoryGrowthConfig{Window: sc.Detection.MemoryWindow},
 	})
 	engine.RestorePins(opt.Pins)
 	c := collector.New(collector.Config{Node: sc.Node.Name}, node.Clock(), collector.Sources{

@@ -17,6 +17,9 @@ var (
 	containerLabels = []string{"gpu", "slice", "sharing_mode", "namespace", "pod", "container", "team"}
 	gpuLabels       = []string{"gpu", "model"}
 	findingLabels   = []string{"gpu", "namespace", "pod", "container", "team"}
+	// memoryLabels add to a finding the device that fills up (the GPU, or
+	// the MIG instance), the scope at risk and the severity.
+	memoryLabels = concat(findingLabels, []string{"device", "scope", "severity"})
 )
 
 // metricType is the type of a family; the Exporter emits only these two.
@@ -82,6 +85,7 @@ type descs struct {
 	allocated, used, ratio, memory, energy         *family
 	capacity, idle, unallocated, unattributed      *family
 	idleAllocation, noisyNeighbour, starved        *family
+	memoryGrowth, memoryGrowthRate, memoryExhaust  *family
 	buildInfo, gpuInfo, migInfo                    *family
 	cycleDuration, cycles                          *family
 	sourceUp, sourceErrors, anomalies, rowsWritten *family
@@ -136,6 +140,15 @@ func newDescs(node string, podLabelNames []string) descs {
 		starved: d("starved_container", gaugeType,
 			"1 while the container gets less than its allocation share of a busy shared GPU because of the noisy neighbour named in noisy_pod.",
 			concat(findingLabels, []string{"noisy_pod"}), onNode),
+		memoryGrowth: d("memory_growth", gaugeType,
+			"1 while the container is flagged because its GPU memory keeps growing on a device it shares without memory isolation (scope gpu: time-slicing or MPS, every tenant at risk; scope mig_instance: only its MIG instance, severity info when it holds the instance alone).",
+			memoryLabels, onNode),
+		memoryGrowthRate: d("memory_growth_bytes_per_second", gaugeType,
+			"While memory_growth is flagged: how fast the container's lowest GPU memory over the memory window grows, in bytes per second.",
+			memoryLabels, onNode),
+		memoryExhaust: d("memory_exhaustion_seconds", gaugeType,
+			"While memory_growth is flagged: seconds until the device (GPU or MIG instance) is full if the growth goes on and nothing else changes; absent when the device's size is unknown.",
+			memoryLabels, onNode),
 		buildInfo: d("build_info", gaugeType,
 			"Version of the gpuledger collector; always 1.",
 			[]string{"version", "revision", "goversion"}, onNode),
@@ -199,6 +212,7 @@ func (d *descs) all() []*family {
 		d.allocated, d.used, d.ratio, d.memory, d.energy,
 		d.capacity, d.idle, d.unallocated, d.unattributed,
 		d.idleAllocation, d.noisyNeighbour, d.starved,
+		d.memoryGrowth, d.memoryGrowthRate, d.memoryExhaust,
 		d.buildInfo, d.gpuInfo, d.migInfo,
 		d.cycleDuration, d.cycles,
 		d.sourceUp, d.sourceErrors, d.anomalies, d.rowsWritten,

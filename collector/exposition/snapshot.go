@@ -224,7 +224,23 @@ func (b *builder) findings(active []attribution.Finding) {
 			b.small(b.d.noisyNeighbour, 1, f.GPUUUID, f.Namespace, f.Pod, f.Container, f.Team)
 		case attribution.FindingStarved:
 			b.small(b.d.starved, 1, f.GPUUUID, f.Namespace, f.Pod, f.Container, f.Team, f.NoisyPod)
+		case attribution.FindingMemoryGrowth:
+			b.memoryGrowth(f)
 		}
+	}
+}
+
+// memoryGrowth emits a memory_growth finding's flag, rate and projection.
+func (b *builder) memoryGrowth(f attribution.Finding) {
+	m := f.Memory
+	if m == nil {
+		return // a finding read back from a ledger carries only its detail
+	}
+	lv := []string{f.GPUUUID, f.Namespace, f.Pod, f.Container, f.Team, m.Device, m.Scope, m.Severity}
+	b.small(b.d.memoryGrowth, 1, lv...)
+	b.small(b.d.memoryGrowthRate, m.RateMiBPerMin*mebibyte/60, lv...)
+	if m.ExhaustionSeconds >= 0 {
+		b.small(b.d.memoryExhaust, m.ExhaustionSeconds, lv...)
 	}
 }
 

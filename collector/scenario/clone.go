@@ -69,6 +69,7 @@ func cloneResourceSlice(rs ResourceSlice) ResourceSlice {
 func cloneProcess(p Process) Process {
 	p.Device, p.Comm = strings.Clone(p.Device), strings.Clone(p.Comm)
 	p.Busy = cloneEach(p.Busy, func(s Segment) Segment { return s })
+	p.Memory = cloneEach(p.Memory, func(s MemorySegment) MemorySegment { return s })
 	return p
 }
 

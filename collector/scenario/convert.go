@@ -18,6 +18,7 @@ const (
 	DefaultIdleWindow         = 10 * time.Minute
 	DefaultIdleThreshold      = 0.05
 	DefaultNoisyWindow        = time.Minute
+	DefaultMemoryWindow       = 30 * time.Minute
 	DefaultIdleWatts          = 60.0
 	DefaultMaxWatts           = 400.0
 
@@ -96,6 +97,7 @@ func (c *converter) detection(r rawDetection) Detection {
 		IdleWindow:    c.positive("detection.idleWindow", r.IdleWindow, DefaultIdleWindow),
 		IdleThreshold: DefaultIdleThreshold,
 		NoisyWindow:   c.positive("detection.noisyWindow", r.NoisyWindow, DefaultNoisyWindow),
+		MemoryWindow:  c.positive("detection.memoryWindow", r.MemoryWindow, DefaultMemoryWindow),
 	}
 	if r.IdleThreshold != nil {
 		d.IdleThreshold = *r.IdleThreshold

@@ -63,6 +63,13 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(strings.Replace(baseYAML, "mode: timeslicing", "mode: mps", 1)))
 	f.Add([]byte(strings.Replace(baseYAML, "pid: 10002", "pid: 10001", 1)))
 	f.Add([]byte(strings.Replace(baseYAML, "duration: 10m", "duration: -1", 1)))
+	// Memory over time: valid, touching intervals, overlapping, a full
+	// device, a trace that never resolves.
+	mem := "            memoryMiB: 2048\n"
+	f.Add([]byte(strings.Replace(baseYAML, mem, mem+"            memory: [{from: 0s, to: 1m, mib: 4096}, {from: 1m, to: 2m, mib: 0}]\n", 1)))
+	f.Add([]byte(strings.Replace(baseYAML, mem, mem+"            memory: [{from: 0s, to: 2m, mib: 4096}, {from: 1m, to: 3m, mib: 1}]\n", 1)))
+	f.Add([]byte(strings.Replace(baseYAML, mem, mem+"            memory: [{from: 1m, to: 2m, mib: 80700}]\n", 1)))
+	f.Add([]byte(strings.Replace(baseYAML, mem, mem+"            memoryTrace: traces/m.csv\n", 1)))
 	f.Add([]byte("apiVersion: gpuledger/v1\nkind: Scenario\n"))
 	f.Add([]byte("a: &a [*a]"))
 	f.Add([]byte("{{{"))

@@ -41,6 +41,14 @@ func checkInvariants(t *testing.T, s *Scenario) {
 				t.Fatalf("pid %d segments %d and %d overlap or are unsorted", p.PID, i-1, i)
 			}
 		}
+		for i, m := range p.Memory {
+			if m.From >= m.To || m.From < p.Start || m.To > p.End {
+				t.Fatalf("pid %d memory interval %d = %+v in [%v,%v]", p.PID, i, m, p.Start, p.End)
+			}
+			if i > 0 && p.Memory[i-1].To > m.From {
+				t.Fatalf("pid %d memory intervals %d and %d overlap or are unsorted", p.PID, i-1, i)
+			}
+		}
 	}
 	for i := range s.Pods {
 		checkPodShapes(t, &s.Pods[i])

@@ -40,6 +40,7 @@ func (c *converter) process(path string, r rawProcess, life span) Process {
 		pending = c.inlineSegments(field(path, "busy"), r.Busy)
 	}
 	pr.Busy = c.checkSegments(pending, pr, lifeOK)
+	pr.Memory = c.memory(path, r, pr, lifeOK)
 	return pr
 }
 

@@ -28,6 +28,7 @@ type rawDetection struct {
 	IdleWindow    rawValue `yaml:"idleWindow"`
 	IdleThreshold *float64 `yaml:"idleThreshold"`
 	NoisyWindow   rawValue `yaml:"noisyWindow"`
+	MemoryWindow  rawValue `yaml:"memoryWindow"`
 }
 
 type rawNode struct {
@@ -138,6 +139,9 @@ type rawProcess struct {
 	End       rawValue     `yaml:"end"`
 	Busy      []rawSegment `yaml:"busy"`
 	BusyTrace string       `yaml:"busyTrace"`
+	// Memory and MemoryTrace give framebuffer over time (memory.go).
+	Memory      []rawMemorySegment `yaml:"memory"`
+	MemoryTrace string             `yaml:"memoryTrace"`
 	// Comm is an extension to the contract: a process name for procfs.
 	Comm string `yaml:"comm"`
 }
@@ -146,6 +150,12 @@ type rawSegment struct {
 	From     rawValue `yaml:"from"`
 	To       rawValue `yaml:"to"`
 	Fraction *float64 `yaml:"fraction"`
+}
+
+type rawMemorySegment struct {
+	From rawValue `yaml:"from"`
+	To   rawValue `yaml:"to"`
+	MiB  rawValue `yaml:"mib"`
 }
 
 // rawValue keeps a scalar's YAML node so that durations, times and integers

@@ -12,10 +12,14 @@ import (
 	"strings"
 )
 
-// traceHeader is the exact header a busy trace must start with.
-const traceHeader = "from,to,fraction"
+// traceHeader is the exact header a busy trace must start with;
+// memoryTraceHeader a memory trace's.
+const (
+	traceHeader       = "from,to,fraction"
+	memoryTraceHeader = "from,to,mib"
+)
 
-// tracePath resolves a busyTrace path against the scenario's directory.
+// tracePath resolves a trace path against the scenario's directory.
 func tracePath(dir, name string) string {
 	if filepath.IsAbs(name) {
 		return name
@@ -23,57 +27,81 @@ func tracePath(dir, name string) string {
 	return filepath.Join(dir, name)
 }
 
-// readTrace loads a busy-trace CSV. Rows keep their line numbers so that
-// later checks can point at them. Only regular files are read: a path naming
-// a device or a pipe would otherwise block or never end.
+// readTrace loads a busy-trace CSV.
 func readTrace(path string) ([]lineSegment, error) {
+	rows, err := readTraceRows(path, "busy trace", traceHeader)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]lineSegment, len(rows))
+	for i, r := range rows {
+		out[i] = lineSegment{line: r.line, from: r.v[0], to: r.v[1], frac: r.v[2]}
+	}
+	return out, nil
+}
+
+// readTraceRows loads a three-column CSV of numbers whose first line is
+// exactly header. Rows keep their line numbers so that later checks can
+// point at them. Only regular files are read: a path naming a device or a
+// pipe would otherwise block or never end.
+func readTraceRows(path, what, header string) ([]traceRow, error) {
 	// Stat before opening: opening a FIFO for reading blocks until a writer
 	// shows up.
-	if err := requireRegular(os.Stat(path)); err != nil {
+	if err := requireRegular(what)(os.Stat(path)); err != nil {
 		return nil, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot open busy trace: %w", err)
+		return nil, fmt.Errorf("cannot open %s: %w", what, err)
 	}
 	defer f.Close()
-	if err := requireRegular(f.Stat()); err != nil {
+	if err := requireRegular(what)(f.Stat()); err != nil {
 		return nil, err
 	}
-	return parseTrace(bufio.NewReader(f))
+	return parseTraceRows(bufio.NewReader(f), header)
 }
 
-func requireRegular(st os.FileInfo, err error) error {
-	if err != nil {
-		return fmt.Errorf("cannot stat busy trace: %w", err)
+// requireRegular returns a check taking Stat's results directly.
+func requireRegular(what string) func(os.FileInfo, error) error {
+	return func(st os.FileInfo, err error) error {
+		if err != nil {
+			return fmt.Errorf("cannot stat %s: %w", what, err)
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file (mode %s)", what, st.Mode())
+		}
+		return nil
 	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("busy trace is not a regular file (mode %s)", st.Mode())
-	}
-	return nil
 }
 
-// lineSegment is a trace row before it becomes a Segment.
+// lineSegment is a busy-trace row before it becomes a Segment.
 type lineSegment struct {
 	line           int
 	from, to, frac float64
 }
 
-func parseTrace(r io.Reader) ([]lineSegment, error) {
+// traceRow is one row of a trace: its line and its three numbers.
+type traceRow struct {
+	line int
+	v    [3]float64
+}
+
+func parseTraceRows(r io.Reader, header string) ([]traceRow, error) {
+	names := strings.Split(header, ",")
 	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = 3
+	cr.FieldsPerRecord = len(names)
 	cr.ReuseRecord = true
-	header, err := cr.Read()
+	got, err := cr.Read()
 	if errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("empty file, want header %q", traceHeader)
+		return nil, fmt.Errorf("empty file, want header %q", header)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot read header: %w", err)
 	}
-	if got := strings.Join(header, ","); got != traceHeader {
-		return nil, fmt.Errorf("header is %q, want %q", got, traceHeader)
+	if g := strings.Join(got, ","); g != header {
+		return nil, fmt.Errorf("header is %q, want %q", g, header)
 	}
-	var out []lineSegment
+	var out []traceRow
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -83,22 +111,22 @@ func parseTrace(r io.Reader) ([]lineSegment, error) {
 			return nil, fmt.Errorf("cannot read row: %w", err)
 		}
 		line, _ := cr.FieldPos(0)
-		seg, err := parseTraceRow(rec, line)
+		row, err := parseTraceRow(rec, names, line)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, seg)
+		out = append(out, row)
 	}
 }
 
-func parseTraceRow(rec []string, line int) (lineSegment, error) {
-	var v [3]float64
-	for i, name := range []string{"from", "to", "fraction"} {
+func parseTraceRow(rec, names []string, line int) (traceRow, error) {
+	row := traceRow{line: line}
+	for i, name := range names {
 		f, err := strconv.ParseFloat(strings.TrimSpace(rec[i]), 64)
 		if err != nil {
-			return lineSegment{}, fmt.Errorf("line %d: %s %q is not a number", line, name, rec[i])
+			return traceRow{}, fmt.Errorf("line %d: %s %q is not a number", line, name, rec[i])
 		}
-		v[i] = f
+		row.v[i] = f
 	}
-	return lineSegment{line: line, from: v[0], to: v[1], frac: v[2]}, nil
+	return row, nil
 }

@@ -29,6 +29,8 @@ type Detection struct {
 	IdleWindow    time.Duration
 	IdleThreshold float64
 	NoisyWindow   time.Duration
+	// MemoryWindow is the memory-growth detector's window.
+	MemoryWindow time.Duration
 }
 
 // Node is the simulated node.
@@ -139,13 +141,24 @@ type DeviceRequest struct {
 
 // Process is one GPU process.
 type Process struct {
-	PID       uint32
-	Device    string // GPU or MIG UUID
+	PID    uint32
+	Device string // GPU or MIG UUID
+	// MemoryMiB is the framebuffer the process holds outside its Memory
+	// intervals (all its life when Memory is empty).
 	MemoryMiB uint64
 	Start     time.Duration // offsets; default pod start/end (0/Duration for host processes)
 	End       time.Duration
 	Busy      []Segment // sorted, non-overlapping
-	Comm      string    // process name; "" means a default
+	// Memory is framebuffer over time: sorted, non-overlapping intervals
+	// inside the process's life, each overriding MemoryMiB (MemoryAt).
+	Memory []MemorySegment
+	Comm   string // process name; "" means a default
+}
+
+// MemorySegment is framebuffer held at a constant size over [From, To).
+type MemorySegment struct {
+	From, To time.Duration
+	MiB      uint64
 }
 
 // Segment is one piecewise-constant activity interval [From, To).

@@ -38,6 +38,7 @@ func validate(s *Scenario) error {
 	}
 	checkPIDs(&p, s, devices, procs)
 	checkPhysics(&p, s, devices, procs)
+	checkMemoryFits(&p, s, devices, procs)
 	return p.err()
 }
 

@@ -27,7 +27,11 @@ type proc struct {
 	pid    uint32
 	gpu    *gpu
 	inst   *migInst // nil when it runs on the whole GPU
-	memMiB uint64
+	memMiB uint64   // framebuffer outside mem's intervals
+	// mem is framebuffer over time (sorted [from, to) intervals, each
+	// overriding memMiB); memCur is the reading cursor (memory.go).
+	mem    []memSegment
+	memCur int
 	// start and end bound its life; it is alive when start <= t <= end.
 	start, end time.Duration
 	segs       []segment

@@ -61,13 +61,13 @@ func (c *dcgmClient) Read(ctx context.Context) ([]dcgmsource.Values, error) {
 				busy += m.weight * r
 				out = append(out, dcgmsource.Values{
 					Entity: dcgmsource.Entity{GPUIndex: g.index, GPUInstanceID: m.giID}, At: at,
-					GrEngineActive: r, SMActive: r, FBUsedMiB: usedMiB(m.grp.alive),
+					GrEngineActive: r, SMActive: r, FBUsedMiB: usedMiB(m.grp.alive, t),
 				})
 			}
-			gv.FBUsedMiB = g.usedMiB()
+			gv.FBUsedMiB = g.usedMiB(t)
 		} else {
 			busy = clamp01(g.grp.busy(&n.scratch, slotDCGM, a, t, false) / w)
-			gv.FBUsedMiB = usedMiB(g.grp.alive)
+			gv.FBUsedMiB = usedMiB(g.grp.alive, t)
 		}
 		gv.GrEngineActive, gv.SMActive = busy, busy
 		gv.PowerWatts = g.power(busy)
@@ -80,23 +80,23 @@ func (c *dcgmClient) Read(ctx context.Context) ([]dcgmsource.Values, error) {
 // Close is a no-op: the node owns the simulated DCGM.
 func (c *dcgmClient) Close() error { return nil }
 
-// usedMiB is the framebuffer the processes use.
-func usedMiB(procs []*proc) uint64 {
+// usedMiB is the framebuffer the processes use at offset t.
+func usedMiB(procs []*proc, t time.Duration) uint64 {
 	var sum uint64
 	for _, p := range procs {
-		sum += p.memMiB
+		sum += p.memAt(t)
 	}
 	return sum
 }
 
-// usedMiB is the framebuffer used on the whole GPU.
-func (g *gpu) usedMiB() uint64 {
+// usedMiB is the framebuffer used on the whole GPU at offset t.
+func (g *gpu) usedMiB(t time.Duration) uint64 {
 	if !g.isMIG() {
-		return usedMiB(g.grp.alive)
+		return usedMiB(g.grp.alive, t)
 	}
 	var sum uint64
 	for _, m := range g.migs {
-		sum += usedMiB(m.grp.alive)
+		sum += usedMiB(m.grp.alive, t)
 	}
 	return sum
 }

@@ -227,6 +227,9 @@ func (n *Node) newProc(sp scenario.Process, ownerStart, ownerEnd time.Duration, 
 	if err := p.setSegments(sp.Busy); err != nil {
 		return nil, fmt.Errorf("pid %d: %w", sp.PID, err)
 	}
+	if err := p.setMemory(sp.Memory); err != nil {
+		return nil, fmt.Errorf("pid %d: %w", sp.PID, err)
+	}
 	grp := d.g.grp
 	if d.mig != nil {
 		grp = d.mig.grp

@@ -76,10 +76,11 @@ func (d *device) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
 func (d *device) memory() (total, used uint64) {
 	d.n.mu.Lock()
 	defer d.n.mu.Unlock()
+	t := d.n.clock.offset()
 	if d.mig != nil {
-		return d.mig.memMiB << 20, usedMiB(d.mig.grp.alive) << 20
+		return d.mig.memMiB << 20, usedMiB(d.mig.grp.alive, t) << 20
 	}
-	return d.g.totalMiB << 20, d.g.usedMiB() << 20
+	return d.g.totalMiB << 20, d.g.usedMiB(t) << 20
 }
 
 // GetMigMode reports current and pending MIG mode of a GPU.
@@ -159,7 +160,7 @@ func (d *device) GetAttributes() (nvml.DeviceAttributes, nvml.Return) {
 
 // GetComputeRunningProcesses lists the processes alive now: on a GPU all of
 // its processes (with MIG instance IDs on MIG GPUs), on a MIG device that
-// instance's.
+// instance's, each with the memory it holds now (UsedGpuMemory, bytes).
 func (d *device) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
 	d.n.mu.Lock()
 	defer d.n.mu.Unlock()
@@ -189,9 +190,10 @@ func (d *device) running() []nvml.ProcessInfo {
 		groups = []*group{d.g.grp}
 	}
 	out := []nvml.ProcessInfo{}
+	t := d.n.clock.offset()
 	for _, grp := range groups {
 		for _, p := range grp.alive {
-			pi := nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: p.memMiB << 20, GpuInstanceId: noInstance, ComputeInstanceId: noInstance}
+			pi := nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: p.memAt(t) << 20, GpuInstanceId: noInstance, ComputeInstanceId: noInstance}
 			if p.inst != nil {
 				pi.GpuInstanceId, pi.ComputeInstanceId = uint32(p.inst.giID), 0
 			}

@@ -81,6 +81,7 @@ func FuzzCompute(f *testing.F) {
 	}
 	f.Add([]byte(tinyMIGScenario))
 	f.Add([]byte(tinyShapesScenario))
+	f.Add([]byte(tinyMemoryScenario))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sc, err := scenario.Parse(data, t.TempDir())
 		if err != nil || sc.Duration > 3600e9 || len(sc.Pods) > 50 {

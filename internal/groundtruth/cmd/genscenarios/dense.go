@@ -98,7 +98,10 @@ func (b *builder) densePod(s denseSlot, n int, life [2]float64, procs int, pid *
 		stop -= 0.5
 	}
 	for range procs {
-		hi, mem := 0.04, 200+b.rng.Intn(800)
+		// Halved after the draw (the same random sequence as before):
+		// 48 MPS replicas of up to three such processes must fit in the
+		// GPU's framebuffer, which scenarios now enforce.
+		hi, mem := 0.04, (200+b.rng.Intn(800))/2
 		if s.mig {
 			hi, mem = 0.48/float64(procs), 500+b.rng.Intn(1000)
 		}

@@ -33,6 +33,7 @@ type detectionY struct {
 	IdleWindow    string  `yaml:"idleWindow"`
 	IdleThreshold float64 `yaml:"idleThreshold"`
 	NoisyWindow   string  `yaml:"noisyWindow"`
+	MemoryWindow  string  `yaml:"memoryWindow,omitempty"`
 }
 
 type nodeY struct {
@@ -139,6 +140,14 @@ type procY struct {
 	Start     string `yaml:"start,omitempty"`
 	End       string `yaml:"end,omitempty"`
 	Busy      []segY `yaml:"busy,flow"`
+	Memory    []memY `yaml:"memory,flow,omitempty"`
+}
+
+// memY is one interval of memory over time.
+type memY struct {
+	From string `yaml:"from"`
+	To   string `yaml:"to"`
+	MiB  int    `yaml:"mib"`
 }
 
 type segY struct {

@@ -39,6 +39,11 @@ var stories = []story{
 	{"mig-renamed", migRenamed},
 	{"dra-claims", draClaims},
 	{"gke-sharing", gkeSharing},
+	{"memory-leak-timeslicing", memoryLeakTimeslicing},
+	{"memory-leak-mps", memoryLeakMPS},
+	{"memory-flat-large", memoryFlatLarge},
+	{"memory-sawtooth", memorySawtooth},
+	{"memory-leak-mig", memoryLeakMIG},
 }
 
 // exclusiveBasic: a trainer keeps its GPU ~90% busy, a notebook holds a
