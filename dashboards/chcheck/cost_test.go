@@ -1,0 +1,129 @@
+package chcheck_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/billing/report"
+)
+
+// shippedBook is deploy/prices.yaml, the price book the chart ships,
+// with its policy and idle rule replaced, and with odd rates (many
+// decimals, so that models' totals need the rounding line) when asked.
+func shippedBook(t testing.TB, policy, idle string, odd bool) *pricebook.Book {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "prices.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = regexp.MustCompile(`(?m)^policy: *\w+`).ReplaceAll(data, []byte("policy: "+policy))
+	data = regexp.MustCompile(`(?m)^idle: *\w+`).ReplaceAll(data, []byte("idle: "+idle))
+	if odd {
+		for old, rate := range map[string]string{"A100-SXM4-80GB: 2.40": "A100-SXM4-80GB: 2.4037", "H100-SXM5-80GB: 4.10": "H100-SXM5-80GB: 4.123456789",
+			"defaultRate: 2.00": "defaultRate: 1.999999999999"} {
+			if !bytes.Contains(data, []byte(old)) {
+				t.Fatalf("deploy/prices.yaml has no %q", old)
+			}
+			data = bytes.Replace(data, []byte(old), []byte(rate), 1)
+		}
+	}
+	b, err := pricebook.Parse("prices.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func minor(t testing.TB, v any, unit int) int64 {
+	t.Helper()
+	return int64(math.Round(asFloat(t, v) * math.Pow10(unit)))
+}
+
+// TestCostPanelsEqualReport: for every policy and idle rule, the cost
+// panels show, to the minor unit, what `gpuledger report` computes for the
+// same month from the same ClickHouse ledger: every team's charge, share
+// of uncharged capacity and total, and the invoice's total, platform and
+// rounding lines.
+func TestCostPanelsEqualReport(t *testing.T) {
+	db := simulatedMonth(t)
+	b := loadBoard(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		policy, idle string
+		odd          bool
+	}{
+		{"allocation", "shared", false}, // the chart's deploy/prices.yaml
+		{"allocation", "platform", false},
+		{"usage", "shared", false},
+		{"usage", "platform", false},
+		{"allocation", "shared", true},
+		{"allocation", "platform", true},
+		{"usage", "shared", true},
+		{"usage", "platform", true},
+	} {
+		t.Run(fmt.Sprintf("%s-%s-odd=%v", tc.policy, tc.idle, tc.odd), func(t *testing.T) {
+			book := shippedBook(t, tc.policy, tc.idle, tc.odd)
+			// Each load is a newer version: the panels use the newest.
+			if err := db.store.WritePrices(ctx, book, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			want, err := report.Build(ctx, db.store, book, monthStart, monthEnd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want.Total == 0 || len(want.Teams) < 4 {
+				t.Fatalf("report of the simulated month: total %d, %d teams", want.Total, len(want.Teams))
+			}
+			unit := book.Currency.MinorUnit
+
+			cols, rows := db.run(t, b.panelSQL(t, "Cost per team and month"), month(), all())
+			got := map[string][3]int64{}
+			for _, r := range rows {
+				if m := r[col(t, cols, "Month")]; asString(m)[:10] != "2026-10-01" {
+					t.Errorf("cost row for month %v, want only 2026-10", m)
+				}
+				got[asString(r[col(t, cols, "Team")])] = [3]int64{
+					minor(t, r[col(t, cols, "Charge")], unit),
+					minor(t, r[col(t, cols, "Share of uncharged capacity")], unit),
+					minor(t, r[col(t, cols, "Cost")], unit)}
+			}
+			if len(got) != len(want.Teams) {
+				t.Errorf("panel shows %d teams, report has %d", len(got), len(want.Teams))
+			}
+			for _, tm := range want.Teams {
+				w := [3]int64{tm.Charge, tm.IdleShare, tm.Total}
+				if got[tm.Team] != w {
+					t.Errorf("team %q: panel charge/share/total %v, report %v (minor units)", tm.Team, got[tm.Team], w)
+				}
+			}
+
+			cols, rows = db.run(t, b.panelSQL(t, "Invoice per month"), month(), all())
+			if len(rows) != 1 {
+				t.Fatalf("invoice panel: %d rows, want 1", len(rows))
+			}
+			r := rows[0]
+			var teams int64
+			for _, tm := range want.Teams {
+				teams += tm.Total
+			}
+			for name, w := range map[string]int64{"Total": want.Total, "Platform (uncharged capacity)": want.Platform,
+				"Rounding": want.Rounding, "Teams": teams} {
+				if g := minor(t, r[col(t, cols, name)], unit); g != w {
+					t.Errorf("invoice %s: panel %d, report %d", name, g, w)
+				}
+			}
+			if g := asString(r[col(t, cols, "Policy")]); g != tc.policy {
+				t.Errorf("invoice policy %q, want %q", g, tc.policy)
+			}
+			t.Logf("%s/%s: total %d, platform %d, rounding %d, %d teams", tc.policy, tc.idle, want.Total, want.Platform, want.Rounding, len(want.Teams))
+		})
+	}
+}
