@@ -131,7 +131,7 @@ func chargebackClickHouse() *dashboard.DashboardBuilder {
 		"GPUs held (allocated) and used by containers, averaged per UTC day.",
 		unitGPUs, 12, 9, false, sqlHeldVsUsed()))
 	b.WithPanel(chTable(chUncharged, "Capacity no container used, per month and model",
-		"Per calendar month and GPU model: GPU-hours never allocated, idle device time, unattributed, and held but unused, with their value at the model's rate. A value, not an invoice line: who pays for it is in the cost panels (policy and idle rule of the price book).",
+		"Per calendar month and GPU model: GPU-hours never allocated, idle device time, unattributed, and held but unused, with their value at the model's rate. A value, not an invoice line: who pays for it is in the cost panels (the price book's policy and its rule for uncharged capacity).",
 		24, 7, sqlUncharged()))
 	b.WithPanel(chSeries(chSharingMix, "Sharing-mode mix: held GPUs per day",
 		"GPUs held per UTC day by sharing mode (exclusive, MIG, time-slicing, MPS, HAMi, DRA).",
