@@ -140,7 +140,7 @@ func chargebackClickHouse() *dashboard.DashboardBuilder {
 		"GPU-hours held and used and the efficiency per sharing mode.",
 		12, 9, sqlSharingTable()))
 	b.WithPanel(chTable(chTopWorkloads, "Top workloads",
-		"The 20 pods that held the most GPU-hours in the time range, from the raw ledger rows.",
+		"The 20 workloads (namespaces, with their team) that held the most GPU-hours in the time range: held, used, efficiency, held but unused, and the GPU models and sharing modes they ran on.",
 		24, 10, sqlTopWorkloads()))
 	b.WithPanel(chSeries(chFindingsOverTime, "Findings per day",
 		"Findings (held but unused, noisy neighbour, starved) per UTC day of their start.",

@@ -15,10 +15,10 @@ func sqlCostByTeam() string {
 	` + money("sumIf(amount, ltype = 0)") + ` AS "Charge",
 	` + money("sumIf(amount, ltype = 1)") + ` AS "Share of uncharged capacity",
 	` + money("sum(amount)") + ` AS "Cost",
-	sum(us) / 3600000000 AS "Charged GPU-h",
+	toFloat64(sum(us) / 3600000000) AS "Charged GPU-h",
 	` + book("currency") + ` AS "Currency"
 FROM (` + invoiceLines() + `)
-WHERE sect = 0 AND ` + labelFilters() + `
+WHERE sect = 0 AND ` + utcBook + ` AND ` + labelFilters() + `
 GROUP BY month, team
 ORDER BY month, "Cost" DESC, team`
 }
@@ -45,6 +45,7 @@ FROM (
 	)
 	GROUP BY month
 )
+WHERE ` + utcBook + `
 ORDER BY month`
 }
 
@@ -75,7 +76,7 @@ GROUP BY time ORDER BY time`
 // in GPU-hours and at the model's rate (a value, not an invoice line: the
 // invoice charges some of it to teams, see the cost panels).
 func sqlUncharged() string {
-	h := func(x string) string { return "toDecimal128(" + x + ", 12) / 3600000000" }
+	h := func(x string) string { return x + " / 3600000000" }
 	v := func(x string) string { return "toFloat64(" + amountOf(x, "rate") + ") / " + minorScale }
 	return `SELECT month AS "Month", gpu_model AS "Model",
 	` + h("never") + ` AS "Never allocated GPU-h", ` + h("idle_us") + ` AS "Idle device time GPU-h",
@@ -90,6 +91,7 @@ FROM (` + withRates(`SELECT toStartOfMonth(day) AS month, gpu_model,
 	FROM (`+dayGroups(monthsCond)+`)
 	WHERE `+varFilter("model", "gpu_model")+`
 	GROUP BY month, gpu_model`) + `)
+WHERE ` + utcBook + `
 ORDER BY month, gpu_model`
 }
 
@@ -113,26 +115,22 @@ WHERE kind = 'container' AND ` + labelFilters() + `
 GROUP BY sharing_mode ORDER BY "Held GPU-h" DESC`
 }
 
-// sqlTopWorkloads is the 20 pods that held the most GPU-hours in the time
-// range. Pods are only in the raw rows; replayed rows are counted once by
-// grouping on the rows' deterministic key first (what FINAL does, without
-// its single-threaded merge on 18.16).
+// sqlTopWorkloads is the 20 workloads, namespaces with their team, that
+// held the most GPU-hours in the time range, from the rollups. Pods are
+// only in the raw rows, and deduplicating a month of them (FINAL, or a
+// GROUP BY on the row key) took 31 s for 100 GPUs on 18.16: far over a
+// dashboard's budget (docs/dashboards.md).
 func sqlTopWorkloads() string {
-	return `SELECT namespace AS "Namespace", pod AS "Pod", team AS "Team",
-	sum(alloc) / 3600 AS "Held GPU-h", sum(used) / 3600 AS "Used GPU-h",
-	if(sum(alloc) > 0, sum(used) / sum(alloc), NULL) AS "Efficiency",
-	groupUniqArray(gpu_model) AS "Models", groupUniqArray(sharing_mode) AS "Sharing modes"
-FROM (
-	SELECT namespace, pod, team, gpu_model, sharing_mode,
-		argMax(allocated_gpu_seconds, version) AS alloc, argMax(used_gpu_seconds, version) AS used
-	FROM ` + chRows + `
-	WHERE toStartOfHour(interval_start) >= toStartOfHour($__fromTime) AND $__timeFilter(interval_start) AND interval_start < $__toTime
-		AND kind = 'container' AND ` + labelFilters() + `
-	GROUP BY toStartOfHour(interval_start), node, gpu_uuid, slice_id, pod_uid, container, kind, interval_start, interval_start_ns,
-		namespace, pod, team, gpu_model, sharing_mode
-)
-GROUP BY namespace, pod, team
-ORDER BY "Held GPU-h" DESC, namespace, pod
+	return `SELECT namespace AS "Namespace", team AS "Team",
+	sum(alloc_s) / 3600 AS "Held GPU-h", sum(used_s) / 3600 AS "Used GPU-h",
+	if(sum(alloc_s) > 0, sum(used_s) / sum(alloc_s), NULL) AS "Efficiency",
+	greatest(sum(alloc_s) - sum(used_s), 0) / 3600 AS "Held but unused GPU-h",
+	arrayStringConcat(arraySort(groupUniqArray(gpu_model)), ', ') AS "Models",
+	arrayStringConcat(arraySort(groupUniqArray(sharing_mode)), ', ') AS "Sharing modes"
+FROM (` + hourGroups(rangeCond) + `)
+WHERE kind = 'container' AND ` + labelFilters() + `
+GROUP BY namespace, team
+ORDER BY "Held GPU-h" DESC, namespace, team
 LIMIT 20`
 }
 

@@ -12,7 +12,6 @@ import "strings"
 const (
 	chHourly   = "ledger_rollup_hourly"
 	chBuilds   = "ledger_rollup_builds"
-	chRows     = "ledger_rows"
 	chFindings = "ledger_findings"
 	chPrices   = "gpuledger_prices"
 )
@@ -99,43 +98,37 @@ var charged = "if(" + book("policy") + " = 'usage', used_us, alloc_us)"
 // model, idle: shared only) and the platform lines (sect 1, ltype 2), with
 // their charged micro-GPU-seconds as Decimal128(20), and per month and
 // model one capacity row (ltype 9: every charged micro-GPU-second of the
-// model, the report's capacity): exact integers for
-// charge and platform lines, a share's quotient plus its remainder over the
-// day's weight for idle_share lines (docs/dashboards.md, "Exactness").
+// model, the report's capacity). Charge and platform amounts are exact
+// integers; a share is its day's integer quotient plus the remainder over
+// the day's weight (docs/dashboards.md, "Exactness").
+//
+// The day groups are read once: each (day, model) gathers its groups with
+// the day's weight (containers' charged) and pool (everything else
+// charged), and every group then emits the lines it contributes to.
 func chargeLines() string {
-	days := dayGroups(monthsCond)
 	return `SELECT month, gpu_model, sect, team, namespace, sharing_mode, ltype, sum(us) AS us FROM (
-	SELECT toStartOfMonth(day) AS month, gpu_model, 0 AS sect, team, namespace, sharing_mode, 0 AS ltype,
-		toDecimal128(` + charged + `, 20) AS us
-	FROM (` + days + `) WHERE kind = 'container'
-	UNION ALL
-	SELECT toStartOfMonth(day) AS month, gpu_model, 1 AS sect, '' AS team, '' AS namespace, sharing_mode, 2 AS ltype,
-		toDecimal128(` + charged + `, 20) AS us
-	FROM (` + days + `) ANY INNER JOIN (
-		SELECT day, gpu_model, sumIf(` + charged + `, kind = 'container') AS weight
-		FROM (` + days + `) GROUP BY day, gpu_model
-	) USING (day, gpu_model)
-	WHERE kind != 'container' AND (` + book("idle") + ` != 'shared' OR weight <= 0)
-	UNION ALL
-	SELECT toStartOfMonth(day) AS month, gpu_model, 9 AS sect, '' AS team, '' AS namespace, '' AS sharing_mode, 9 AS ltype,
-		toDecimal128(` + charged + `, 20) AS us
-	FROM (` + days + `)
-	UNION ALL
-	SELECT toStartOfMonth(day) AS month, gpu_model, 0 AS sect, team, namespace, sharing_mode, 1 AS ltype,
-		toDecimal128(q, 20) + toDecimal128(toDecimal128(prod, 0) - q * weight, 20) / weight AS us
+	SELECT month, gpu_model, ltype,
+		if(ltype = 2, 1, if(ltype = 9, 9, 0)) AS sect,
+		if(ltype < 2, g_team, '') AS team, if(ltype < 2, g_ns, '') AS namespace, if(ltype = 9, '', g_mode) AS sharing_mode,
+		if(ltype = 1,
+			toDecimal128(intDiv(toDecimal128(pool, 0) * c, weight), 20)
+				+ toDecimal128(toDecimal128(pool, 0) * c - intDiv(toDecimal128(pool, 0) * c, weight) * weight, 20) / weight,
+			toDecimal128(c, 20)) AS us
 	FROM (
-		SELECT day, gpu_model, team, namespace, sharing_mode, weight,
-			toDecimal128(pool, 0) * w AS prod, prod / weight AS q
+		SELECT toStartOfMonth(day) AS month, gpu_model, weight, pool, shared,
+			tupleElement(g, 1) AS g_team, tupleElement(g, 2) AS g_ns, tupleElement(g, 3) AS g_mode,
+			tupleElement(g, 4) = 'container' AS is_ctr, tupleElement(g, 5) AS c,
+			arrayJoin([0, 1, 2, 9]) AS ltype
 		FROM (
-			SELECT day, gpu_model, team, namespace, sharing_mode, ` + charged + ` AS w
-			FROM (` + days + `) WHERE kind = 'container'
-		) ANY INNER JOIN (
-			SELECT day, gpu_model, sumIf(` + charged + `, kind = 'container') AS weight,
-				sumIf(` + charged + `, kind != 'container') AS pool
-			FROM (` + days + `) GROUP BY day, gpu_model
-		) USING (day, gpu_model)
-		WHERE ` + book("idle") + ` = 'shared' AND weight > 0 AND w != 0
+			SELECT day, gpu_model, any(shared_book) AS shared,
+				sumIf(c, kind = 'container') AS weight, sumIf(c, kind != 'container') AS pool,
+				groupArray((team, namespace, sharing_mode, kind, c)) AS groups
+			FROM (SELECT *, ` + charged + ` AS c, toUInt8(` + book("idle") + ` = 'shared') AS shared_book FROM (` + dayGroups(monthsCond) + `))
+			GROUP BY day, gpu_model
+		) ARRAY JOIN groups AS g
 	)
+	WHERE (ltype = 0 AND is_ctr) OR (ltype = 1 AND is_ctr AND shared = 1 AND weight > 0 AND c != 0)
+		OR (ltype = 2 AND NOT is_ctr AND (shared = 0 OR weight <= 0)) OR ltype = 9
 ) GROUP BY month, gpu_model, sect, team, namespace, sharing_mode, ltype`
 }
 
@@ -152,6 +145,11 @@ func withRates(inner string) string {
 		FROM ` + chPrices + ` WHERE version = (SELECT max(version) FROM ` + chPrices + `) AND is_default = 0
 	) USING (gpu_model)`
 }
+
+// utcBook refuses (ClickHouse's throwIf error) a newest price book whose
+// time zone is not UTC: the dashboards cut days and months in UTC, so a
+// book cutting them elsewhere would show other money than its report.
+var utcBook = "throwIf(" + book("timezone") + " != 'UTC') = 0"
 
 // minorScale is 10^minor unit of the book's currency.
 var minorScale = "toInt64(pow(10, " + book("minor_unit") + "))"

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/dashboards/chcheck"
 )
 
 // shippedBook is deploy/prices.yaml, the price book the chart ships,
@@ -125,5 +127,39 @@ func TestCostPanelsEqualReport(t *testing.T) {
 			}
 			t.Logf("%s/%s: total %d, platform %d, rounding %d, %d teams", tc.policy, tc.idle, want.Total, want.Platform, want.Rounding, len(want.Teams))
 		})
+	}
+}
+
+// A newest price book in another time zone cuts months elsewhere than the
+// dashboards do: the money panels fail loudly instead of showing other
+// amounts than the report.
+func TestCostPanelsRefuseANonUTCBook(t *testing.T) {
+	db := simulatedMonth(t)
+	b := loadBoard(t)
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "prices.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	la, err := pricebook.Parse("prices.yaml", regexp.MustCompile(`(?m)^timezone: *\S+`).ReplaceAll(data, []byte("timezone: America/Los_Angeles")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.store.WritePrices(ctx, la, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := db.store.WritePrices(ctx, shippedBook(t, "allocation", "shared", false), time.Now()); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, title := range []string{"Cost per team and month", "Invoice per month", "Capacity no container used, per month and model"} {
+		q, err := chcheck.Expand(b.panelSQL(t, title), month(), all())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, rows, err := db.query(q); err == nil || !strings.Contains(err.Error(), "throwIf") {
+			t.Errorf("%s with a Los Angeles book: %d rows, err %v", title, len(rows), err)
+		}
 	}
 }
