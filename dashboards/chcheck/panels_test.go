@@ -15,7 +15,7 @@ func TestEveryPanelRuns(t *testing.T) {
 	db := simulatedMonth(t)
 	b := loadBoard(t)
 	selections := map[string]map[string]chcheck.Value{
-		"all": all(),
+		"all":      all(),
 		"one team": {"team": {Values: []string{hexOf("search")}}, "namespace": {All: true}, "model": {All: true}},
 		"several": {"team": {Values: []string{hexOf("ml"), hexOf("ads")}}, "namespace": {Values: []string{hexOf("train"), hexOf("ctr")}},
 			"model": {Values: []string{hexOf("A100-SXM4-80GB"), hexOf("H100-SXM5-80GB"), hexOf("L4")}}},
