@@ -5,6 +5,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 
@@ -23,6 +24,7 @@ const (
 	chTopWorkloads
 	chFindingsOverTime
 	chFindingsTable
+	chStaleHours
 )
 
 // chDatasource is the reference every panel of the ClickHouse dashboards
@@ -107,6 +109,7 @@ func chSeries(id uint32, title, desc, unit string, w, h uint32, stack bool, sql 
 }
 
 func chargebackClickHouse() *dashboard.DashboardBuilder {
+	one := 1.0
 	b := dashboard.NewDashboardBuilder("gpuledger / Chargeback from the ledger (ClickHouse)").
 		Uid(UIDChargebackCH).
 		Description("Months of chargeback from the ClickHouse ledger: the report's money per team and month to the cent, GPU-hours held and used, capacity held but unused, never allocated and idle device time, the sharing-mode mix, the top workloads and findings over time. Needs the grafana-clickhouse-datasource plugin and a price book loaded with `gpuledger ledger migrate --prices` (docs/dashboards.md).").
@@ -124,6 +127,19 @@ func chargebackClickHouse() *dashboard.DashboardBuilder {
 	b.WithPanel(chTable(chInvoiceTotals, "Invoice per month",
 		"The month's invoice total, what the teams pay, the platform line (uncharged capacity no team pays for) and the rounding line, as in the finance CSV. Not narrowed by the filters.",
 		24, 5, sqlInvoiceTotals()))
+	b.WithPanel(stat.NewPanelBuilder().
+		Id(chStaleHours).
+		Title("Hours not yet rolled up").
+		Description("Hours of the months shown whose newest hourly rollup does not cover every write (a late or replayed batch since the last rebuild). The panels show such an hour as last rolled up; `gpuledger report` reads it from the raw rows. 0: the cost panels equal the report; otherwise they catch up when the shipper rebuilds the hour.").
+		Datasource(chDatasource()).
+		Span(24).
+		Height(3).
+		ColorMode(common.BigValueColorModeValue).
+		GraphMode(common.BigValueGraphModeNone).
+		Thresholds(dashboard.NewThresholdsConfigBuilder().
+			Mode(dashboard.ThresholdsModeAbsolute).
+			Steps([]dashboard.Threshold{{Value: nil, Color: "green"}, {Value: &one, Color: "orange"}})).
+		WithTarget(chTarget(sqlStaleHours(), false)))
 	b.WithPanel(chTable(chHoursByTeam, "GPU-hours per team and month",
 		"Per team and month, over the time range: GPU-hours held (allocated), used, the efficiency (used / held) and the GPU-hours held but unused.",
 		12, 9, sqlHoursByTeam()))

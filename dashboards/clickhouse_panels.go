@@ -1,5 +1,7 @@
 package dashboards
 
+import "strings"
+
 // The panels' SQL of the ClickHouse chargeback (see clickhouse_sql.go).
 
 // money turns minor units into the currency's units for display: the
@@ -166,4 +168,27 @@ func sqlVariable(col string, containers bool) string {
 	return `SELECT DISTINCT ` + col + ` AS __text, hex(` + col + `) AS __value FROM ` + chHourly + `
 WHERE ` + cond + `
 ORDER BY __text`
+}
+
+// sqlStaleHours counts the hours of the months shown whose newest hourly
+// rollup build does not cover every write (billing/clickhouse: a mark per
+// writer and hour, a build's coverage per writer): the panels show such an
+// hour as last rolled up, while the report reads it from the raw rows.
+// Zero means the money panels equal the report.
+func sqlStaleHours() string {
+	return `SELECT countIf(stale) AS "Hours not yet rolled up" FROM (
+	SELECT hour, max(has_hdr = 0 OR has_cov = 0 OR cbuild != hbuild OR cseq < seq) AS stale
+	FROM (
+		SELECT hour, writer, seq, has_cov, cbuild, cseq FROM (
+			SELECT hour, writer, max(seq) AS seq FROM ` + chMarks + ` WHERE ` + monthsCond + ` GROUP BY hour, writer
+		) ANY LEFT JOIN (
+			SELECT hour, writer, argMax(build, version) AS cbuild, argMax(max_seq, version) AS cseq, toUInt8(1) AS has_cov
+			FROM ` + chCoverage + ` WHERE grain = 'h' AND ` + monthsCond + ` GROUP BY hour, writer
+		) USING (hour, writer)
+	) ANY LEFT JOIN (
+		SELECT period AS hour, argMax(build, version) AS hbuild, toUInt8(1) AS has_hdr
+		FROM ` + chBuilds + ` WHERE grain = 'h' AND ` + strings.ReplaceAll(monthsCond, "hour", "period") + ` GROUP BY period
+	) USING (hour)
+	GROUP BY hour
+)`
 }

@@ -12,6 +12,8 @@ import "strings"
 const (
 	chHourly   = "ledger_rollup_hourly"
 	chBuilds   = "ledger_rollup_builds"
+	chCoverage = "ledger_rollup_coverage"
+	chMarks    = "ledger_rollup_marks"
 	chFindings = "ledger_findings"
 	chPrices   = "gpuledger_prices"
 )

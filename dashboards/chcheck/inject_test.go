@@ -59,7 +59,7 @@ func TestCraftedVariableValues(t *testing.T) {
 	} {
 		vars := map[string]chcheck.Value{"team": {Values: crafted}, "namespace": {Values: crafted}, "model": {Values: crafted}}
 		for _, p := range b.Panels {
-			if p.Title == "Invoice per month" {
+			if p.Title == "Invoice per month" || p.Title == "Hours not yet rolled up" {
 				continue // not filtered
 			}
 			q, err := chcheck.Expand(p.Targets[0].RawSQL, month(), vars)
