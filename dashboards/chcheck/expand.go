@@ -19,8 +19,10 @@ type Value struct {
 	Values []string
 }
 
-// AllValue is the dashboards' custom All value; Grafana inserts a custom
-// All value as it is, without formatting it.
+// AllValue is the dashboards' custom All value. Grafana inserts a custom
+// All value unformatted, except (recent versions) under the text and
+// percentencode formats, where it is formatted: "__all" reads the same
+// both ways, which Interpolate relies on.
 const AllValue = "__all"
 
 // Range is the dashboard's time range.
@@ -47,7 +49,7 @@ func Interpolate(sql string, vars map[string]Value) (string, error) {
 			return m
 		}
 		if v.All {
-			return AllValue
+			return AllValue // == PercentEncode([]string{AllValue})
 		}
 		if format != "percentencode" {
 			errs = append(errs, fmt.Sprintf("variable %s: format %q (only percentencode is safe in ClickHouse strings)", name, format))

@@ -19,6 +19,7 @@ func TestPercentEncode(t *testing.T) {
 		{[]string{`o'brien\`}, "o%27brien%5C"},
 		{[]string{"!*"}, "%21%2A"},
 		{[]string{"é"}, "%C3%A9"},
+		{[]string{AllValue}, AllValue}, // the custom All value, formatted or not
 	} {
 		if got := PercentEncode(tc.in); got != tc.want {
 			t.Errorf("PercentEncode(%q) = %q, want %q", tc.in, got, tc.want)
