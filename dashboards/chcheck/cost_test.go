@@ -57,7 +57,6 @@ func minor(t testing.TB, v any, unit int) int64 {
 func TestCostPanelsEqualReport(t *testing.T) {
 	db := simulatedMonth(t)
 	b := loadBoard(t)
-	ctx := context.Background()
 	for _, tc := range []struct {
 		policy, idle string
 		odd          bool
@@ -73,61 +72,105 @@ func TestCostPanelsEqualReport(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s-%s-odd=%v", tc.policy, tc.idle, tc.odd), func(t *testing.T) {
 			book := shippedBook(t, tc.policy, tc.idle, tc.odd)
-			// Each load is a newer version: the panels use the newest.
-			if err := db.store.WritePrices(ctx, book, time.Now()); err != nil {
-				t.Fatal(err)
-			}
-			want, err := report.Build(ctx, db.store, book, monthStart, monthEnd)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want.Total == 0 || len(want.Teams) < 4 {
-				t.Fatalf("report of the simulated month: total %d, %d teams", want.Total, len(want.Teams))
-			}
-			unit := book.Currency.MinorUnit
-
-			cols, rows := db.run(t, b.panelSQL(t, "Cost per team and month"), month(), all())
-			got := map[string][3]int64{}
-			for _, r := range rows {
-				if m := r[col(t, cols, "Month")]; asString(m)[:10] != "2026-10-01" {
-					t.Errorf("cost row for month %v, want only 2026-10", m)
-				}
-				got[asString(r[col(t, cols, "Team")])] = [3]int64{
-					minor(t, r[col(t, cols, "Charge")], unit),
-					minor(t, r[col(t, cols, "Share of uncharged capacity")], unit),
-					minor(t, r[col(t, cols, "Cost")], unit)}
-			}
-			if len(got) != len(want.Teams) {
-				t.Errorf("panel shows %d teams, report has %d", len(got), len(want.Teams))
-			}
-			for _, tm := range want.Teams {
-				w := [3]int64{tm.Charge, tm.IdleShare, tm.Total}
-				if got[tm.Team] != w {
-					t.Errorf("team %q: panel charge/share/total %v, report %v (minor units)", tm.Team, got[tm.Team], w)
-				}
-			}
-
-			cols, rows = db.run(t, b.panelSQL(t, "Invoice per month"), month(), all())
-			if len(rows) != 1 {
-				t.Fatalf("invoice panel: %d rows, want 1", len(rows))
-			}
-			r := rows[0]
-			var teams int64
-			for _, tm := range want.Teams {
-				teams += tm.Total
-			}
-			for name, w := range map[string]int64{"Total": want.Total, "Platform (uncharged capacity)": want.Platform,
-				"Rounding": want.Rounding, "Teams": teams} {
-				if g := minor(t, r[col(t, cols, name)], unit); g != w {
-					t.Errorf("invoice %s: panel %d, report %d", name, g, w)
-				}
-			}
-			if g := asString(r[col(t, cols, "Policy")]); g != tc.policy {
-				t.Errorf("invoice policy %q, want %q", g, tc.policy)
-			}
+			want := checkCostPanels(t, db, b, book)
 			t.Logf("%s/%s: total %d, platform %d, rounding %d, %d teams", tc.policy, tc.idle, want.Total, want.Platform, want.Rounding, len(want.Teams))
 		})
 	}
+}
+
+// TestCostPanelsCarryTheRoundingLine: with rates whose models' rounded
+// totals do not add up to the rounded total, the invoice panel's rounding
+// line is the report's (found by trying default rates, the report being
+// the judge).
+func TestCostPanelsCarryTheRoundingLine(t *testing.T) {
+	db := simulatedMonth(t)
+	b := loadBoard(t)
+	ctx := context.Background()
+	for i := 1; i <= 60; i++ {
+		book := shippedBook(t, "usage", "shared", true)
+		rate, err := pricebook.ParseRate(fmt.Sprintf("1.%07d", 1000003*i%10000000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		book.DefaultRate = rate
+		r, err := report.Build(ctx, db.store, book, monthStart, monthEnd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Rounding == 0 {
+			continue
+		}
+		want := checkCostPanels(t, db, b, book)
+		t.Logf("default rate %s: rounding line %d", rate, want.Rounding)
+		return
+	}
+	t.Fatal("no default rate among 60 gave a rounding line")
+}
+
+// checkCostPanels stores book as the newest and compares the cost panels
+// with the report of the simulated month, to the minor unit.
+func checkCostPanels(t *testing.T, db *ledgerDB, b board, book *pricebook.Book) *report.Report {
+	t.Helper()
+	ctx := context.Background()
+	// Each load is a newer version: the panels use the newest.
+	if err := db.store.WritePrices(ctx, book, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	want, err := report.Build(ctx, db.store, book, monthStart, monthEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Total == 0 || len(want.Teams) < 4 {
+		t.Fatalf("report of the simulated month: total %d, %d teams", want.Total, len(want.Teams))
+	}
+	unit := book.Currency.MinorUnit
+
+	cols, rows := db.run(t, b.panelSQL(t, "Cost per team and month"), month(), all())
+	got := map[string][3]int64{}
+	for _, r := range rows {
+		if m := r[col(t, cols, "Month")]; asString(m)[:10] != "2026-10-01" {
+			t.Errorf("cost row for month %v, want only 2026-10", m)
+		}
+		got[asString(r[col(t, cols, "Team")])] = [3]int64{
+			minor(t, r[col(t, cols, "Charge")], unit),
+			minor(t, r[col(t, cols, "Share of uncharged capacity")], unit),
+			minor(t, r[col(t, cols, "Cost")], unit)}
+	}
+	if len(got) != len(want.Teams) {
+		t.Errorf("panel shows %d teams, report has %d", len(got), len(want.Teams))
+	}
+	shares := int64(0)
+	for _, tm := range want.Teams {
+		shares += tm.IdleShare
+		w := [3]int64{tm.Charge, tm.IdleShare, tm.Total}
+		if got[tm.Team] != w {
+			t.Errorf("team %q: panel charge/share/total %v, report %v (minor units)", tm.Team, got[tm.Team], w)
+		}
+	}
+
+	if (book.Idle == pricebook.IdleShared) != (shares > 0) {
+		t.Errorf("idle %s: teams' shares of uncharged capacity add up to %d: the month does not exercise the rule", book.Idle, shares)
+	}
+
+	cols, rows = db.run(t, b.panelSQL(t, "Invoice per month"), month(), all())
+	if len(rows) != 1 {
+		t.Fatalf("invoice panel: %d rows, want 1", len(rows))
+	}
+	r := rows[0]
+	var teams int64
+	for _, tm := range want.Teams {
+		teams += tm.Total
+	}
+	for name, w := range map[string]int64{"Total": want.Total, "Platform (uncharged capacity)": want.Platform,
+		"Rounding": want.Rounding, "Teams": teams} {
+		if g := minor(t, r[col(t, cols, name)], unit); g != w {
+			t.Errorf("invoice %s: panel %d, report %d", name, g, w)
+		}
+	}
+	if g := asString(r[col(t, cols, "Policy")]); g != string(book.Policy) {
+		t.Errorf("invoice policy %q, want %q", g, string(book.Policy))
+	}
+	return want
 }
 
 // A newest price book in another time zone cuts months elsewhere than the
