@@ -14,7 +14,14 @@
 //   - findings: noisy neighbours with their starved victims and GPUs
 //     held but unused, linked to the drill-down.
 //
-// Every dashboard has the template variables datasource, cluster, node,
+// A sixth, the chargeback from the ledger (clickhouse*.go), reads the
+// ClickHouse ledger through the grafana-clickhouse-datasource plugin with
+// the query type of package chquery: months of the report's money per
+// team, to the cent, and GPU-hours, capacity nobody used, sharing modes,
+// workloads and findings (docs/dashboards.md); dashboards/chcheck runs its
+// SQL against a real server.
+//
+// Every Prometheus dashboard has the template variables datasource, cluster, node,
 // team and namespace, and a stable UID so that links from alerts
 // (dashboard_url annotations) keep working across regenerations.
 //

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/gpuledger/gpuledger/dashboards/chquery"
 )
 
 // Query is one PromQL expression of a dashboard: a panel target, or the
@@ -34,9 +36,10 @@ type dashboardJSON struct {
 	Panels     []panelJSON `json:"panels"`
 	Templating struct {
 		List []struct {
-			Name  string          `json:"name"`
-			Type  string          `json:"type"`
-			Query json.RawMessage `json:"query"`
+			Name       string          `json:"name"`
+			Type       string          `json:"type"`
+			Query      json.RawMessage `json:"query"`
+			Datasource dsJSON          `json:"datasource"`
 		} `json:"list"`
 	} `json:"templating"`
 }
@@ -47,18 +50,27 @@ type panelJSON struct {
 	Type    string      `json:"type"`
 	Panels  []panelJSON `json:"panels"` // a collapsed row's panels
 	Targets []struct {
-		RefID   string `json:"refId"`
-		Expr    string `json:"expr"`
-		Instant bool   `json:"instant"`
+		RefID      string `json:"refId"`
+		Expr       string `json:"expr"`
+		Instant    bool   `json:"instant"`
+		Datasource dsJSON `json:"datasource"`
 	} `json:"targets"`
 }
+
+type dsJSON struct {
+	Type string `json:"type"`
+}
+
+// sqlSource says a query is SQL for the ClickHouse ledger, not PromQL:
+// those are run by dashboards/chcheck instead.
+func (d dsJSON) sqlSource() bool { return d.Type == chquery.DatasourceType }
 
 // labelValuesRe matches label_values(selector, label).
 var labelValuesRe = regexp.MustCompile(`^\s*label_values\((.*),\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\)\s*$`)
 
 // QueriesFromJSON lists every PromQL expression of one dashboard's JSON:
 // each panel target's expr and the selector of each label_values()
-// variable. Any other kind of variable query is an error, so that nothing
+// variable; ClickHouse (SQL) targets and variables are left out. Any other kind of variable query is an error, so that nothing
 // escapes the reference check.
 func QueriesFromJSON(data []byte) ([]Query, error) {
 	var d dashboardJSON
@@ -73,6 +85,9 @@ func QueriesFromJSON(data []byte) ([]Query, error) {
 	walk = func(ps []panelJSON) error {
 		for _, p := range ps {
 			for _, t := range p.Targets {
+				if t.Datasource.sqlSource() {
+					continue
+				}
 				if strings.TrimSpace(t.Expr) == "" {
 					return fmt.Errorf("dashboard %s panel %d %q target %s: empty expr", d.UID, p.ID, p.Title, t.RefID)
 				}
@@ -88,7 +103,7 @@ func QueriesFromJSON(data []byte) ([]Query, error) {
 		return nil, err
 	}
 	for _, v := range d.Templating.List {
-		if v.Type != "query" {
+		if v.Type != "query" || v.Datasource.sqlSource() {
 			continue
 		}
 		var text string

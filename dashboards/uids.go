@@ -10,6 +10,8 @@ const (
 	UIDDrilldown  = "gpuledger-node-gpu"
 	UIDSharing    = "gpuledger-sharing"
 	UIDFindings   = "gpuledger-findings"
+	// UIDChargebackCH is the chargeback on the ClickHouse ledger.
+	UIDChargebackCH = "gpuledger-ch-chargeback"
 )
 
 // Stable panel IDs of the panels that alerts and other dashboards link to
@@ -37,11 +39,12 @@ const (
 
 // slugs are the URL slugs of the dashboards' titles.
 var slugs = map[string]string{
-	UIDFleet:      "gpuledger-fleet-overview",
-	UIDChargeback: "gpuledger-team-chargeback",
-	UIDDrilldown:  "gpuledger-node-and-gpu-drill-down",
-	UIDSharing:    "gpuledger-sharing-efficiency",
-	UIDFindings:   "gpuledger-findings",
+	UIDFleet:        "gpuledger-fleet-overview",
+	UIDChargeback:   "gpuledger-team-chargeback",
+	UIDDrilldown:    "gpuledger-node-and-gpu-drill-down",
+	UIDSharing:      "gpuledger-sharing-efficiency",
+	UIDFindings:     "gpuledger-findings",
+	UIDChargebackCH: "gpuledger-chargeback-from-the-ledger-clickhouse",
 }
 
 // Path is the Grafana path of a dashboard, relative to Grafana's root URL.

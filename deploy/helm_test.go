@@ -348,7 +348,7 @@ func TestAllFeatures(t *testing.T) {
 		t.Errorf("the Secret must exist before the migrate hook: hook %q", hook)
 	}
 
-	job := only[*batchv1.Job](t, objs)
+	job := jobNamed(t, objs, "gpuledger-migrate")
 	if job.Annotations["helm.sh/hook"] != "pre-install,pre-upgrade" {
 		t.Errorf("migrate Job hook %q", job.Annotations["helm.sh/hook"])
 	}
@@ -358,6 +358,7 @@ func TestAllFeatures(t *testing.T) {
 	}
 	checkClickHouseEnv(t, "migrate", jc, job.Spec.Template.Spec.Volumes, "gpuledger-clickhouse")
 	checkNonRoot(t, "migrate", jc)
+	checkPricesJob(t, objs, "gpuledger-clickhouse")
 
 	cj := only[*batchv1.CronJob](t, objs)
 	pod := cj.Spec.JobTemplate.Spec.Template.Spec
@@ -431,8 +432,45 @@ func TestExistingSecret(t *testing.T) {
 	if ref := env(t, ds.Spec.Template.Spec.Containers[0], "GPULEDGER_LEDGER").ValueFrom.SecretKeyRef; ref.Key != "url" {
 		t.Errorf("dsnKey not used: %+v", ref)
 	}
-	only[*batchv1.Job](t, objs)
+	jobNamed(t, objs, "gpuledger-migrate")
+	checkPricesJob(t, objs, "ch-creds")
 	only[*batchv1.CronJob](t, objs)
+}
+
+// jobNamed is the one Job of that name: the migrate hook, or the prices
+// hook of the ClickHouse dashboards.
+func jobNamed(t *testing.T, objs []object, name string) *batchv1.Job {
+	t.Helper()
+	var found []*batchv1.Job
+	for _, o := range objs {
+		if j, ok := o.Obj.(*batchv1.Job); ok && j.Name == name {
+			found = append(found, j)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one Job %s, got %d", name, len(found))
+	}
+	return found[0]
+}
+
+// checkPricesJob: the price book reaches the ledger for the ClickHouse
+// dashboards after install and upgrade (the prices ConfigMap exists by
+// then), with the ledger's credentials, as non-root.
+func checkPricesJob(t *testing.T, objs []object, secret string) {
+	t.Helper()
+	job := jobNamed(t, objs, "gpuledger-prices")
+	if job.Annotations["helm.sh/hook"] != "post-install,post-upgrade" {
+		t.Errorf("prices Job hook %q", job.Annotations["helm.sh/hook"])
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	if !slices.Equal(c.Args, []string{"ledger", "migrate", "--prices", "/etc/gpuledger/prices/prices.yaml"}) {
+		t.Errorf("prices args %v", c.Args)
+	}
+	if v := volume(t, job.Spec.Template.Spec.Volumes, "prices"); v.ConfigMap == nil || v.ConfigMap.Name != "gpuledger-prices" {
+		t.Errorf("prices volume %+v", v)
+	}
+	checkClickHouseEnv(t, "prices", c, job.Spec.Template.Spec.Volumes, secret)
+	checkNonRoot(t, "prices", c)
 }
 
 // The schema rejects bad values and names them.

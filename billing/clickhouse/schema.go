@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is the newest schema this binary knows. Open refuses a
 // database migrated by a newer binary.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Table names. In cluster mode these are the Distributed tables and the
 // replicated storage lives in <name>_local; the store reads and writes the
@@ -233,6 +233,13 @@ var migrations = []migration{
 				out = append(out, tableDDL(db, cluster, t)...)
 			}
 			return out
+		},
+	},
+	{
+		version:     2,
+		description: "price books for the ClickHouse dashboards",
+		statements: func(db, cluster string) []string {
+			return tableDDL(db, cluster, pricesTable)
 		},
 	},
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/gpuledger/gpuledger/billing/clickhouse"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
 )
 
 // ClickHouse is wired here so billing/ledger never imports it.
@@ -19,6 +21,14 @@ func init() {
 			return err
 		}
 		return clickhouse.Migrate(ctx, d, cluster)
+	}
+	clickhousePrices = func(ctx context.Context, d ledger.DSN, book *pricebook.Book) error {
+		st, err := openClickHouse(ctx, d)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return st.(*clickhouse.Store).WritePrices(ctx, book, time.Now())
 	}
 }
 

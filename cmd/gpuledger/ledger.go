@@ -17,11 +17,16 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
 )
 
 // clickhouseMigrate creates or upgrades the ClickHouse schema; the
 // ClickHouse wiring sets it. Nil means this build cannot reach ClickHouse.
 var clickhouseMigrate func(ctx context.Context, dsn ledger.DSN, cluster string) error
+
+// clickhousePrices stores a price book in the ClickHouse ledger for the
+// dashboards (ledger migrate --prices); set by the ClickHouse wiring.
+var clickhousePrices func(ctx context.Context, dsn ledger.DSN, book *pricebook.Book) error
 
 // storeOpeners open the ledgers that reading commands use, by DSN scheme;
 // the ClickHouse wiring adds its own. Reading a file that does not exist is
@@ -35,8 +40,9 @@ const ledgerUsageText = `usage: gpuledger ledger <subcommand> [flags]
 subcommands:
   export   --from T --to T [--format csv|jsonl] [--ledger DSN] [--out FILE]
            stream the ledger rows of [from, to) as ledger.csv or JSON lines
-  migrate  [--ledger DSN] [--clickhouse-cluster NAME]
-           create or upgrade the ledger schema
+  migrate  [--ledger DSN] [--clickhouse-cluster NAME] [--prices FILE]
+           create or upgrade the ledger schema; with --prices (ClickHouse
+           only) also store the price book the dashboards price with
 
 DSN (--ledger or env GPULEDGER_LEDGER): PATH, file:PATH or
 clickhouse://user:password@host:9000/database?secure=true
@@ -270,11 +276,17 @@ func runLedgerMigrate(ctx context.Context, args []string, stdout io.Writer) erro
 	dsn := fs.String("ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
 	cluster := fs.String("clickhouse-cluster", envDefault("GPULEDGER_CLICKHOUSE_CLUSTER", ""),
 		"ClickHouse cluster: create Replicated and Distributed tables ON CLUSTER (env GPULEDGER_CLICKHOUSE_CLUSTER)")
+	prices := fs.String("prices", "", "price book to store for the ClickHouse dashboards (docs/dashboards.md)")
 	if err := parseFlags(fs, args, ""); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("ledger migrate: unexpected argument %q", fs.Arg(0))
+	}
+	// The book is read before anything changes, so a bad file fails alone.
+	book, err := loadPrices(*prices)
+	if err != nil {
+		return fmt.Errorf("ledger migrate: %w", err)
 	}
 	if *dsn == "" {
 		return errors.New("ledger migrate needs --ledger DSN or GPULEDGER_LEDGER")
@@ -287,6 +299,9 @@ func runLedgerMigrate(ctx context.Context, args []string, stdout io.Writer) erro
 	case ledger.SchemeFile:
 		if *cluster != "" {
 			return fmt.Errorf("ledger migrate: --clickhouse-cluster applies to ClickHouse ledgers, not %s", d.Redacted())
+		}
+		if book != nil {
+			return fmt.Errorf("ledger migrate: --prices applies to ClickHouse ledgers (the dashboards read it there), not %s", d.Redacted())
 		}
 		st, err := ledger.OpenFile(ctx, d.Path, ledger.FileOptions{})
 		if err != nil {
@@ -304,7 +319,16 @@ func runLedgerMigrate(ctx context.Context, args []string, stdout io.Writer) erro
 		if err := clickhouseMigrate(ctx, d, *cluster); err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(stdout, "ledger %s: schema up to date\n", d.Redacted())
+		if _, err := fmt.Fprintf(stdout, "ledger %s: schema up to date\n", d.Redacted()); err != nil {
+			return err
+		}
+		if book == nil {
+			return nil
+		}
+		if err := clickhousePrices(ctx, d, book); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "ledger %s: price book %s stored for the dashboards\n", d.Redacted(), book.Source)
 		return err
 	}
 	return fmt.Errorf("ledger migrate: unsupported ledger %s", d.Redacted())

@@ -1,0 +1,86 @@
+package clickhouse
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/gpuledger/gpuledger/billing/pricebook"
+)
+
+const testBook = `currency: JPY
+timezone: UTC
+policy: usage
+idle: shared
+rates:
+  A100-SXM4-80GB: 350.5
+  H100-SXM5-80GB: "600"
+defaultRate: 0.000000000001
+`
+
+// WritePrices stores every rate as its exact text under one new version;
+// the newest version is the book in force.
+func TestWritePrices(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	shipped, err := pricebook.Parse("prices.yaml", []byte(strings.Replace(testBook, "350.5", "1", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	book, err := pricebook.Parse("prices.yaml", []byte(testBook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WritePrices(ctx, shipped, time.Unix(100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WritePrices(ctx, book, time.Unix(200, 0)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err = s.query(ctx, "read prices", `SELECT concat(currency, ' ', toString(minor_unit), ' ', policy, ' ', idle, ' ', timezone, ' ', model, ' ', toString(is_default), ' ', rate,
+		' ', toString(toDecimal128(rate, 12)))
+		FROM `+s.table(tablePrices)+` WHERE version = (SELECT max(version) FROM `+s.table(tablePrices)+`) ORDER BY model`, func(rs driver.Rows) error {
+		var line string
+		if err := rs.Scan(&line); err != nil {
+			return err
+		}
+		got = append(got, line)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"JPY 0 usage shared UTC  1 0.000000000001 0.000000000001",
+		"JPY 0 usage shared UTC A100-SXM4-80GB 0 350.5 350.500000000000",
+		"JPY 0 usage shared UTC H100-SXM5-80GB 0 600 600.000000000000",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("newest prices:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Rates the dashboards' Decimal128(12) SQL cannot carry exactly are
+// refused, naming the rate, before anything is written.
+func TestPriceRowsRefusesInexactRates(t *testing.T) {
+	for rate, want := range map[string]string{
+		"0.0000000000001": "more than 12 decimals",
+		"1234567890":      "more than 9 integer digits",
+	} {
+		book, err := pricebook.Parse("prices.yaml", []byte(strings.Replace(testBook, "350.5", rate, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = PriceRows(book)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "A100-SXM4-80GB") {
+			t.Errorf("rate %s: err %v, want %q", rate, err, want)
+		}
+	}
+	if _, err := PriceRows(nil); err == nil {
+		t.Error("no error for a nil book")
+	}
+}
