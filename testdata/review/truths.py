@@ -272,3 +272,24 @@ for name, t in T6.items():
     t.setdefault("forbid_flags", [{"kind": "noisy_neighbour"}, {"kind": "idle_allocation"}])
     t.update(duration=180, ledgerInterval=60, scenario=name)
     json.dump(t, open(os.path.join(here, name, "truth.json"), "w"), indent=1, sort_keys=True)
+
+# ---- seventh batch ----
+w = 3 / 7
+T7 = {"dra-mig-shared": dict(
+    containers={
+        "ml/p1/c": C(180 * w / 2, 180 * w * 0.6, "dra", "ml", "estimated"),
+        "ml/p2/c": C(180 * w / 2, 180 * w * 0.2, "dra", "ml", "estimated"),
+    },
+    gpus={"GPU-d5000000-0000-4000-8000-000000000000": {"model": "A100-SXM4-80GB", "unallocated": 180 * (1 - w)}},
+    instance_groups=[{"members": ["ml/p1/c", "ml/p2/c"], "used": 180 * w * 0.8}],
+)}
+for name, t in T7.items():
+    t.setdefault("expect_flags", [])
+    t.setdefault("forbid_flags", [{"kind": "noisy_neighbour"}, {"kind": "idle_allocation"}])
+    t.update(duration=180, ledgerInterval=60, scenario=name)
+    json.dump(t, open(os.path.join(here, name, "truth.json"), "w"), indent=1, sort_keys=True)
+
+# ---- eighth batch: resource.k8s.io's typed attribute values ({string: ...}) ----
+t = json.loads(json.dumps(T3["dra-noisy"]))
+t.update(scenario="dra-typed-attrs")
+json.dump(t, open(os.path.join(here, "dra-typed-attrs", "truth.json"), "w"), indent=1, sort_keys=True)
