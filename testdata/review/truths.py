@@ -293,3 +293,35 @@ for name, t in T7.items():
 t = json.loads(json.dumps(T3["dra-noisy"]))
 t.update(scenario="dra-typed-attrs")
 json.dump(t, open(os.path.join(here, "dra-typed-attrs", "truth.json"), "w"), indent=1, sort_keys=True)
+
+# ---- ninth batch: a PID reused 0.5 s after its first owner exited ----
+T9 = {"pid-reuse-fast": dict(
+    containers={
+        "jobs/first/w": C(90 * 0.5, 89.5 * 0.3, "timeslicing", "batch", edge_tol=0.5 + 1e-6),
+        "jobs/second/w": C(91 * 0.5, 90 * 0.5, "timeslicing", "batch", edge_tol=0.5 + 1e-6),
+    },
+    gpus={"GPU-d6000000-0000-4000-8000-000000000000": {"model": "A100-SXM4-80GB", "unattributed": 0.0}},
+)}
+for name, t in T9.items():
+    t.setdefault("expect_flags", [])
+    t.setdefault("forbid_flags", [{"kind": "noisy_neighbour"}, {"kind": "idle_allocation"}])
+    t.update(duration=180, ledgerInterval=60, scenario=name)
+    json.dump(t, open(os.path.join(here, name, "truth.json"), "w"), indent=1, sort_keys=True)
+
+# ---- tenth batch: collector timing (poll interval not a multiple of the driver period, not dividing
+# the duration, longer than our simulated driver's 10 s buffer; a start with fractional seconds) ----
+T10 = {}
+for name, uuid, f in (("poll-500ms-busy", "d7100000", 0.95), ("poll-7s-tail", "d7200000", 0.5), ("poll-15s", "d7300000", 0.5)):
+    T10[name] = dict(
+        containers={"a/p/c": C(180.0, 180 * f, "exclusive", "t")},
+        gpus={"GPU-%s-0000-4000-8000-000000000000" % uuid: {"model": "A100-SXM4-80GB", "unallocated": 0.0, "unattributed": 0.0}},
+        forbid_flags=[{"kind": "noisy_neighbour"}],
+    )
+t = json.loads(json.dumps(T3["hami-noisy"]))
+t["gpus"] = {"GPU-d7400000-0000-4000-8000-000000000000": t["gpus"]["GPU-d0000000-0000-4000-8000-000000000000"]}
+T10["start-fractional"] = t
+for name, t in T10.items():
+    t.setdefault("expect_flags", [])
+    t.setdefault("forbid_flags", [{"kind": "noisy_neighbour"}, {"kind": "idle_allocation"}])
+    t.update(duration=180, ledgerInterval=60, scenario=name)
+    json.dump(t, open(os.path.join(here, name, "truth.json"), "w"), indent=1, sort_keys=True)
