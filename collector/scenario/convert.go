@@ -170,7 +170,7 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 		} else if knownModel {
 			c.p.addf(field(mp, "profile"), "%q is not a MIG profile of %s", m.Profile, r.Model)
 		}
-		gi, _ := intField(&c.p, field(mp, "gi"), m.GI, int64(i+1), 0, math.MaxInt32)
+		gi, _ := intField(&c.p, field(mp, "gi"), m.GI, int64(i), 0, math.MaxInt32)
 		g.MIGInstances = append(g.MIGInstances, MIGInstance{UUID: m.UUID, Profile: m.Profile, GI: int(gi)})
 	}
 	if slices > TotalSlices {
@@ -223,13 +223,12 @@ func (c *converter) pod(path string, r rawPod) Pod {
 	}
 	lifeOK := okStart && okEnd && pod.Start < pod.End && pod.End <= c.dur
 	pod.InitContainers = c.initContainers(path, r, pod.Start, pod.End, lifeOK)
-	// Regular containers are listed for the pod's whole life (kubelet
-	// allocates their devices at admission); their processes start by
-	// default once the plain init containers are done.
+	// Regular containers start, and are listed with their devices, once
+	// the last plain init container has ended.
 	run := lifetimeOf(pod.Start, pod.End, "the pod's").defaulting(pod.ContainersStart(), pod.End)
 	for i, rc := range r.Containers {
 		ct := c.container(index(field(path, "containers"), i), r.UID, rc, run)
-		ct.Start, ct.End = pod.Start, pod.End
+		ct.Start, ct.End = pod.ContainersStart(), pod.End
 		pod.Containers = append(pod.Containers, ct)
 	}
 	pod.AnnotationChanges = c.annotationChanges(field(path, "annotationChanges"), r.AnnotationChanges, pod, lifeOK)

@@ -98,9 +98,9 @@ func TestExampleMIGMix(t *testing.T) {
 	s := loadExample(t, "migmix-107")
 	g := s.GPUs[0]
 	want := []MIGInstance{
-		{"MIG-4ed253d4-dd4e-584a-9e29-010e012e9496", "3g.40gb", 1},
-		{"MIG-0af17cfa-57dd-5884-b3af-6e540a7978cf", "2g.20gb", 2},
-		{"MIG-72cddd4c-4ded-56bf-9499-15dcfbb74424", "1g.10gb", 3},
+		{"MIG-4ed253d4-dd4e-584a-9e29-010e012e9496", "3g.40gb", 0},
+		{"MIG-0af17cfa-57dd-5884-b3af-6e540a7978cf", "2g.20gb", 1},
+		{"MIG-72cddd4c-4ded-56bf-9499-15dcfbb74424", "1g.10gb", 2},
 	}
 	if g.Mode != ModeMIG || len(g.MIGInstances) != len(want) {
 		t.Fatalf("gpu = %s with %d instances", g.Mode, len(g.MIGInstances))

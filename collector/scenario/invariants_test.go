@@ -95,9 +95,12 @@ func processBounds(t *testing.T, pod *Pod, ct *Container) (time.Duration, time.D
 // checkPodShapes checks container windows and annotation changes.
 func checkPodShapes(t *testing.T, pod *Pod) {
 	t.Helper()
-	for _, ct := range pod.Containers {
-		if ct.Start != pod.Start || ct.End != pod.End {
-			t.Fatalf("pod %s container %s window [%v,%v], want the pod's [%v,%v]", pod.Name, ct.Name, ct.Start, ct.End, pod.Start, pod.End)
+	for i := range pod.Containers {
+		ct := &pod.Containers[i]
+		// Regular containers run from the end of the plain init containers.
+		lo, hi := processBounds(t, pod, ct)
+		if ct.Start != lo || ct.End != hi {
+			t.Fatalf("pod %s container %s window [%v,%v], want [%v,%v]", pod.Name, ct.Name, ct.Start, ct.End, lo, hi)
 		}
 	}
 	turn := pod.Start

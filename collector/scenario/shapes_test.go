@@ -66,13 +66,13 @@ func TestParseMinorsAndGIs(t *testing.T) {
 			t.Errorf("gpus[1].migInstances[%d].gi = %d, want %d", i, got, want)
 		}
 	}
-	// Without gi, instances are numbered 1 + position (baseYAML gives none).
+	// Without gi, instances are numbered by position from 0 (baseYAML gives none).
 	b, err := Parse([]byte(baseYAML), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := b.GPUs[1].MIGInstances; m[0].GI != 1 || m[1].GI != 2 {
-		t.Errorf("default gi = %d, %d; want 1, 2", m[0].GI, m[1].GI)
+	if m := b.GPUs[1].MIGInstances; m[0].GI != 0 || m[1].GI != 1 {
+		t.Errorf("default gi = %d, %d; want 0, 1", m[0].GI, m[1].GI)
 	}
 	if b.GPUs[0].Minor != 0 || b.GPUs[1].Minor != 1 {
 		t.Errorf("default minors = %d, %d; want 0, 1", b.GPUs[0].Minor, b.GPUs[1].Minor)
@@ -104,11 +104,11 @@ func TestParseInitContainers(t *testing.T) {
 	if pod.InitContainers[0].Sidecar() || !pod.InitContainers[1].Sidecar() {
 		t.Errorf("Sidecar() = %v, %v; want false, true", pod.InitContainers[0].Sidecar(), pod.InitContainers[1].Sidecar())
 	}
-	// Regular containers are listed for the pod's life; their processes
-	// default to starting when the last plain init container ends.
+	// Regular containers start when the last plain init container ends
+	// (fetch-weights at 1m; the sidecar does not delay them).
 	server := pod.Containers[0]
-	if server.Start != 10*time.Second || server.End != 9*time.Minute {
-		t.Errorf("server window = [%v,%v], want [10s,9m]", server.Start, server.End)
+	if server.Start != time.Minute || server.End != 9*time.Minute {
+		t.Errorf("server window = [%v,%v], want [1m,9m]", server.Start, server.End)
 	}
 	if got := pod.ContainersStart(); got != time.Minute {
 		t.Errorf("ContainersStart = %v, want 1m", got)

@@ -87,7 +87,7 @@ type GPU struct {
 type MIGInstance struct {
 	UUID    string
 	Profile string // e.g. 1g.10gb
-	// GI is the GPU-instance ID NVML reports; default: 1 + position in
+	// GI is the GPU-instance ID NVML reports; default: its position in
 	// the GPU's list.
 	GI int
 }

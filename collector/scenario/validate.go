@@ -111,7 +111,7 @@ func checkGIs(p *problems, gpuPath string, insts []MIGInstance) {
 	for j, m := range insts {
 		if k, dup := byGI[m.GI]; dup {
 			p.addf(field(index(field(gpuPath, "migInstances"), j), "gi"),
-				"%d is already the GPU-instance ID of migInstances[%d] (a gi left out is 1 + the instance's position)", m.GI, k)
+				"%d is already the GPU-instance ID of migInstances[%d] (a gi left out is the instance's position, counting from 0)", m.GI, k)
 		} else {
 			byGI[m.GI] = j
 		}

@@ -53,7 +53,7 @@ func (n *Node) buildPods(sc *scenario.Scenario) {
 		}
 		for _, c := range sp.Containers {
 			p.meta.Containers = append(p.meta.Containers, attribution.ContainerMeta{Name: c.Name, ID: containerID(sp, c)})
-			p.containers = append(p.containers, container{name: c.Name, devices: c.Devices, claims: c.Claims, start: p.start, end: p.end})
+			p.containers = append(p.containers, container{name: c.Name, devices: c.Devices, claims: c.Claims, start: sp.ContainersStart(), end: p.end})
 		}
 		for _, ch := range sp.AnnotationChanges {
 			p.edits = append(p.edits, annotationVersion{ch.At, sp.AnnotationsAt(ch.At)})

@@ -109,16 +109,15 @@ func TestPodResourcesListsInitContainersAndClaims(t *testing.T) {
 		sharer   = "sharer nvidia.com/gpu=nvidia0/gi0/vgpu1,nvidia3/vgpu0"
 		model    = "model nvidia.com/gpu=GPU-5a000000-0000-4000-8000-000000000002-0"
 	)
-	others := func(setup bool) map[string][]string {
-		m := map[string][]string{
+	// gke-mig's plain init container setup runs [0s,5s]; its containers
+	// start when it ends, at 5s (both ends inclusive).
+	const setup = "setup nvidia.com/gpu=nvidia0/gi2"
+	others := func(gke ...string) map[string][]string {
+		return map[string][]string{
 			"dra-shared": {"worker " + shared},
-			"gke-mig":    {trainer, sharer},
+			"gke-mig":    gke,
 			"hami-edit":  {model},
 		}
-		if setup {
-			m["gke-mig"] = []string{"setup nvidia.com/gpu=nvidia0/gi2", trainer, sharer}
-		}
-		return m
 	}
 	with := func(m map[string][]string, infer ...string) map[string][]string {
 		m["dra-infer"] = infer
@@ -129,19 +128,21 @@ func TestPodResourcesListsInitContainersAndClaims(t *testing.T) {
 		want map[string][]string
 	}{
 		// dra-infer is not yet alive; setup runs [0s,5s].
-		{0, others(true)},
-		{5 * time.Second, others(true)},
-		{6 * time.Second, others(false)},
-		// fetch-weights runs [10s,40s] beside the server; both hold gpu-0
-		// through the same claim, and so does dra-shared's worker.
-		{10 * time.Second, with(others(false), "fetch-weights "+gpuClaim, "server "+gpuClaim)},
+		{0, others(setup)},
+		{5 * time.Second, others(setup, trainer, sharer)},
+		{6 * time.Second, others(trainer, sharer)},
+		// fetch-weights runs [10s,40s] and holds gpu-0 through the claim
+		// dra-shared's worker also holds; the server starts only when the
+		// last plain init container (warmup) ends, at 1m.
+		{10 * time.Second, with(others(trainer, sharer), "fetch-weights "+gpuClaim)},
 		// At 40s fetch-weights is still listed (ends are inclusive), the
 		// sidecar and warmup have started.
-		{40 * time.Second, with(others(false), "fetch-weights "+gpuClaim, "proxy", "warmup", "server "+gpuClaim)},
-		{41 * time.Second, with(others(false), "proxy", "warmup", "server "+gpuClaim)},
-		{61 * time.Second, with(others(false), "proxy", "server "+gpuClaim)},
-		{9 * time.Minute, with(others(false), "proxy", "server "+gpuClaim)},
-		{9*time.Minute + time.Second, others(false)},
+		{40 * time.Second, with(others(trainer, sharer), "fetch-weights "+gpuClaim, "proxy", "warmup")},
+		{41 * time.Second, with(others(trainer, sharer), "proxy", "warmup")},
+		{time.Minute, with(others(trainer, sharer), "proxy", "warmup", "server "+gpuClaim)},
+		{61 * time.Second, with(others(trainer, sharer), "proxy", "server "+gpuClaim)},
+		{9 * time.Minute, with(others(trainer, sharer), "proxy", "server "+gpuClaim)},
+		{9*time.Minute + time.Second, others(trainer, sharer)},
 	}
 	for _, s := range steps {
 		advanceShapes(t, n, sc, s.at)
@@ -164,9 +165,9 @@ func TestPodResourcesGetListsInitContainers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
+	// The server has not started yet at 20s (it starts at 1m).
 	want := []string{
 		"fetch-weights claim team-a/gpu-claim=gpu.nvidia.com/sim-node-shapes/gpu-0",
-		"server claim team-a/gpu-claim=gpu.nvidia.com/sim-node-shapes/gpu-0",
 	}
 	if got := describe(resp.GetPodResources()); !slices.Equal(got, want) {
 		t.Errorf("Get dra-infer at 20s = %q, want %q", got, want)

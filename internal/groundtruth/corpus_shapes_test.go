@@ -21,15 +21,18 @@ func TestCorpusHAMiInitContainers(t *testing.T) {
 	sc, tr := loadCorpus(t, "hami-initcontainers")
 	// Entries: istio-init, istio-proxy (empty), warm-cache 50, model 30.
 	wantNear(t, "warm-cache allocated", tr.Containers["llm/rag-server/warm-cache"].Allocated, 0.5*(40-2))
-	wantNear(t, "model allocated", tr.Containers["llm/rag-server/model"].Allocated, 0.3*300)
-	// Older HAMi: two entries for one init and two regular containers.
-	wantNear(t, "old worker allocated", tr.Containers["legacy/batch-worker/worker"].Allocated, 0.4*300)
+	// The model starts when warm-cache, the last plain init container, ends
+	// at 40 s.
+	wantNear(t, "model allocated", tr.Containers["llm/rag-server/model"].Allocated, 0.3*(300-40))
+	// Older HAMi: two entries for one init and two regular containers; the
+	// worker starts when migrate ends at 5 s.
+	wantNear(t, "old worker allocated", tr.Containers["legacy/batch-worker/worker"].Allocated, 0.4*(300-5))
 	for _, k := range []string{"llm/rag-server/istio-init", "llm/rag-server/istio-proxy", "legacy/batch-worker/migrate"} {
 		if _, ok := tr.Containers[k]; ok {
 			t.Errorf("%s holds no GPU, yet has a truth", k)
 		}
 	}
-	wantNear(t, "GPU 0 unallocated", *tr.GPUs[sc.GPUs[0].UUID].Unallocated, 300-19-90)
+	wantNear(t, "GPU 0 unallocated", *tr.GPUs[sc.GPUs[0].UUID].Unallocated, 300-19-78)
 }
 
 func TestCorpusHAMiKubeletMismatch(t *testing.T) {
@@ -77,11 +80,12 @@ func TestCorpusDRAClaims(t *testing.T) {
 	sc, tr := loadCorpus(t, "dra-claims")
 	wantNear(t, "trainer allocated", tr.Containers["research/trainer/main"].Allocated, 300)
 	wantNear(t, "mig-infer allocated", tr.Containers["serving/mig-infer/server"].Allocated, 300*3.0/7)
-	// gpu-0: a+b to 150.5, a alone to 200.5, a+preload+c to 230.5, a+c.
-	wantNear(t, "shared-a allocated", tr.Containers["serving/shared-a/worker"].Allocated, 150.5/2+50+30.0/3+69.5/2)
+	// gpu-0: a+b to 150.5, a alone to 200.5, a+preload to 230.5 (shared-c's
+	// worker starts when its init container preload ends), then a+c.
+	wantNear(t, "shared-a allocated", tr.Containers["serving/shared-a/worker"].Allocated, 150.5/2+50+30.0/2+69.5/2)
 	wantNear(t, "shared-b allocated", tr.Containers["serving/shared-b/worker"].Allocated, 150.5/2)
-	wantNear(t, "preload allocated", tr.Containers["serving/shared-c/preload"].Allocated, 30.0/3)
-	wantNear(t, "shared-c allocated", tr.Containers["serving/shared-c/worker"].Allocated, 30.0/3+69.5/2)
+	wantNear(t, "preload allocated", tr.Containers["serving/shared-c/preload"].Allocated, 30.0/2)
+	wantNear(t, "shared-c allocated", tr.Containers["serving/shared-c/worker"].Allocated, 69.5/2)
 	for k, c := range tr.Containers {
 		if c.SharingMode != "dra" || c.Method != "" {
 			t.Errorf("%s: mode/method %q/%q, want dra/measured", k, c.SharingMode, c.Method)

@@ -189,9 +189,10 @@ func TestTinyShapesSeedIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := mustCompute(t, sc)
-	// The claim holds GPU A while the init container runs [0, 2); the
-	// container holds half of A (entry 1), so A sums to 1.5 there and is
-	// scaled down, and half of B (nvidia0/vgpu1).
-	wantNear(t, "allocated(i)", tr.Containers["ns/p/i"].Allocated, 2/1.5)
-	wantNear(t, "allocated(c)", tr.Containers["ns/p/c"].Allocated, 0.5*2/1.5+0.5*8+0.5*10)
+	// The claim holds GPU A while the init container runs [0, 2): 2 s.
+	// The container starts when i ends and holds, over [2, 10), half of A
+	// (entry 1, pinned at its start; the edit at 5s changes nothing) and
+	// half of B (nvidia0/vgpu1 with 2 clients per GPU): 4 + 4.
+	wantNear(t, "allocated(i)", tr.Containers["ns/p/i"].Allocated, 2)
+	wantNear(t, "allocated(c)", tr.Containers["ns/p/c"].Allocated, 0.5*8+0.5*8)
 }

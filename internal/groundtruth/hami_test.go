@@ -29,8 +29,10 @@ func TestHAMiEntriesFollowSpecOrderInitContainersFirst(t *testing.T) {
 	tr := mustCompute(t, newScenario(100, nil, hamiGPUs(), fresh, old))
 
 	wantNear(t, "allocated(fresh/prep)", tr.Containers["ns/fresh/prep"].Allocated, 0.2*15)
-	wantNear(t, "allocated(fresh/main)", tr.Containers["ns/fresh/main"].Allocated, 0.5*100)
-	wantNear(t, "allocated(old/main)", tr.Containers["ns/old/main"].Allocated, 0.3*100)
+	// Regular containers start when the last plain init container ends:
+	// fresh's main at 20 s, old's at 10 s.
+	wantNear(t, "allocated(fresh/main)", tr.Containers["ns/fresh/main"].Allocated, 0.5*80)
+	wantNear(t, "allocated(old/main)", tr.Containers["ns/old/main"].Allocated, 0.3*90)
 	for _, k := range []string{"ns/fresh/prep", "ns/fresh/main", "ns/old/main"} {
 		if c := tr.Containers[k]; c.Method != "" || c.SharingMode != "hami" {
 			t.Errorf("%s: method/mode %q/%q, want measured/hami", k, c.Method, c.SharingMode)
@@ -41,8 +43,8 @@ func TestHAMiEntriesFollowSpecOrderInitContainersFirst(t *testing.T) {
 			t.Errorf("%s holds no GPU, yet has a truth", k)
 		}
 	}
-	wantNear(t, "unallocated(A)", *tr.GPUs[gpuA].Unallocated, 100-3-50)
-	wantNear(t, "unallocated(B)", *tr.GPUs[gpuB].Unallocated, 70)
+	wantNear(t, "unallocated(A)", *tr.GPUs[gpuA].Unallocated, 100-3-40)
+	wantNear(t, "unallocated(B)", *tr.GPUs[gpuB].Unallocated, 100-27)
 }
 
 func TestHAMiAnnotationNamesTheGPUs(t *testing.T) {

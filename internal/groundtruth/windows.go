@@ -28,8 +28,10 @@ type ctr struct {
 // the parser's Start/End, so that a parser slip cannot hide in the truth:
 // plain init containers run one after another from the pod's start, each
 // to its End; a sidecar (restartPolicy Always) runs from its turn to the
-// pod's end; regular containers hold their devices over the pod's
-// lifetime. Everything is clipped to the pod's lifetime.
+// pod's end; regular containers start when the last plain init container
+// ends and hold their devices from then to the pod's end (the scenario
+// format: "the containers start when the last plain init container
+// ends"). Everything is clipped to the pod's lifetime.
 func podContainers(sc *scenario.Scenario, p *scenario.Pod, pi int) []ctr {
 	start, end := podLifetime(sc, p)
 	out := make([]ctr, 0, len(p.InitContainers)+len(p.Containers))
@@ -44,7 +46,7 @@ func podContainers(sc *scenario.Scenario, p *scenario.Pod, pi int) []ctr {
 		out = append(out, ctr{c: c, init: true, pos: i, win: w, path: fieldPath(pi, "initContainers", i)})
 	}
 	for i := range p.Containers {
-		out = append(out, ctr{c: &p.Containers[i], pos: i, win: window{start, end}, path: fieldPath(pi, "containers", i)})
+		out = append(out, ctr{c: &p.Containers[i], pos: i, win: window{turn, end}, path: fieldPath(pi, "containers", i)})
 	}
 	return out
 }
