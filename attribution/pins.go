@@ -1,13 +1,17 @@
 package attribution
 
-import "time"
+import (
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Tenants can edit their own pods' annotations, and HAMi's allocation
 // annotation says how much of which GPU a container is charged. So the
 // value in force for a container is the first one observed while it runs
 // (the first cycle kubelet lists it with HAMi devices), kept for its
 // lifetime and across collector restarts (RestorePins); a later edit moves
-// no cost and is an annotation_changed anomaly, once per value.
+// no cost and is an annotation_changed anomaly, once per change.
 
 // pinKey names one container's pinned annotation.
 type pinKey struct{ podUID, container, key string }
@@ -38,7 +42,9 @@ func (e *Engine) RestorePins(pins []AnnotationPin) {
 // pinnedAnnotation returns the value of annotation key in force for
 // holder h of pod p: its pin, else the current value, which it pins (a
 // NewPin of this cycle). A current value that differs from the pin is
-// reported once per value.
+// reported once per change. The anomaly key names the container and the
+// annotation, never the tenant-written value: a tenant rewriting the value
+// every poll must not grow the collector's log-once set.
 func (e *Engine) pinnedAnnotation(h *holder, p *PodMeta, key string) (string, bool) {
 	c := &e.cy
 	cur, has := p.Annotations[key]
@@ -65,7 +71,7 @@ func (e *Engine) pinnedAnnotation(h *holder, p *PodMeta, key string) (string, bo
 		if !has {
 			what = "removed"
 		}
-		c.anomaly(AnomalyAnnotationChanged, h.who()+" "+key+"="+cur, key+" of "+h.who()+" "+what+
+		c.anomaly(AnomalyAnnotationChanged, h.who()+" "+key, key+" of "+h.who()+" "+what+
 			" while it runs; still charged by the value first observed, "+quoteShort(pv.pin.Value))
 		pv.reported, pv.hasRep = cur, true
 		e.pins[k] = pv
@@ -73,12 +79,13 @@ func (e *Engine) pinnedAnnotation(h *holder, p *PodMeta, key string) (string, bo
 	return pv.pin.Value, true
 }
 
-// quoteShort quotes an annotation value for a log line, cut at 200 bytes.
+// quoteShort quotes an annotation value for a log line, cut at 200 bytes
+// without splitting a UTF-8 character, quotes and control bytes escaped.
 func quoteShort(s string) string {
 	if len(s) > 200 {
-		s = s[:200] + "..."
+		return strconv.Quote(strings.ToValidUTF8(s[:200], "")) + "..."
 	}
-	return "\"" + s + "\""
+	return strconv.Quote(s)
 }
 
 // prunePins drops the pins of pods the metadata no longer lists, so memory

@@ -264,9 +264,10 @@ func (c *Collector) emit(ctx context.Context, res attribution.CycleResult, obs a
 }
 
 func (c *Collector) writeSinks(ctx context.Context, res attribution.CycleResult) (firstErr error) {
-	// Pins before rows: a row charged by a pinned value must never be on
-	// disk while its pin is not, or a restart would re-pin whatever the
-	// annotation says then.
+	// Pins before rows, so that a restart re-pins by what the rows were
+	// charged by. A failed save does not hold the rows back (they are the
+	// ledger); the pins stay in memory and are saved again next cycle, so
+	// the window in which a restart could re-pin is one failed cycle.
 	firstErr = c.savePins(ctx, res.NewPins)
 	if len(res.Rows) == 0 && len(res.Findings) == 0 {
 		return firstErr

@@ -59,8 +59,17 @@ type PriceRow struct {
 // PriceRows turns a book into the rows WritePrices stores, checking that
 // the dashboards' SQL can carry every rate exactly.
 func PriceRows(book *pricebook.Book) ([]PriceRow, error) {
-	if book == nil {
+	switch {
+	case book == nil:
 		return nil, errors.New("cannot store prices: no price book")
+	case book.Policy == pricebook.PolicyFlat:
+		// The dashboards price hours by a rate; a flat book has none, so
+		// every money panel would read 0.
+		return nil, errors.New("cannot store prices for the dashboards: policy flat (slot prices per month) is not priced by the ClickHouse dashboards; use gpuledger report")
+	case book.MemoryWeighted():
+		// The dashboards charge used time only: a memory blend would be
+		// priced silently wrong.
+		return nil, errors.New("cannot store prices for the dashboards: memoryWeight is not priced by the ClickHouse dashboards (they charge used or held time only); use gpuledger report")
 	}
 	var out []PriceRow
 	var errs []string

@@ -84,3 +84,21 @@ func TestPriceRowsRefusesInexactRates(t *testing.T) {
 		t.Error("no error for a nil book")
 	}
 }
+
+// The dashboards price hours by a rate, used or held: a flat book (no
+// rates) or a memory-weighted one would show wrong money, so they are
+// refused when stored, naming why.
+func TestPriceRowsRefusesBooksTheDashboardsCannotPrice(t *testing.T) {
+	for name, text := range map[string]string{
+		"flat":           "currency: USD\ntimezone: UTC\npolicy: flat\nslotRates:\n  A100-SXM4-80GB: 800\n",
+		"memoryWeighted": "currency: USD\ntimezone: UTC\npolicy: usage\nmemoryWeight: 0.3\nrates:\n  A100-SXM4-80GB: 2.40\ndefaultRate: 2.00\n",
+	} {
+		book, err := pricebook.Parse(name+".yaml", []byte(text))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := PriceRows(book); err == nil || !strings.Contains(err.Error(), "not priced by the ClickHouse dashboards") {
+			t.Errorf("%s: err = %v, want a refusal", name, err)
+		}
+	}
+}
