@@ -19,6 +19,7 @@ type Engine struct {
 	seenHAMi     map[string]map[int]struct{} // GPU UUID -> HAMi -<n> seen
 	hamiCache    map[string]hamiParse        // annotation value -> parse
 	pins         map[pinKey]pinVal           // annotation values in force (pins.go)
+	firstSeen    map[string]string           // pod UID -> HAMi annotation when the pod was first listed (pins.go)
 
 	energy   map[string]energyBase // GPU UUID -> counters at lastTime
 	lastGPUs []GPU                 // last GPUs NVML listed, for degraded cycles
@@ -92,6 +93,7 @@ func (e *Engine) Observe(obs Observation) CycleResult {
 
 	cy := &e.cy
 	cy.reset(e, &obs, prev, now)
+	e.noteFirstSeen()
 	e.buildSlices()
 	e.computeShares()
 	e.resolveProcesses()

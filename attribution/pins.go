@@ -62,6 +62,14 @@ func (e *Engine) pinnedAnnotation(h *holder, p *PodMeta, key string) (string, bo
 		}
 		pin := AnnotationPin{PodUID: p.UID, Container: h.ctr.container, Key: key, Value: cur,
 			At: time.Unix(0, c.now).UTC()}
+		if first, seen := e.firstSeen[p.UID]; seen && first != cur && key == HAMiAnnotation {
+			// The scenario format puts the value first observed while the
+			// container runs in force; an edit between the pod's binding
+			// and the container's start is still the tenant's doing, so it
+			// is reported, if not charged.
+			c.anomaly(AnomalyAnnotationChanged, h.who()+" "+key, key+" of "+h.who()+" was "+quoteShort(first)+
+				" when the pod was first listed and "+quoteShort(cur)+" when the container started; charged by the latter")
+		}
 		e.pins[k] = pinVal{pin: pin}
 		c.newPins = append(c.newPins, pin)
 		return cur, true
@@ -88,17 +96,46 @@ func quoteShort(s string) string {
 	return strconv.Quote(s)
 }
 
+// noteFirstSeen remembers the HAMi annotation of each pod the first time
+// the metadata lists it, so that an edit made before a container starts
+// (and pins its value) is reported. One map lookup per pod and cycle.
+func (e *Engine) noteFirstSeen() {
+	pods := e.cy.obs.Metadata.Pods
+	for i := range pods {
+		p := &pods[i]
+		if p.UID == "" {
+			continue
+		}
+		if _, seen := e.firstSeen[p.UID]; seen {
+			continue
+		}
+		v, ok := p.Annotations[HAMiAnnotation]
+		if !ok {
+			continue
+		}
+		if e.firstSeen == nil {
+			e.firstSeen = map[string]string{}
+		}
+		e.firstSeen[p.UID] = v
+	}
+}
+
 // prunePins drops the pins of pods the metadata no longer lists, so memory
 // stays bounded by the pods on the node. Nothing is dropped on a cycle
 // whose metadata failed: absent pods there are not gone.
 func (e *Engine) prunePins() {
 	c := &e.cy
-	if len(e.pins) == 0 || c.obs.Degraded["kubemeta"] {
+	if len(e.pins)+len(e.firstSeen) == 0 || c.obs.Degraded["kubemeta"] {
 		return
 	}
 	for k := range e.pins {
 		if _, ok := c.podByUID(k.podUID); !ok {
 			delete(e.pins, k)
+		}
+	}
+	for uid := range e.firstSeen {
+		if _, ok := c.podByUID(uid); !ok {
+			delete(e.firstSeen, uid)
 		}
 	}
 }

@@ -402,3 +402,35 @@ func FuzzPositiveInt(f *testing.F) {
 		}
 	})
 }
+
+// An edit between the pod's first listing and its container's start is
+// the tenant's doing too: the container is charged by the value in force
+// when it starts (the scenario format's rule), and the edit is reported.
+func TestHAMiEditBeforeTheContainerStartsIsReported(t *testing.T) {
+	g := gpuID(1)
+	v1, v2 := g+",NVIDIA,1000,100:;", g+",NVIDIA,1000,1:;"
+	e := NewEngine(Config{})
+	// Two cycles with the pod bound and its container not started yet.
+	for _, w := range [][2]float64{{0, 0}, {0, 10}} {
+		o := newObs(at(w[0]), at(w[1]))
+		o.wholeGPU(g)
+		o.pod("a", "pa", uidA, time.Time{}, nil, hamiAnn(v1), "c")
+		if res := e.Observe(o.Observation); len(res.NewPins) != 0 {
+			t.Fatalf("pinned %+v before the container started", res.NewPins)
+		}
+	}
+	// Edited to 1 core, then the container starts.
+	o := newObs(at(10), at(20))
+	o.wholeGPU(g)
+	o.pod("a", "pa", uidA, time.Time{}, nil, hamiAnn(v2), "c").alloc("a", "pa", "c", "nvidia.com/gpu", g+"-0")
+	res := e.Observe(o.Observation)
+	checkCycle(t, res)
+	// 1 core of 100: 0.01 x 10 s, as the rule says.
+	wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", g+"-0"), ModeHAMi, MethodMeasured, 0.01, 0.1, 0)
+	if len(res.NewPins) != 1 || res.NewPins[0].Value != v2 {
+		t.Errorf("NewPins %+v, want the value at the container's start", res.NewPins)
+	}
+	if !hasAnomaly(res, AnomalyAnnotationChanged, "a/pa/c "+HAMiAnnotation) {
+		t.Errorf("anomalies %+v, want annotation_changed for the edit before the start", res.Anomalies)
+	}
+}
