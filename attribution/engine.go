@@ -17,9 +17,14 @@ type Engine struct {
 
 	seenReplicas map[string]map[int]struct{} // device UUID -> ::<n> seen
 	seenHAMi     map[string]map[int]struct{} // GPU UUID -> HAMi -<n> seen
-	hamiCache    map[string]hamiParse        // annotation value -> parse
-	pins         map[pinKey]pinVal           // annotation values in force (pins.go)
-	firstSeen    map[string]string           // pod UID -> HAMi annotation when the pod was first listed (pins.go)
+	// allocatable is the AllocatableIDs slice last recorded as seen
+	// (identity only: first element and length), so an unchanged list
+	// costs nothing per cycle.
+	allocatableAt  *string
+	allocatableLen int
+	hamiCache      map[string]hamiParse // annotation value -> parse
+	pins           map[pinKey]pinVal    // annotation values in force (pins.go)
+	firstSeen      map[string]string    // pod UID -> HAMi annotation when the pod was first listed (pins.go)
 
 	energy   map[string]energyBase // GPU UUID -> counters at lastTime
 	lastGPUs []GPU                 // last GPUs NVML listed, for degraded cycles
@@ -64,7 +69,8 @@ func NewEngine(cfg Config) *Engine {
 // first one is, only sets baselines (energy counters, PID owners) and
 // returns GPUs with zero capacity. A window that does not start where the
 // previous one ended first closes the open ledger rows, so no row claims
-// the gap. Observe keeps no reference to obs's slices or maps.
+// the gap. Observe keeps no reference to obs's slices or maps, except the
+// identity of obs.AllocatableIDs (to skip it while it is unchanged).
 func (e *Engine) Observe(obs Observation) CycleResult {
 	prev, now := unixNanos(obs.Prev), unixNanos(obs.Time)
 	res := CycleResult{Start: obs.Prev.UTC(), End: obs.Time.UTC()}
@@ -95,6 +101,7 @@ func (e *Engine) Observe(obs Observation) CycleResult {
 	cy.reset(e, &obs, prev, now)
 	e.noteFirstSeen()
 	e.buildSlices()
+	e.recordAllocatable()
 	e.computeShares()
 	e.resolveProcesses()
 	e.attributeUsage()

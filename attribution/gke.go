@@ -86,7 +86,8 @@ func (c *cycle) resolveGKE(sid SliceID) (gpu, inst int, ok bool) {
 
 // gkeShare is the share of a GKE slice: the GPU or the instance's
 // slices/7, divided among the node's max shared clients for vgpu IDs (the
-// distinct vgpu IDs seen so far where the label is missing: estimated).
+// distinct vgpu IDs seen, allocatable or allocated, where the label is
+// missing: estimated).
 func (e *Engine) gkeShare(r *rowW) (mode string, share float64, estimated bool) {
 	c := &e.cy
 	g := &c.gpus[r.gpu]

@@ -14,9 +14,16 @@ type Observation struct {
 
 	GPUs        []GPU
 	Allocations []Allocation // kubelet pod-resources, one per (container, resource)
-	Metadata    Metadata
-	Processes   []Process       // running compute processes, per device, owners resolved
-	Samples     []ProcessSample // per-process utilisation samples read this cycle
+	// AllocatableIDs are the device IDs kubelet advertises as allocatable
+	// (pod-resources GetAllocatableResources), allocated or not: every
+	// ::<n>, vgpu and HAMi ID counts as seen for the replica estimates.
+	// Nil when unknown. The collector passes the same slice while kubelet's
+	// list is unchanged; the engine reads it only when it changes and never
+	// modifies it.
+	AllocatableIDs []string
+	Metadata       Metadata
+	Processes      []Process       // running compute processes, per device, owners resolved
+	Samples        []ProcessSample // per-process utilisation samples read this cycle
 
 	// Degraded names sources that failed this cycle ("nvml", "dcgm",
 	// "podresources", "kubemeta", "procfs"). A failed source's data is

@@ -128,19 +128,41 @@ func (c *cycle) findContainerSlow(o Owner) (pod, ctr int, ok bool) {
 }
 
 // runningGroup returns ctr's group on (gpu, inst); a container without a
-// slice there gets a phantom row named after the device it ran on, with
-// the GPU's dominant sharing mode.
+// slice there gets a phantom row named after the device it ran on. Its
+// sharing mode is the GPU's dominant one on a whole GPU; on a MIG instance
+// it holds nothing of, it is the mode of the container's own slice on
+// another instance of that GPU (one container, one mode), else mig.
 func (c *cycle) runningGroup(pod, ci, gpu, inst int, ctr ctrID, team, device string) int32 {
 	g := c.group(pod, ci, gpu, inst, ctr, team)
 	if c.groups[g].head < 0 {
-		kind := SliceKindGPU
+		kind, mode := SliceKindGPU, c.gpuW[gpu].mode
 		if inst >= 0 {
-			kind = SliceKindMIG
+			kind, mode = SliceKindMIG, c.heldMIGMode(pod, ci, gpu)
 		}
 		c.addRow(g, rowW{gpu: gpu, inst: inst, pod: -1, ctrIndex: -1, phantom: true,
-			mode: c.gpuW[gpu].mode,
+			mode: mode,
 			sid:  SliceID{Raw: device, Kind: kind, UUID: device, Replica: -1, GI: -1, CI: -1}})
 		c.flagUnlisted(g, pod, ci, device)
 	}
 	return g
+}
+
+// heldMIGMode is the sharing mode of a slice the container (pod, ci) holds
+// on another MIG instance of GPU gpu, or mig when it holds none.
+func (c *cycle) heldMIGMode(pod, ci, gpu int) string {
+	if pod < 0 || ci < 0 {
+		return ModeMIG
+	}
+	for g := c.slots[int(c.slotBase[pod])+ci]; g >= 0; g = c.groups[g].nextSame {
+		grp := &c.groups[g]
+		if grp.gpu != gpu || grp.inst < 0 {
+			continue
+		}
+		for ri := grp.head; ri >= 0; ri = c.rows[ri].next {
+			if r := &c.rows[ri]; !r.phantom && r.mode != "" {
+				return r.mode
+			}
+		}
+	}
+	return ModeMIG
 }

@@ -180,6 +180,36 @@ func (e *Engine) recordSeen(sid SliceID, gpu, inst int) {
 	}
 }
 
+// recordAllocatable records every device ID kubelet advertises as
+// allocatable as seen, so that a replica count estimated without a label
+// counts every replica of the device (ledger.md: the number of distinct
+// ::<n> IDs), not just the ones allocated so far; likewise GKE's vgpu IDs
+// and the HAMi 1/N fallback's N. The list is read again only when the
+// collector passes a different slice. IDs of other resources, malformed
+// ones and ones naming no device of this node are skipped without an
+// anomaly: only allocated IDs are the node's problem. A cycle without
+// GPUs (NVML down) records nothing and leaves the list to the next cycle.
+func (e *Engine) recordAllocatable() {
+	c := &e.cy
+	ids := c.obs.AllocatableIDs
+	if len(ids) == 0 || (&ids[0] == e.allocatableAt && len(ids) == e.allocatableLen) {
+		return
+	}
+	if len(c.gpus) == 0 || c.obs.Degraded["nvml"] {
+		return
+	}
+	for _, raw := range ids {
+		sid, err := ParseDeviceID(raw)
+		if err != nil || sid.Replica < 0 {
+			continue
+		}
+		if gpu, inst, ok := c.resolveSlice(sid); ok {
+			e.recordSeen(sid, gpu, inst)
+		}
+	}
+	e.allocatableAt, e.allocatableLen = &ids[0], len(ids)
+}
+
 func seenSet(sets map[string]map[int]struct{}, key string) map[int]struct{} {
 	s := sets[key]
 	if s == nil {
@@ -260,7 +290,8 @@ func (e *Engine) share(r *rowW) (mode string, share float64, estimated bool) {
 // named after the resource (NVIDIA's device plugin and GPU feature
 // discovery write "<resource>.replicas" after the resource's original
 // name, so renameByDefault's ".shared" is dropped first), else the
-// distinct replica IDs seen so far on the device (an estimate). The
+// distinct replica IDs seen on the device (an estimate): those kubelet
+// advertises as allocatable (recordAllocatable) and any allocated. The
 // whole-GPU label nvidia.com/gpu.replicas never counts a MIG resource's
 // replicas (mixed strategy: nvidia.com/mig-<profile>); it does for
 // nvidia.com/gpu, also when MIG IDs are listed under it (single strategy).

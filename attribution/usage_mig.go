@@ -6,6 +6,7 @@ type instStat struct {
 	lone         int32   // the holder, when there is one
 	runShare     float64 // summed shares of holders with running processes
 	phantoms     int     // containers running there without a slice
+	lonePhantom  int32   // the phantom, when there is one
 	replicaShare float64 // share of one replica of the instance
 	busy, total  float64 // busy seconds; summed participant weights
 	split        bool    // busy is split among participants
@@ -15,11 +16,13 @@ type instStat struct {
 // usageMIG builds the usage partition of a MIG-enabled GPU from DCGM's
 // per-instance activity (NVML has no per-process samples under MIG).
 // Instance i is busy w(i) x GR_ENGINE_ACTIVE_i x W seconds. A lone holder
-// gets it all (measured). Otherwise it is split by share among holders
-// with running processes, containers running there without a slice and,
-// as one replica, host processes (estimated; the host part is
-// unattributed). Busy time nobody holds is unattributed, and so is an
-// instance's whole capacity when DCGM says nothing about it.
+// gets it all (measured), and so does a lone container running there
+// without holding it when no holder and no host process runs there.
+// Otherwise it is split by share among holders with running processes,
+// containers running there without a slice (one replica each) and, as one
+// replica, host processes (estimated; the host part is unattributed). Busy
+// time no container runs on is unattributed, and so is an instance's whole
+// capacity when DCGM says nothing about it.
 func (e *Engine) usageMIG(gi int) {
 	c := &e.cy
 	g, gw, w := &c.gpus[gi], &c.gpuW[gi], c.w
@@ -36,15 +39,20 @@ func (e *Engine) usageMIG(gi int) {
 		s.busy = wi * clamp01(m.DCGM.GrEngineActive) * w
 		host := gw.instHost[i]
 		switch {
-		case s.holders == 0:
-			unattr += s.busy
 		case s.holders == 1 && !host && s.phantoms == 0:
 			c.groups[s.lone].used += s.busy
-		case !(s.runShare > 0):
+		case s.phantoms == 1 && !host && !(s.runShare > 0):
+			// The only container running there holds nothing of the
+			// instance (its holders, if any, run nothing): its use is
+			// measured (scenario.md: only host processes are unattributed).
+			c.groups[s.lonePhantom].used += s.busy
+		case s.phantoms == 0 && !(s.runShare > 0):
+			// Nobody's container runs there: a host process's or
+			// nobody's busy time.
 			unattr += s.busy
-			s.shared = true
+			s.shared = s.holders > 0
 		default:
-			s.shared = true
+			s.shared = s.holders > 0
 			rs := s.replicaShare
 			if !(rs > 0) {
 				rs = wi
@@ -104,6 +112,7 @@ func (c *cycle) instStats(gi int) []instStat {
 			}
 		case grp.running:
 			s.phantoms++
+			s.lonePhantom = int32(i)
 		}
 	}
 	// One replica's share is the smallest share of a slice of the

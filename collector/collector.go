@@ -177,6 +177,13 @@ func (c *Collector) observe(ctx context.Context) attribution.Observation {
 		c.health.report(SourcePodResources, err)
 		if err != nil {
 			obs.Degraded[SourcePodResources] = true
+		} else if al, ok := c.src.Pods.(podresources.AllocatableLister); ok {
+			// Cached by the client: a read at most every so many cycles.
+			ids, aerr := al.Allocatable(ctx, allocs)
+			if aerr != nil {
+				c.health.count(SourcePodResources, aerr)
+			}
+			obs.AllocatableIDs = ids
 		}
 		obs.Allocations = allocs
 	}

@@ -147,7 +147,13 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, opt simOptions
 	defer closeSrc()
 	end := sc.Start.Add(sc.Duration)
 	wallStart := time.Now()
-	for t := sc.Start; !t.After(end); t = t.Add(sc.PollInterval) {
+	// Cycles run every pollInterval from the start and once more exactly at
+	// the end when pollInterval does not divide the duration, so the last
+	// (duration mod pollInterval) seconds are covered too.
+	for t, last := sc.Start, false; !last; t = t.Add(sc.PollInterval) {
+		if !t.Before(end) {
+			t, last = end, true
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -29,6 +29,10 @@ const (
 	// maxRecvMsgSize leaves room for nodes with hundreds of pods and
 	// topology information on every device.
 	maxRecvMsgSize = 16 << 20
+	// DefaultAllocatableRefresh is how many Allocatable calls (cycles) a
+	// read of kubelet's allocatable devices is reused before it is read
+	// again (sooner when an allocated ID is not in it).
+	DefaultAllocatableRefresh = 600
 )
 
 // Client lists device allocations from kubelet's pod-resources v1 API. It
@@ -51,6 +55,18 @@ type Client struct {
 	retryAt   time.Time // no dial before this while failures > 0
 	lastErr   error
 	available bool
+
+	allocRefresh int
+	alloc        allocCache
+}
+
+// allocCache is the last read of kubelet's allocatable devices.
+type allocCache struct {
+	ids       []string            // every advertised device ID; replaced, never changed, on a read
+	known     map[string]struct{} // ids plus the allocated IDs checked since the read
+	age       int                 // Allocatable calls since the last attempt
+	attempted bool
+	warned    bool
 }
 
 var _ Lister = (*Client)(nil)
@@ -65,6 +81,10 @@ func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = 
 func WithBackoff(minWait, maxWait time.Duration) Option {
 	return func(c *Client) { c.minBackoff, c.maxBackoff = minWait, maxWait }
 }
+
+// WithAllocatableRefresh sets how many Allocatable calls reuse one read of
+// kubelet's allocatable devices (n < 1: 1, a read on every call).
+func WithAllocatableRefresh(n int) Option { return func(c *Client) { c.allocRefresh = max(1, n) } }
 
 // WithClock replaces the wall clock the backoff is measured with (tests).
 func WithClock(now func() time.Time) Option { return func(c *Client) { c.now = now } }
@@ -82,6 +102,8 @@ func NewClient(socket string, log *slog.Logger, opts ...Option) *Client {
 		minBackoff: DefaultMinBackoff,
 		maxBackoff: DefaultMaxBackoff,
 		now:        time.Now,
+
+		allocRefresh: DefaultAllocatableRefresh,
 	}
 	for _, o := range opts {
 		o(c)
@@ -117,6 +139,86 @@ func (c *Client) List(ctx context.Context) ([]attribution.Allocation, error) {
 	}
 	c.failures, c.lastErr, c.available = 0, nil, true
 	return flatten(resp), nil
+}
+
+// Allocatable returns every device ID kubelet advertises as allocatable
+// (GetAllocatableResources, all resources): every replica ID of a shared
+// GPU, allocated or not, which is how many replicas share it when no label
+// says so. The list changes only when the device plugin re-registers, so it
+// is not read on every cycle: the first call reads it, later calls return
+// the cached slice (the same one, which callers must not modify) until
+// DefaultAllocatableRefresh calls have passed or allocs (this cycle's List)
+// names a device ID the cached list lacks. Such an ID triggers one read;
+// if kubelet does not list it then either, it triggers none until the next
+// periodic read. A failed read (a kubelet without the call, or one that is
+// down) returns the cached IDs, possibly nil, with the error, and is not
+// retried before the next periodic read.
+func (c *Client) Allocatable(ctx context.Context, allocs []attribution.Allocation) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := &c.alloc
+	if a.attempted && a.age < c.allocRefresh && a.covers(allocs) {
+		a.age++
+		return a.ids, nil
+	}
+	a.attempted, a.age = true, 1
+	ids, err := c.readAllocatable(ctx)
+	if err == nil {
+		a.ids = ids
+		a.known = make(map[string]struct{}, len(ids))
+		for _, id := range ids {
+			a.known[id] = struct{}{}
+		}
+	} else if !a.warned {
+		a.warned = true
+		c.log.Warn("cannot read allocatable devices; replica counts without a label use the IDs seen", "err", err)
+	} else {
+		c.log.Debug("cannot read allocatable devices", "err", err)
+	}
+	if a.known == nil {
+		a.known = map[string]struct{}{}
+	}
+	// IDs allocated now but not advertised trigger no further read.
+	for i := range allocs {
+		for _, id := range allocs[i].DeviceIDs {
+			a.known[id] = struct{}{}
+		}
+	}
+	return a.ids, err
+}
+
+// covers reports whether every device ID of allocs was checked already.
+func (a *allocCache) covers(allocs []attribution.Allocation) bool {
+	for i := range allocs {
+		for _, id := range allocs[i].DeviceIDs {
+			if _, ok := a.known[id]; !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// readAllocatable calls GetAllocatableResources on the current connection.
+func (c *Client) readAllocatable(ctx context.Context) ([]string, error) {
+	if c.api == nil {
+		return nil, fmt.Errorf("cannot read allocatable devices from %s: not connected", c.socket)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.api.GetAllocatableResources(callCtx, &podresourcesv1.AllocatableResourcesRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read allocatable devices from %s: %w", c.socket, err)
+	}
+	var ids []string
+	for _, dev := range resp.GetDevices() {
+		for _, id := range dev.GetDeviceIds() {
+			if id != "" {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids, nil
 }
 
 // Available reports whether the last List succeeded.

@@ -388,3 +388,146 @@ func TestClientListDynamicResources(t *testing.T) {
 		}
 	}
 }
+
+// allocKubelet also serves GetAllocatableResources, counting the calls;
+// fail makes them fail.
+type allocKubelet struct {
+	fakeKubelet
+	amu    sync.Mutex
+	alloc  *podresourcesv1.AllocatableResourcesResponse
+	fail   bool
+	aCalls int
+}
+
+func (k *allocKubelet) GetAllocatableResources(context.Context, *podresourcesv1.AllocatableResourcesRequest) (*podresourcesv1.AllocatableResourcesResponse, error) {
+	k.amu.Lock()
+	defer k.amu.Unlock()
+	k.aCalls++
+	if k.fail {
+		return nil, errors.New("kubelet is busy")
+	}
+	return k.alloc, nil
+}
+
+func (k *allocKubelet) set(resp *podresourcesv1.AllocatableResourcesResponse, fail bool) {
+	k.amu.Lock()
+	k.alloc, k.fail = resp, fail
+	k.amu.Unlock()
+}
+
+func (k *allocKubelet) allocCalls() int {
+	k.amu.Lock()
+	defer k.amu.Unlock()
+	return k.aCalls
+}
+
+func serveAlloc(t *testing.T, socket string, k *allocKubelet) {
+	t.Helper()
+	lis, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	podresourcesv1.RegisterPodResourcesListerServer(srv, k)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+}
+
+func allocatable(ids map[string][]string) *podresourcesv1.AllocatableResourcesResponse {
+	resp := &podresourcesv1.AllocatableResourcesResponse{}
+	for _, res := range []string{"nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "example.com/nic"} {
+		if l, ok := ids[res]; ok {
+			resp.Devices = append(resp.Devices, &podresourcesv1.ContainerDevices{ResourceName: res, DeviceIds: l})
+		}
+	}
+	return resp
+}
+
+// Allocatable reads kubelet's list once, then reuses it for
+// WithAllocatableRefresh calls, reads it again early when an allocated ID
+// is missing from it (once per missing ID), and survives a failing read.
+func TestClientAllocatableIsCached(t *testing.T) {
+	socket := socketPath(t)
+	k := &allocKubelet{fakeKubelet: fakeKubelet{resp: nodeResponse}}
+	k.set(allocatable(map[string][]string{
+		"nvidia.com/gpu":         {gpu0 + "::0", gpu0 + "::1", gpu0 + "::2", gpu0 + "::3", "", gpu0},
+		"nvidia.com/mig-1g.10gb": {mig0},
+		"example.com/nic":        {"nic-0"},
+	}), false)
+	serveAlloc(t, socket, k)
+	c := NewClient(socket, nil, WithAllocatableRefresh(3))
+	defer c.Close()
+	ctx := context.Background()
+	allocs, err := c.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{gpu0 + "::0", gpu0 + "::1", gpu0 + "::2", gpu0 + "::3", gpu0, mig0, "nic-0"}
+	call := func(n int, allocs []attribution.Allocation) []string {
+		t.Helper()
+		ids, err := c.Allocatable(ctx, allocs)
+		if err != nil {
+			t.Fatalf("call %d: %v", n, err)
+		}
+		return ids
+	}
+	first := call(1, allocs)
+	if !reflect.DeepEqual(first, want) {
+		t.Fatalf("Allocatable = %v, want %v", first, want)
+	}
+	// Calls 2 and 3 reuse the read (the same slice); call 4 reads again.
+	for n := 2; n <= 3; n++ {
+		if ids := call(n, allocs); &ids[0] != &first[0] {
+			t.Errorf("call %d returned a new slice", n)
+		}
+	}
+	if got := k.allocCalls(); got != 1 {
+		t.Errorf("after 3 calls kubelet got %d reads, want 1", got)
+	}
+	call(4, allocs)
+	if got := k.allocCalls(); got != 2 {
+		t.Errorf("after 4 calls kubelet got %d reads, want 2", got)
+	}
+	// An allocated ID kubelet did not advertise: one early read, none after.
+	extra := append(slicesClone(allocs), attribution.Allocation{Resource: "nvidia.com/gpu", DeviceIDs: []string{gpu0 + "::7"}})
+	call(5, extra)
+	call(6, extra)
+	if got := k.allocCalls(); got != 3 {
+		t.Errorf("an unseen ID: kubelet got %d reads, want 3", got)
+	}
+	// A failing periodic read keeps the list and returns the error.
+	k.set(nil, true)
+	call(7, extra)
+	ids, err := c.Allocatable(ctx, extra) // call 8: the periodic read
+	if err == nil || !reflect.DeepEqual(ids, want) {
+		t.Errorf("failing read: %v, %v; want the cached list and an error", ids, err)
+	}
+	call(9, extra) // not retried before the next periodic read
+	if got := k.allocCalls(); got != 4 {
+		t.Errorf("after a failure kubelet got %d reads, want 4", got)
+	}
+}
+
+// A kubelet without GetAllocatableResources: nil and an error, read again
+// only periodically.
+func TestClientAllocatableUnimplemented(t *testing.T) {
+	socket := socketPath(t)
+	serve(t, socket, &fakeKubelet{resp: nodeResponse})
+	c := NewClient(socket, nil, WithAllocatableRefresh(10))
+	defer c.Close()
+	allocs, err := c.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := c.Allocatable(context.Background(), allocs)
+	if ids != nil || err == nil {
+		t.Fatalf("Allocatable = %v, %v; want nil and an error", ids, err)
+	}
+	if ids, err = c.Allocatable(context.Background(), allocs); ids != nil || err != nil {
+		t.Fatalf("second call = %v, %v; want nil, nil (no read)", ids, err)
+	}
+}
+
+func slicesClone(a []attribution.Allocation) []attribution.Allocation {
+	return append([]attribution.Allocation(nil), a...)
+}

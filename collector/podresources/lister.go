@@ -15,3 +15,10 @@ const DefaultSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
 type Lister interface {
 	List(ctx context.Context) ([]attribution.Allocation, error)
 }
+
+// AllocatableLister is a Lister that also knows every device ID kubelet
+// advertises as allocatable (Client.Allocatable), allocated or not.
+type AllocatableLister interface {
+	Lister
+	Allocatable(ctx context.Context, allocs []attribution.Allocation) ([]string, error)
+}

@@ -58,6 +58,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(strings.Replace(shapes, "        end: 1m\n", "        end: 9m\n", 1)))
 	f.Add([]byte(strings.Replace(shapes, "gi: 0", "gi: 7", 1)))
 	f.Add([]byte(strings.Replace(shapes, "minor: 0", "minor: 2", 1)))
+	// resource.k8s.io's typed attribute values, valid and not.
+	typed := strings.Replace(shapes, plainAttributes, typedAttributes, 1)
+	f.Add([]byte(typed))
+	f.Add([]byte(strings.Replace(typed, "{int: 0}", "{int: 0, bool: true}", 1)))
+	f.Add([]byte(strings.Replace(typed, "{bool: false}", "{float: 1.5}", 1)))
 	f.Add([]byte(baseYAML))
 	f.Add([]byte(strings.Replace(baseYAML, "fraction: 0}]", "fraction: 0.5}]", 1)))
 	f.Add([]byte(strings.Replace(baseYAML, "mode: timeslicing", "mode: mps", 1)))

@@ -3,8 +3,11 @@ package scenario
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // The converters of the "shapes of real clusters" fields: what DRA
@@ -49,12 +52,59 @@ func (c *converter) sliceDevice(path string, r rawSliceDevice) SliceDevice {
 		case !v.set():
 			c.p.addf(ap, "has no value (give a string, an integer or a bool)")
 		default:
-			if text, ok := scalarText(&c.p, ap, v.node); ok {
+			if text, ok := attributeText(&c.p, ap, v.node); ok {
 				d.Attributes[k] = text
 			}
 		}
 	}
 	return d
+}
+
+// attributeText is an attribute value's text: a scalar as written, or
+// resource.k8s.io's typed form, a mapping with the one key string, int, bool
+// or version (`uuid: {string: GPU-…}`, `index: {int: 0}`,
+// `migEnabled: {bool: false}`, `driverVersion: {version: 1.2.3}`), whose
+// value's text is kept the same way.
+func attributeText(p *problems, path string, n *yaml.Node) (string, bool) {
+	if n.Kind != yaml.MappingNode {
+		return scalarText(p, path, n)
+	}
+	if len(n.Content) != 2 {
+		p.addf(path, "a typed attribute value has exactly one of string, int, bool or version, got %d keys (line %d)", len(n.Content)/2, n.Line)
+		return "", false
+	}
+	key, val := n.Content[0], n.Content[1]
+	if key.Kind != yaml.ScalarNode {
+		p.addf(path, "expected a scalar or one of string, int, bool or version, got a mapping (line %d)", n.Line)
+		return "", false
+	}
+	tp := field(path, key.Value)
+	text, ok := scalarText(p, tp, val)
+	if !ok {
+		return "", false
+	}
+	switch key.Value {
+	case "string":
+	case "int":
+		if _, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64); err != nil {
+			p.addf(tp, "%q is not an integer (line %d)", text, val.Line)
+			return "", false
+		}
+	case "bool":
+		if _, err := strconv.ParseBool(strings.TrimSpace(text)); err != nil {
+			p.addf(tp, "%q is not a bool (line %d)", text, val.Line)
+			return "", false
+		}
+	case "version":
+		if strings.TrimSpace(text) == "" {
+			p.addf(tp, "is empty (line %d)", val.Line)
+			return "", false
+		}
+	default:
+		p.addf(path, "%q is not an attribute type: give string, int, bool or version (line %d)", key.Value, key.Line)
+		return "", false
+	}
+	return text, true
 }
 
 // claims reads a container's DRA claim devices. The device need not be

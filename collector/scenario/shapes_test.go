@@ -53,6 +53,47 @@ func TestParseResourceSlices(t *testing.T) {
 	}
 }
 
+// typedAttributes is gpu-0's attributes written as resource.k8s.io writes
+// them: a one-key mapping naming the value's type.
+const typedAttributes = "attributes: {type: {string: gpu}, uuid: {string: GPU-5a000000-0000-4000-8000-000000000000}, index: {int: 0}, productName: {string: NVIDIA A100-SXM4-80GB}, migEnabled: {bool: false}, driverVersion: {version: 1.2.3}}"
+
+const plainAttributes = "attributes: {type: gpu, uuid: GPU-5a000000-0000-4000-8000-000000000000, index: 0, productName: NVIDIA A100-SXM4-80GB}"
+
+func TestParseTypedAttributeValues(t *testing.T) {
+	s, err := Parse([]byte(editText(t, shapesYAML(t), plainAttributes, typedAttributes)), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"type": "gpu", "uuid": "GPU-5a000000-0000-4000-8000-000000000000",
+		"index": "0", "productName": "NVIDIA A100-SXM4-80GB", "migEnabled": "false", "driverVersion": "1.2.3",
+	}
+	if got := s.Node.ResourceSlices[0].Devices[0].Attributes; !reflect.DeepEqual(got, want) {
+		t.Errorf("typed attributes = %v, want %v", got, want)
+	}
+}
+
+func TestParseRejectsBadTypedAttributeValues(t *testing.T) {
+	const at = "node.resourceSlices[0].devices[0].attributes."
+	cases := []struct {
+		name, from, to string
+		want           []string
+	}{
+		{"unknown type", "index: {int: 0}", "index: {float: 0}", []string{at + "index", `"float" is not an attribute type`}},
+		{"two keys", "index: {int: 0}", "index: {int: 0, string: x}", []string{at + "index", "exactly one", "2 keys"}},
+		{"empty mapping", "index: {int: 0}", "index: {}", []string{at + "index", "0 keys"}},
+		{"int not an integer", "index: {int: 0}", "index: {int: zero}", []string{at + "index.int", `"zero" is not an integer`}},
+		{"bool not a bool", "migEnabled: {bool: false}", "migEnabled: {bool: maybe}", []string{at + "migEnabled.bool", `"maybe" is not a bool`}},
+		{"value not a scalar", "type: {string: gpu}", "type: {string: [gpu]}", []string{at + "type.string", "expected a scalar, got a list"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(editText(t, shapesYAML(t), plainAttributes, typedAttributes, tc.from, tc.to)), t.TempDir())
+			wantErr(t, err, tc.want...)
+		})
+	}
+}
+
 func TestParseMinorsAndGIs(t *testing.T) {
 	s := loadShapes(t)
 	// gpus[2] gives no minor: it is its index, 2.

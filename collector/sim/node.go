@@ -68,7 +68,7 @@ func New(ctx context.Context, sc *scenario.Scenario, opts Options) (*Node, error
 	}
 	n := &Node{
 		clock: newClock(sc.Start), period: sc.DriverSamplePeriod,
-		capPeriods: capPeriodsFor(sc.DriverSamplePeriod), startMicro: sc.Start.UnixMicro(),
+		capPeriods: capPeriodsFor(sc.DriverSamplePeriod, sc.PollInterval), startMicro: sc.Start.UnixMicro(),
 		pidOwner: make(map[uint32]*proc),
 	}
 	if err := n.build(sc); err != nil {

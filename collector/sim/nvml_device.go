@@ -212,7 +212,7 @@ func (d *device) samplesSupported() bool { return d.mig == nil && !d.g.isMIG() }
 
 // GetProcessUtilization returns one sample per process per completed
 // driver period newer than lastSeen (µs since the epoch), from the last
-// bufferSpan of periods only. Under MPS processView server, the MPS server
+// bufferSpanFor(pollInterval) of periods only. Under MPS processView server, the MPS server
 // carries the whole device's activity instead of the clients.
 func (d *device) GetProcessUtilization(lastSeen uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
 	if !d.samplesSupported() {

@@ -105,6 +105,41 @@ func TestSampleBufferIsCapped(t *testing.T) {
 	}
 }
 
+// A collector polling every 15 s (more than the 10 s minimum) must find
+// every sample of the last 30 s (twice its poll interval) in the buffer.
+func TestSampleBufferCoversTwoPolls(t *testing.T) {
+	sc := baseScenario(scenario.ModeExclusive, time.Minute)
+	sc.PollInterval = 15 * time.Second
+	addPod(sc, "uid-a", "a", 0, time.Minute, proc1(100, gpu0, 1, seg(0, time.Minute, 0.5)))
+	n := newNode(t, sc)
+	advance(t, n, 40*time.Second)
+	d := handle(t, n, 0)
+	ts, v, ret := deviceSamples(t, d, 0)
+	// 30s of 200ms periods: 150, the ones ending at 10.2s .. 40s.
+	if ret != nvml.SUCCESS || len(v) != 150 || ts[0] != micros(10200*ms) || ts[149] != micros(40*time.Second) {
+		t.Fatalf("got %d samples (%v), first %v, want 150 from 10.2s to 40s", len(v), ret, ts[:min(1, len(ts))])
+	}
+	// Since the poll at 15 s: 25 s = 125 periods, none lost.
+	_, v, _ = deviceSamples(t, d, micros(15*time.Second))
+	if len(v) != 125 {
+		t.Fatalf("got %d samples after 15s, want 125", len(v))
+	}
+}
+
+func TestBufferSpanBounds(t *testing.T) {
+	for _, tc := range []struct{ poll, want time.Duration }{
+		{time.Second, 10 * time.Second},
+		{5 * time.Second, 10 * time.Second},
+		{7 * time.Second, 14 * time.Second},
+		{time.Minute, 2 * time.Minute},
+		{time.Hour, 10 * time.Minute},
+	} {
+		if got := bufferSpanFor(tc.poll); got != tc.want {
+			t.Errorf("bufferSpanFor(%v) = %v, want %v", tc.poll, got, tc.want)
+		}
+	}
+}
+
 func TestMPSOverlap(t *testing.T) {
 	sc := baseScenario(scenario.ModeMPS, 10*time.Second)
 	addPod(sc, "uid-a", "a", 0, 10*time.Second, proc1(100, gpu0, 1, seg(0, time.Second, 0.8)))

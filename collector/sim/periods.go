@@ -7,10 +7,23 @@ import (
 	"time"
 )
 
-// bufferSpan is how much sample history the simulated driver keeps. NVML's
-// real sample buffers are finite; a reader whose lastSeen is older than this
-// gets only the most recent periods, never the whole history.
-const bufferSpan = 10 * time.Second
+// minBufferSpan and maxBufferSpan bound how much sample history the
+// simulated driver keeps. NVML's real sample buffers are finite; a reader
+// whose lastSeen is older than the span gets only the most recent periods,
+// never the whole history. The span is twice the poll interval (a collector
+// polling every pollInterval never loses a sample, even one cycle late), at
+// least minBufferSpan and at most maxBufferSpan (a scenario polling less
+// often than every maxBufferSpan/2 loses the older samples, as a real driver
+// would).
+const (
+	minBufferSpan = 10 * time.Second
+	maxBufferSpan = 10 * time.Minute
+)
+
+// bufferSpanFor is the sample history kept for a collector polling every poll.
+func bufferSpanFor(poll time.Duration) time.Duration {
+	return min(maxBufferSpan, max(minBufferSpan, 2*poll))
+}
 
 // periodRec is one completed driver sample period of one GPU.
 type periodRec struct {
@@ -25,9 +38,11 @@ type procSample struct {
 	util uint32
 }
 
-// capPeriodsFor is how many periods fit the driver's sample buffer.
-func capPeriodsFor(period time.Duration) int64 {
-	return max(1, int64((bufferSpan+period-1)/period))
+// capPeriodsFor is how many periods fit the driver's sample buffer for a
+// collector polling every poll.
+func capPeriodsFor(period, poll time.Duration) int64 {
+	span := bufferSpanFor(poll)
+	return max(1, int64((span+period-1)/period))
 }
 
 // computePeriods computes every period completed by t that still fits the
