@@ -1,7 +1,6 @@
 package whatif
 
 import (
-	"cmp"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -88,45 +87,44 @@ const chunk = 1 << 13
 
 // arrivals merges the tenants' Poisson streams in time order.
 type arrivals struct {
-	p     *params
-	rngs  []*rand.Rand
-	next  []float64
-	mean  []float64
-	order []int // tenants by next arrival
+	p    *params
+	rngs []*rand.Rand
+	// next holds each tenant's next arrival as the bits of its float64:
+	// arrival times are positive, and positive floats order as their bits
+	// do, so the earliest is an integer argmin that compiles to
+	// conditional moves. A sorted order with a scan to put each new
+	// arrival back mispredicted a branch per request.
+	next []int64
+	mean []float64
 }
 
 func newArrivals(p params, seed uint64, run int) *arrivals {
-	g := &arrivals{p: &p, rngs: make([]*rand.Rand, p.n), next: make([]float64, p.n), mean: make([]float64, p.n), order: make([]int, p.n)}
+	g := &arrivals{p: &p, rngs: make([]*rand.Rand, p.n), next: make([]int64, p.n), mean: make([]float64, p.n)}
 	for i := range g.rngs {
 		g.rngs[i] = rand.New(rand.NewPCG(seed, uint64(run)<<20|uint64(i)))
 		g.mean[i] = 1 / p.rate[i]
-		g.next[i] = g.rngs[i].ExpFloat64() * g.mean[i]
-		g.order[i] = i
+		g.next[i] = int64(math.Float64bits(g.rngs[i].ExpFloat64() * g.mean[i]))
 	}
-	slices.SortStableFunc(g.order, func(x, y int) int { return cmp.Compare(g.next[x], g.next[y]) })
 	return g
 }
 
 // fill appends up to chunk arrivals within the duration; none at the
-// end. The tenant served next is order[0]; its new arrival is put back
-// by a scan that mispredicts once, where an argmin over the tenants
-// mispredicts at every new minimum.
+// end. Ties (never seen with continuous draws) go to the lower tenant.
 func (g *arrivals) fill(at []float64, who []int32) ([]float64, []int32) {
-	order, next := g.order, g.next
+	next, end := g.next, g.p.duration
 	for len(at) < chunk {
-		i := order[0]
-		a := next[i]
-		if !(a < g.p.duration) {
+		i, b := 0, next[0]
+		for j := 1; j < len(next); j++ {
+			if v := next[j]; v < b {
+				i, b = j, v
+			}
+		}
+		a := math.Float64frombits(uint64(b))
+		if !(a < end) {
 			break
 		}
 		at, who = append(at, a), append(who, int32(i))
-		t := a + g.rngs[i].ExpFloat64()*g.mean[i]
-		next[i] = t
-		j := 1
-		for ; j < len(order) && next[order[j]] < t; j++ {
-			order[j-1] = order[j]
-		}
-		order[j-1] = i
+		next[i] = int64(math.Float64bits(a + g.rngs[i].ExpFloat64()*g.mean[i]))
 	}
 	return at, who
 }
@@ -275,10 +273,16 @@ func (e *engine) mpsChunk(at []float64, who []int32) {
 		// Branch-free: whether a queue is busy is a coin toss the CPU
 		// cannot predict. The sign bit of a-t is 1 exactly when t > a.
 		var n, hostile uint64
-		for j, t := range active {
-			busy := math.Float64bits(a-t) >> 63
-			n += busy
-			hostile |= busy & p.hostileBit[j]
+		if p.anyHost {
+			for j, t := range active {
+				busy := math.Float64bits(a-t) >> 63
+				n += busy
+				hostile |= busy & p.hostileBit[j]
+			}
+		} else {
+			for _, t := range active {
+				n += math.Float64bits(a-t) >> 63
+			}
 		}
 		c := p.c
 		if hostile != 0 {

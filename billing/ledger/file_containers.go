@@ -13,7 +13,7 @@ import (
 
 // ContainerRows streams the container rows whose interval starts in
 // [from, to), with what a per-replica reader needs and no more (see
-// Store). It fetches seven columns instead of Rows' sixteen and skips the
+// Store). It fetches six columns instead of Rows' sixteen and skips the
 // other kinds on the key index, before SQLite reads the table row: the
 // advisor's month of a 100-GPU fleet went from about 30 s through Rows to
 // a few seconds (BENCHMARKS.md, "Sharing advice").
@@ -51,7 +51,7 @@ func (s *FileStore) ContainerRows(ctx context.Context, from, to time.Time, fn fu
 	return nil
 }
 
-const selectContainerRows = `SELECT interval_start_ns, interval_end_ns, grp, ` + identitySQL + `,
+const selectContainerRows = `SELECT interval_start_ns, interval_end_ns, ` + identitySQL + `,
 	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds
 FROM ledger_rows
 WHERE interval_start_ns >= ? AND interval_start_ns < ? AND kind = ?
@@ -61,7 +61,7 @@ func (s *FileStore) streamContainers(ctx context.Context, rs driver.Rows, fn fun
 	// A replica writes a row a minute: parse each identity once and hand
 	// out the same strings, so callers that keep them hold one copy.
 	idents := map[string]ReplicaIdentity{}
-	dest := make([]driver.Value, 7)
+	dest := make([]driver.Value, 6)
 	var r attribution.Row
 	for {
 		if err := rs.Next(dest); err == io.EOF {
@@ -71,13 +71,12 @@ func (s *FileStore) streamContainers(ctx context.Context, rs driver.Rows, fn fun
 		}
 		start, ok1 := dest[0].(int64)
 		end, ok2 := dest[1].(int64)
-		grp, ok3 := dest[2].(int64)
-		ident, ok4 := dest[3].(string)
-		a, ok5 := dest[4].(float64)
-		u, ok6 := dest[5].(float64)
-		m, ok7 := dest[6].(float64)
-		if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
-			return fmt.Errorf("container row at %v: unexpected column types %T %T %T %T %T %T %T", dest[0], dest[0], dest[1], dest[2], dest[3], dest[4], dest[5], dest[6])
+		ident, ok3 := dest[2].(string)
+		a, ok4 := dest[3].(float64)
+		u, ok5 := dest[4].(float64)
+		m, ok6 := dest[5].(float64)
+		if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
+			return fmt.Errorf("container row at %v: unexpected column types %T %T %T %T %T %T", dest[0], dest[0], dest[1], dest[2], dest[3], dest[4], dest[5])
 		}
 		id, ok := idents[ident]
 		if !ok {
@@ -87,7 +86,7 @@ func (s *FileStore) streamContainers(ctx context.Context, rs driver.Rows, fn fun
 			}
 			idents[ident] = id
 		}
-		g, err := s.groups.key(ctx, s.w, grp)
+		g, err := s.groups.key(ctx, s.w, id.grp)
 		if err != nil {
 			return err
 		}

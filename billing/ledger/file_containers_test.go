@@ -89,11 +89,11 @@ func TestContainerRowsErrors(t *testing.T) {
 }
 
 func TestParseIdentity(t *testing.T) {
-	id, err := parseIdentity("n\x1fg\x1fs\x1fp\x1fu\x1f")
-	if err != nil || id != (ReplicaIdentity{"n", "g", "s", "p", "u", ""}) {
+	id, err := parseIdentity("12\x1fn\x1fg\x1fs\x1fp\x1fu\x1f")
+	if err != nil || id != (ReplicaIdentity{"n", "g", "s", "p", "u", "", 12}) {
 		t.Fatalf("parseIdentity = %+v, %v", id, err)
 	}
-	for _, bad := range []string{"", "a\x1fb", "a\x1fb\x1fc\x1fd\x1fe\x1ff\x1fg"} {
+	for _, bad := range []string{"", "a\x1fb", "1\x1fa\x1fb\x1fc\x1fd\x1fe\x1ff\x1fg", "x\x1fa\x1fb\x1fc\x1fd\x1fe\x1ff"} {
 		if _, err := parseIdentity(bad); err == nil {
 			t.Errorf("parseIdentity(%q) succeeded", bad)
 		}
