@@ -62,6 +62,7 @@ type page struct {
 	Explain                    []string
 	Reconcile                  []string
 	Unknown                    []string
+	Savings                    *savingsPage
 }
 
 type card struct{ Label, Value, Note string }
@@ -140,6 +141,7 @@ func newPage(r *Report) page {
 			m.Model, hoursText(m.CapacityHours), m.Rows, m.Rate.Format(b.Currency.MinorUnit)))
 	}
 	p.Reconcile = reconcile(r, money)
+	p.Savings = savingsSection(r, money)
 	return p
 }
 
