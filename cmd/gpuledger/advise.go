@@ -160,6 +160,12 @@ func buildAdvice(ctx context.Context, st ledger.Store, book *pricebook.Book, fro
 	if err != nil {
 		return nil, err
 	}
+	return adviceFor(ctx, st, book, rep, pods, opt)
+}
+
+// adviceFor advises on a built report's period (report --advice reuses
+// the report it is about to write).
+func adviceFor(ctx context.Context, st ledger.Store, book *pricebook.Book, rep *report.Report, pods []advise.Pod, opt advise.Options) (*advice, error) {
 	a, err := advise.New(rep.From, rep.To, pods, opt)
 	if err != nil {
 		return nil, err
