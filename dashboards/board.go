@@ -20,6 +20,7 @@ var boards = []struct {
 	{UIDDrilldown, drilldown},
 	{UIDSharing, sharing},
 	{UIDFindings, findings},
+	{UIDAdvice, advice},
 }
 
 // FileName is the file a dashboard is written to: its UID with .json.

@@ -10,6 +10,7 @@ const (
 	UIDDrilldown  = "gpuledger-node-gpu"
 	UIDSharing    = "gpuledger-sharing"
 	UIDFindings   = "gpuledger-findings"
+	UIDAdvice     = "gpuledger-advice"
 )
 
 // Stable panel IDs of the panels that alerts and other dashboards link to
@@ -42,6 +43,7 @@ var slugs = map[string]string{
 	UIDDrilldown:  "gpuledger-node-and-gpu-drill-down",
 	UIDSharing:    "gpuledger-sharing-efficiency",
 	UIDFindings:   "gpuledger-findings",
+	UIDAdvice:     "gpuledger-sharing-advice",
 }
 
 // Path is the Grafana path of a dashboard, relative to Grafana's root URL.
