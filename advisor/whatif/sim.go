@@ -89,23 +89,47 @@ const chunk = 1 << 13
 type arrivals struct {
 	p    *params
 	rngs []*rand.Rand
+	mean []float64
 	// next holds each tenant's next arrival as the bits of its float64:
 	// arrival times are positive, and positive floats order as their bits
 	// do, so the earliest is an integer argmin that compiles to
 	// conditional moves. A sorted order with a scan to put each new
 	// arrival back mispredicted a branch per request.
 	next []int64
-	mean []float64
+	// ahead holds each tenant's following arrivals, drawn a block at a
+	// time: the draws (the PCG step and the ziggurat) then run in a tight
+	// loop of their own instead of on the merge's critical path, where
+	// each argmin waited for the previous draw. A tenant still consumes
+	// its own stream in order, so the arrivals are the same numbers.
+	ahead [][]float64
+	pos   []int
 }
 
+// aheadBlock is how many arrivals a tenant draws at a time.
+const aheadBlock = 256
+
 func newArrivals(p params, seed uint64, run int) *arrivals {
-	g := &arrivals{p: &p, rngs: make([]*rand.Rand, p.n), next: make([]int64, p.n), mean: make([]float64, p.n)}
+	g := &arrivals{p: &p, rngs: make([]*rand.Rand, p.n), next: make([]int64, p.n), mean: make([]float64, p.n),
+		ahead: make([][]float64, p.n), pos: make([]int, p.n)}
 	for i := range g.rngs {
 		g.rngs[i] = rand.New(rand.NewPCG(seed, uint64(run)<<20|uint64(i)))
 		g.mean[i] = 1 / p.rate[i]
-		g.next[i] = int64(math.Float64bits(g.rngs[i].ExpFloat64() * g.mean[i]))
+		first := g.rngs[i].ExpFloat64() * g.mean[i]
+		g.next[i] = int64(math.Float64bits(first))
+		g.ahead[i] = make([]float64, aheadBlock)
+		g.draw(i, first)
 	}
 	return g
+}
+
+// draw fills tenant i's block with the arrivals after last.
+func (g *arrivals) draw(i int, last float64) {
+	r, mean, buf := g.rngs[i], g.mean[i], g.ahead[i]
+	for k := range buf {
+		last += r.ExpFloat64() * mean
+		buf[k] = last
+	}
+	g.pos[i] = 0
 }
 
 // fill appends up to chunk arrivals within the duration; none at the
@@ -124,7 +148,11 @@ func (g *arrivals) fill(at []float64, who []int32) ([]float64, []int32) {
 			break
 		}
 		at, who = append(at, a), append(who, int32(i))
-		next[i] = int64(math.Float64bits(a + g.rngs[i].ExpFloat64()*g.mean[i]))
+		if g.pos[i] == aheadBlock {
+			g.draw(i, a)
+		}
+		next[i] = int64(math.Float64bits(g.ahead[i][g.pos[i]]))
+		g.pos[i]++
 	}
 	return at, who
 }
