@@ -13,7 +13,7 @@ import (
 
 // ContainerRows streams the container rows whose interval starts in
 // [from, to), with what a per-replica reader needs and no more (see
-// Store). It fetches six columns instead of Rows' sixteen and skips the
+// Store). It fetches five columns instead of Rows' sixteen and skips the
 // other kinds on the key index, before SQLite reads the table row: the
 // advisor's month of a 100-GPU fleet went from about 30 s through Rows to
 // a few seconds (BENCHMARKS.md, "Sharing advice").
@@ -51,17 +51,17 @@ func (s *FileStore) ContainerRows(ctx context.Context, from, to time.Time, fn fu
 	return nil
 }
 
-const selectContainerRows = `SELECT interval_start_ns, interval_end_ns, ` + identitySQL + `,
+const selectContainerRows = `SELECT interval_start_ns, ` + containerKeySQL + `,
 	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds
 FROM ledger_rows
 WHERE interval_start_ns >= ? AND interval_start_ns < ? AND kind = ?
 ORDER BY interval_start_ns`
 
 func (s *FileStore) streamContainers(ctx context.Context, rs driver.Rows, fn func(attribution.Row) error) error {
-	// A replica writes a row a minute: parse each identity once and hand
-	// out the same strings, so callers that keep them hold one copy.
-	idents := map[string]ReplicaIdentity{}
-	dest := make([]driver.Value, 6)
+	// A replica writes a row a minute: parse each key once and hand out
+	// the same strings, so callers that keep them hold one copy.
+	keys := map[string]containerKey{}
+	dest := make([]driver.Value, 5)
 	var r attribution.Row
 	for {
 		if err := rs.Next(dest); err == io.EOF {
@@ -70,28 +70,27 @@ func (s *FileStore) streamContainers(ctx context.Context, rs driver.Rows, fn fun
 			return err
 		}
 		start, ok1 := dest[0].(int64)
-		end, ok2 := dest[1].(int64)
-		ident, ok3 := dest[2].(string)
-		a, ok4 := dest[3].(float64)
-		u, ok5 := dest[4].(float64)
-		m, ok6 := dest[5].(float64)
-		if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
-			return fmt.Errorf("container row at %v: unexpected column types %T %T %T %T %T %T", dest[0], dest[0], dest[1], dest[2], dest[3], dest[4], dest[5])
+		key, ok2 := dest[1].(string)
+		a, ok3 := dest[2].(float64)
+		u, ok4 := dest[3].(float64)
+		m, ok5 := dest[4].(float64)
+		if !(ok1 && ok2 && ok3 && ok4 && ok5) {
+			return fmt.Errorf("container row at %v: unexpected column types %T %T %T %T %T", dest[0], dest[0], dest[1], dest[2], dest[3], dest[4])
 		}
-		id, ok := idents[ident]
+		k, ok := keys[key]
 		if !ok {
 			var err error
-			if id, err = parseIdentity(ident); err != nil {
+			if k, err = parseContainerKey(key); err != nil {
 				return err
 			}
-			idents[ident] = id
+			keys[key] = k
 		}
-		g, err := s.groups.key(ctx, s.w, id.grp)
+		g, err := s.groups.key(ctx, s.w, k.grp)
 		if err != nil {
 			return err
 		}
-		r.IntervalStart, r.IntervalEnd, r.Kind = fromNS(start), fromNS(end), attribution.Kind(g.kind)
-		r.Node, r.GPUUUID, r.SliceID, r.Pod, r.PodUID, r.Container = id.Node, id.GPUUUID, id.SliceID, id.Pod, id.PodUID, id.Container
+		r.IntervalStart, r.IntervalEnd, r.Kind = fromNS(start), fromNS(start+k.lengthNS), attribution.Kind(g.kind)
+		r.Node, r.GPUUUID, r.SliceID, r.Pod, r.PodUID, r.Container = k.node, k.gpuUUID, k.sliceID, k.pod, k.podUID, k.container
 		r.Team, r.Namespace, r.GPUModel, r.SharingMode = g.team, g.namespace, g.model, g.mode
 		r.AllocatedGPUSeconds, r.UsedGPUSeconds, r.MemoryMiBSeconds = a, u, m
 		if err := fn(r); err != nil {

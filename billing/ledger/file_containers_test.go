@@ -88,14 +88,15 @@ func TestContainerRowsErrors(t *testing.T) {
 	}
 }
 
-func TestParseIdentity(t *testing.T) {
-	id, err := parseIdentity("12\x1fn\x1fg\x1fs\x1fp\x1fu\x1f")
-	if err != nil || id != (ReplicaIdentity{"n", "g", "s", "p", "u", "", 12}) {
-		t.Fatalf("parseIdentity = %+v, %v", id, err)
+func TestParseContainerKey(t *testing.T) {
+	k, err := parseContainerKey("60000000000\x1f12\x1fn\x1fg\x1fs\x1fp\x1fu\x1f")
+	if err != nil || k != (containerKey{60e9, 12, "n", "g", "s", "p", "u", ""}) {
+		t.Fatalf("parseContainerKey = %+v, %v", k, err)
 	}
-	for _, bad := range []string{"", "a\x1fb", "1\x1fa\x1fb\x1fc\x1fd\x1fe\x1ff\x1fg", "x\x1fa\x1fb\x1fc\x1fd\x1fe\x1ff"} {
-		if _, err := parseIdentity(bad); err == nil {
-			t.Errorf("parseIdentity(%q) succeeded", bad)
+	for _, bad := range []string{"", "a\x1fb", "1\x1f1\x1fa\x1fb\x1fc\x1fd\x1fe\x1ff\x1fg", "1\x1fx\x1fa\x1fb\x1fc\x1fd\x1fe\x1ff",
+		"x\x1f1\x1fa\x1fb\x1fc\x1fd\x1fe\x1ff"} {
+		if _, err := parseContainerKey(bad); err == nil {
+			t.Errorf("parseContainerKey(%q) succeeded", bad)
 		}
 	}
 }
