@@ -211,11 +211,20 @@ func (e *engine) pipeline(g *arrivals) {
 // engine holds the three mechanisms' state; arrivals must come in time
 // order.
 type engine struct {
-	p                  params
-	offered            []int64
-	migBusy, mpsActive []float64 // per tenant: when its queue empties
-	tsFree             float64
-	tsLast             int
+	p       params
+	offered []int64
+	migBusy []float64 // per tenant: when its queue empties
+	// mpsActive is when each MPS queue empties, as float64 bits (times
+	// are non-negative, so the bits order as the times and "busy" is an
+	// integer subtraction's sign). mpsSvc[h][i*(n+1)+k] is tenant i's
+	// service time with k busy queues, under the normal (h = 0) or the
+	// hostile (h = 1) coefficient, computed once: the arrival loop is a
+	// chain through the queues' end times, and a table load is shorter
+	// than a conversion, a multiply and an add.
+	mpsActive []int64
+	mpsSvc    [2][]float64
+	tsFree    float64
+	tsLast    int
 	// Per mode (index in AllModes), per tenant; nil for modes not run.
 	hists [3][]*hist
 	waits [3][]float64
@@ -229,8 +238,17 @@ const (
 )
 
 func newEngine(p params, modes []Mode) *engine {
-	e := &engine{p: p, offered: make([]int64, p.n), migBusy: make([]float64, p.n), mpsActive: make([]float64, p.n),
+	e := &engine{p: p, offered: make([]int64, p.n), migBusy: make([]float64, p.n), mpsActive: make([]int64, p.n),
 		tsLast: -1}
+	for h, c := range []float64{p.c, p.ch} {
+		t := make([]float64, p.n*(p.n+1))
+		for i := range p.n {
+			for k := 0; k <= p.n; k++ {
+				t[i*(p.n+1)+k] = p.svc[i] * (1 + c*float64(k))
+			}
+		}
+		e.mpsSvc[h] = t
+	}
 	for _, m := range modes {
 		k := slices.Index(AllModes, m)
 		if k < 0 || e.hists[k] != nil {
@@ -296,29 +314,28 @@ func (e *engine) migChunk(at []float64, who []int32) {
 // are busy at the arrival, the arriving tenant's own included.
 func (e *engine) mpsChunk(at []float64, who []int32) {
 	p, active, hs, waits := &e.p, e.mpsActive, e.hists[iMPS], e.waits[iMPS]
+	stride := p.n + 1
 	for k, a := range at {
-		i := who[k]
+		i := int(who[k])
+		ab := int64(math.Float64bits(a))
 		// Branch-free: whether a queue is busy is a coin toss the CPU
-		// cannot predict. The sign bit of a-t is 1 exactly when t > a.
+		// cannot predict. The sign of ab-t is negative exactly when the
+		// queue empties after a.
 		var n, hostile uint64
 		if p.anyHost {
 			for j, t := range active {
-				busy := math.Float64bits(a-t) >> 63
+				busy := uint64(ab-t) >> 63
 				n += busy
 				hostile |= busy & p.hostileBit[j]
 			}
 		} else {
 			for _, t := range active {
-				n += math.Float64bits(a-t) >> 63
+				n += uint64(ab-t) >> 63
 			}
 		}
-		c := p.c
-		if hostile != 0 {
-			c = p.ch
-		}
-		start := max(a, active[i])
-		end := start + p.svc[i]*(1+c*float64(n))
-		active[i] = end
+		start := math.Float64frombits(uint64(max(ab, active[i])))
+		end := start + e.mpsSvc[hostile&1][i*stride+int(n)]
+		active[i] = int64(math.Float64bits(end))
 		if end < p.duration {
 			hs[i].add(end - a)
 			waits[i] += start - a
