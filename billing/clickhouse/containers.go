@@ -16,6 +16,13 @@ import (
 // so the server neither sorts nor ships the other kinds; the range is
 // read in the same hour-aligned chunks as Rows.
 func (s *Store) ContainerRows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
+	return s.inChunks(ctx, from, to, s.containerRowsIn, fn)
+}
+
+// inChunks runs read over [from, to) (zero bounds open) in hour-aligned
+// chunks of about Options.RowsChunk stored rows, skipping empty hours.
+func (s *Store) inChunks(ctx context.Context, from, to time.Time,
+	read func(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error, fn func(attribution.Row) error) error {
 	from, to = openBounds(from, to)
 	if !from.Before(to) {
 		return nil
@@ -25,8 +32,7 @@ func (s *Store) ContainerRows(ctx context.Context, from, to time.Time, fn func(a
 		return err
 	}
 	for _, c := range chunks {
-		lo, hi := maxTime(from, c.from), minTime(to, c.to)
-		if err := s.containerRowsIn(ctx, lo, hi, fn); err != nil {
+		if err := read(ctx, maxTime(from, c.from), minTime(to, c.to), fn); err != nil {
 			return err
 		}
 	}

@@ -189,51 +189,58 @@ func TestAdviseBadInput(t *testing.T) {
 	}
 }
 
-// BenchmarkAdviseEmbeddedMonth: advise end to end (report, container
-// rows, findings, plan) on the embedded store holding days of a 100-GPU
-// fleet at one-minute rows (GPULEDGER_BENCH_ADVISE_DAYS, default 30: 4.32 M
-// container rows and as many idle rows). The ledger is built once and
-// cached in the temp dir, the same file billing/ledger's AdviseRead
-// benchmarks build.
-//
-//	go test -run '^$' -bench AdviseEmbeddedMonth -benchtime 2x -timeout 30m ./cmd/gpuledger
-func BenchmarkAdviseEmbeddedMonth(b *testing.B) {
+// adviseFleetLedger is the month benchmarks' embedded ledger: days of a
+// 100-GPU fleet at one-minute rows (GPULEDGER_BENCH_ADVISE_DAYS, default
+// 30: 4.32 M container rows and as many idle rows, 1.7 GB), built once
+// (about a minute) and kept in the temp dir for later runs.
+func adviseFleetLedger(b *testing.B) (path string, from, to time.Time) {
 	days := 30
 	if v, err := strconv.Atoi(os.Getenv("GPULEDGER_BENCH_ADVISE_DAYS")); err == nil && v > 0 {
 		days = v
 	}
-	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("gpuledger-bench-advise-%dd.db", days))
+	from = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	to = from.AddDate(0, 0, days)
+	path = filepath.Join(os.TempDir(), fmt.Sprintf("gpuledger-bench-advise-%dd.db", days))
+	if _, err := os.Stat(path + ".done"); err == nil {
+		return path, from, to
+	}
 	ctx := context.Background()
-	if _, err := os.Stat(path + ".done"); err != nil {
-		os.Remove(path)
-		st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		var batch []attribution.Row
-		for m := range days * 24 * 60 {
-			batch = append(batch, adviseFleetMinute(from.Add(time.Duration(m)*time.Minute), m)...)
-			if len(batch) >= 20000 {
-				if err := st.Append(ctx, batch, nil); err != nil {
-					b.Fatal(err)
-				}
-				batch = batch[:0]
+	os.Remove(path)
+	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var batch []attribution.Row
+	for m := range days * 24 * 60 {
+		batch = append(batch, adviseFleetMinute(from.Add(time.Duration(m)*time.Minute), m)...)
+		if len(batch) >= 20000 {
+			if err := st.Append(ctx, batch, nil); err != nil {
+				b.Fatal(err)
 			}
-		}
-		if err := st.Append(ctx, batch, nil); err != nil {
-			b.Fatal(err)
-		}
-		if err := st.Close(); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(path+".done", nil, 0o644); err != nil {
-			b.Fatal(err)
+			batch = batch[:0]
 		}
 	}
+	if err := st.Append(ctx, batch, nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path+".done", nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path, from, to
+}
+
+// BenchmarkAdviseEmbeddedMonth: advise end to end (report, container
+// rows, findings, plan) on adviseFleetLedger.
+//
+//	go test -run '^$' -bench AdviseEmbeddedMonth -benchtime 2x -timeout 30m ./cmd/gpuledger
+func BenchmarkAdviseEmbeddedMonth(b *testing.B) {
+	path, from, to := adviseFleetLedger(b)
 	prices := filepath.Join(b.TempDir(), "prices.yaml")
 	os.WriteFile(prices, []byte("currency: USD\npolicy: allocation\nrates:\n  A100-SXM4-80GB: 2.40\ndefaultRate: 1\n"), 0o644)
-	to := from.AddDate(0, 0, days)
+	ctx := context.Background()
 	b.ResetTimer()
 	// CPU time next to wall time: on a machine shared with other work the
 	// wall time moves with the load, the CPU time much less.
@@ -243,12 +250,44 @@ func BenchmarkAdviseEmbeddedMonth(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric((processCPU(b) - cpu).Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric((processCPU(b)-cpu).Seconds()/float64(b.N), "cpu-s/op")
+}
+
+// BenchmarkAdviseRead: the embedded store's read alone over
+// adviseFleetLedger, as advise did it before (every row through Rows) and
+// does it now (ContainerRows).
+//
+//	go test -run '^$' -bench AdviseRead -benchtime 2x -timeout 30m ./cmd/gpuledger
+func BenchmarkAdviseRead(b *testing.B) {
+	path, from, to := adviseFleetLedger(b)
+	ctx := context.Background()
+	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for name, read := range map[string]func(context.Context, time.Time, time.Time, func(attribution.Row) error) error{
+		"rows": st.Rows, "container-rows": st.ContainerRows} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				n := 0
+				if err := read(ctx, from, to, func(r attribution.Row) error {
+					if r.Kind == attribution.KindContainer {
+						n++
+					}
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(n), "container-rows")
+			}
+		})
+	}
 }
 
 // adviseFleetMinute is one minute of the benchmark fleet: 100 whole
 // A100s, each with one replica of one of 25 Deployments and the GPU's
-// idle remainder (the same rows as billing/ledger's benchmark fleet).
+// idle remainder.
 func adviseFleetMinute(start time.Time, m int) []attribution.Row {
 	rows := make([]attribution.Row, 0, 200)
 	for i := range 100 {
