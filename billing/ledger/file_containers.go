@@ -15,8 +15,8 @@ import (
 // [from, to), with what a per-replica reader needs and no more (see
 // Store). It fetches five columns instead of Rows' sixteen and skips the
 // other kinds on the key index, before SQLite reads the table row: the
-// advisor's month of a 100-GPU fleet went from about 30 s through Rows to
-// a few seconds (BENCHMARKS.md, "Sharing advice").
+// advisor's read of a month of a 100-GPU fleet went from 26-30 s through
+// Rows to about 8 s (BENCHMARKS.md, "Sharing advice").
 func (s *FileStore) ContainerRows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
 	lo, hi := nsBound(from, math.MinInt64), nsBound(to, math.MaxInt64)
 	conn, err := s.r.Conn(ctx)
@@ -25,7 +25,7 @@ func (s *FileStore) ContainerRows(ctx context.Context, from, to time.Time, fn fu
 	}
 	defer conn.Close()
 	// The driver's rows directly: database/sql's locking and conversions
-	// per row were a fifth of the read.
+	// per row were a third of the read.
 	var fnErr error // the callback's own error goes back unchanged
 	err = conn.Raw(func(dc any) error {
 		q, ok := dc.(driver.QueryerContext)
