@@ -92,9 +92,10 @@ type arrivals struct {
 	mean []float64
 	// next holds each tenant's next arrival as the bits of its float64:
 	// arrival times are positive, and positive floats order as their bits
-	// do, so the earliest is an integer argmin that compiles to
-	// conditional moves. A sorted order with a scan to put each new
-	// arrival back mispredicted a branch per request.
+	// do, so the earliest is an integer argmin. (It measured a few
+	// percent cheaper than keeping the tenants sorted and putting each new
+	// arrival back by a scan; a tournament tree and an arithmetic,
+	// branch-free argmin measured the same as this loop.)
 	next []int64
 	// ahead holds each tenant's following arrivals, drawn a block at a
 	// time: the draws (the PCG step and the ziggurat) then run in a tight
