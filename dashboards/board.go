@@ -21,6 +21,7 @@ var boards = []struct {
 	{UIDSharing, sharing},
 	{UIDFindings, findings},
 	{UIDChargebackCH, chargebackClickHouse},
+	{UIDAdvice, advice},
 }
 
 // FileName is the file a dashboard is written to: its UID with .json.

@@ -84,7 +84,7 @@ func loadBoards(t *testing.T) map[string]board {
 // and bookmarks depend on them.
 func TestStableUIDs(t *testing.T) {
 	bs := loadBoards(t)
-	want := []string{"gpuledger-ch-chargeback", "gpuledger-chargeback", "gpuledger-findings", "gpuledger-fleet", "gpuledger-node-gpu", "gpuledger-sharing"}
+	want := []string{"gpuledger-advice", "gpuledger-ch-chargeback", "gpuledger-chargeback", "gpuledger-findings", "gpuledger-fleet", "gpuledger-node-gpu", "gpuledger-sharing"}
 	var got []string
 	for uid := range bs {
 		got = append(got, uid)
@@ -149,9 +149,10 @@ func TestPanelsAndVariables(t *testing.T) {
 					t.Errorf("%s panel %q: a target queries %q", uid, p.Title, tg.Datasource.UID)
 				}
 				// Every query follows the cluster filter; every query of
-				// collector series follows the node filter.
+				// collector series follows the node filter (advise's
+				// series are per workload, not per node).
 				if !strings.Contains(tg.Expr, `cluster=~"$cluster"`) ||
-					(strings.Contains(tg.Expr, "gpuledger_") && !strings.Contains(tg.Expr, `node=~"$node"`)) {
+					(strings.Contains(tg.Expr, "gpuledger_") && !strings.Contains(tg.Expr, "gpuledger_advice_") && !strings.Contains(tg.Expr, `node=~"$node"`)) {
 					t.Errorf("%s panel %q: query ignores the cluster or node variable: %s", uid, p.Title, tg.Expr)
 				}
 			}

@@ -12,6 +12,7 @@ const (
 	UIDFindings   = "gpuledger-findings"
 	// UIDChargebackCH is the chargeback on the ClickHouse ledger.
 	UIDChargebackCH = "gpuledger-ch-chargeback"
+	UIDAdvice       = "gpuledger-advice"
 )
 
 // Stable panel IDs of the panels that alerts and other dashboards link to
@@ -45,6 +46,7 @@ var slugs = map[string]string{
 	UIDSharing:      "gpuledger-sharing-efficiency",
 	UIDFindings:     "gpuledger-findings",
 	UIDChargebackCH: "gpuledger-chargeback-from-the-ledger-clickhouse",
+	UIDAdvice:       "gpuledger-sharing-advice",
 }
 
 // Path is the Grafana path of a dashboard, relative to Grafana's root URL.

@@ -61,7 +61,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	targets := startNodes(ctx, t, bin)
+	targets := append(startNodes(ctx, t, bin), serveAdvice(t, bin))
 	api := startPrometheus(ctx, t, promBin, targets)
 	t.Logf("built and started in %s", time.Since(began).Round(time.Millisecond))
 
@@ -207,10 +207,11 @@ func podOf(labels map[string]string) string {
 func checkDashboardQueries(ctx context.Context, t *testing.T, api promAPI) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(repoRoot, "dashboards", "json", "*.json"))
-	// Five Prometheus dashboards and the ClickHouse chargeback, whose SQL
-	// dashboards/chcheck runs (QueriesFromJSON leaves it out).
-	if err != nil || len(files) != 6 {
-		t.Fatalf("dashboards: %v (err %v), want 6", files, err)
+	// Six Prometheus dashboards (the advice one fed by serveAdvice) and
+	// the ClickHouse chargeback, whose SQL dashboards/chcheck runs
+	// (QueriesFromJSON leaves it out).
+	if err != nil || len(files) != 7 {
+		t.Fatalf("dashboards: %v (err %v), want 7", files, err)
 	}
 	migNode := dashboards.TestValues()
 	migNode["node"] = "sim-mig-hostile"

@@ -27,22 +27,27 @@ type hist struct {
 
 func newHist() *hist { return &hist{counts: make([]uint32, nBucket)} }
 
-// add records a latency x > 0 seconds.
+// add records a latency x > 0 seconds. A positive float's bits shifted
+// right by 52-subBits are its biased exponent and top mantissa bits, so
+// the bucket is one shift and one subtraction; anything out of range
+// (too small, too large, not positive) takes the rare clamping path.
 func (h *hist) add(x float64) {
 	h.n++
 	h.sum += x
-	b := math.Float64bits(x)
-	e := int(b>>52&0x7ff) - 1023
-	i := (e-minExp)*subN + int(b>>(52-subBits)&(subN-1))
-	switch {
-	case !(x > 0) || e < minExp:
-		i = 0
-		h.clamped++
-	case e >= maxExp:
-		i = nBucket - 1
-		h.clamped++
+	i := int(math.Float64bits(x)>>(52-subBits)) - (1023+minExp)<<subBits
+	if uint(i) >= nBucket {
+		i = h.clamp(x)
 	}
 	h.counts[i]++
+}
+
+// clamp is the bucket of a latency outside the histogram's range.
+func (h *hist) clamp(x float64) int {
+	h.clamped++
+	if x > 1 {
+		return nBucket - 1
+	}
+	return 0
 }
 
 // merge adds o's counts to h.

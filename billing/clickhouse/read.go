@@ -22,21 +22,7 @@ const selectFindingColumns = `start_time, start_ns, end_time, end_ns, kind, node
 // of hour-aligned chunks of at most Options.RowsChunk rows, so neither the
 // server's sort nor this process's memory grows with the range.
 func (s *Store) Rows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
-	from, to = openBounds(from, to)
-	if !from.Before(to) {
-		return nil
-	}
-	chunks, err := s.rowChunks(ctx, from, to)
-	if err != nil {
-		return err
-	}
-	for _, c := range chunks {
-		lo, hi := maxTime(from, c.from), minTime(to, c.to)
-		if err := s.rowsIn(ctx, lo, hi, fn); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.inChunks(ctx, from, to, s.rowsIn, fn)
 }
 
 type timeRange struct{ from, to time.Time }

@@ -19,6 +19,12 @@ type Store interface {
 	// Rows streams the rows whose interval starts in [from, to), ordered by
 	// interval start, node, GPU, slice, pod UID, container.
 	Rows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error
+	// ContainerRows streams the container rows whose interval starts in
+	// [from, to), in no particular order, with only what a per-replica
+	// reader (the advisor) needs: times, node, GPU, slice, pod, pod UID,
+	// container, team, namespace, GPU model, sharing mode, allocated and
+	// used GPU-seconds and memory. EnergyJoules and Method are left zero.
+	ContainerRows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error
 	// Findings streams the findings that overlap [from, to).
 	Findings(ctx context.Context, from, to time.Time, fn func(attribution.Finding) error) error
 	// Aggregate sums rows in [q.From, q.To) grouped as the report needs.

@@ -64,6 +64,7 @@ type page struct {
 	Explain                    []string
 	Reconcile                  []string
 	Unknown                    []string
+	Savings                    *savingsPage
 }
 
 type card struct{ Label, Value, Note string }
@@ -144,6 +145,7 @@ func newPage(r *Report) page {
 			m.Model, hoursText(m.CapacityHours), m.Rows, m.Rate.Format(b.Currency.MinorUnit)))
 	}
 	p.Reconcile = reconcile(r, money)
+	p.Savings = savingsSection(r, money)
 	return p
 }
 

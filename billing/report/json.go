@@ -35,6 +35,7 @@ type jsonReport struct {
 	UnknownModels   []string      `json:"unknown_models"`
 	Findings        []jsonFinding `json:"findings"`
 	FindingsDropped int           `json:"findings_dropped,omitempty"`
+	Savings         *jsonSavings  `json:"savings,omitempty"`
 	GeneratedAt     string        `json:"generated_at,omitempty"`
 }
 
@@ -143,6 +144,7 @@ func toJSON(r *Report) jsonReport {
 		Total: num(r.Money(r.Total)), Platform: num(r.Money(r.Platform)), Rounding: num(r.Money(r.Rounding)),
 		Lines: []jsonLine{}, Teams: []jsonTeam{}, SharingModes: []jsonMode{}, Models: []jsonModel{},
 		UnknownModels: []string{}, Findings: []jsonFinding{}, FindingsDropped: r.FindingsDropped,
+		Savings: savingsJSON(r),
 	}
 	if r.Book.MemoryWeight != nil {
 		j.MemoryWeight = optNum(exactDecimal(r.Book.MemoryWeight))

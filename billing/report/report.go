@@ -134,6 +134,9 @@ type Report struct {
 	Models             []ModelSummary
 	Teams              []TeamSummary // largest total first
 	Modes              []ModeSummary
+	// Savings is the sharing advisor's result for the period, when the
+	// caller attached it (gpuledger report --advice); nil otherwise.
+	Savings *Savings
 	// Findings are the period's detector episodes, grouped per container.
 	Findings []FindingSummary
 	// FindingsDropped counts episodes left out: more containers were

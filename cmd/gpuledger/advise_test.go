@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,31 +189,31 @@ func TestAdviseBadInput(t *testing.T) {
 	}
 }
 
-// BenchmarkAdviseEmbeddedDays: advise end to end (report, rows, findings,
-// plan) on the embedded store holding two days of a 100-GPU fleet
-// (288,000 container rows and as many idle rows). A month is 15 times the
-// rows; see BENCHMARKS.md for the extrapolation.
-func BenchmarkAdviseEmbeddedDays(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "ledger.db")
+// adviseFleetLedger is the month benchmarks' embedded ledger: days of a
+// 100-GPU fleet at one-minute rows (GPULEDGER_BENCH_ADVISE_DAYS, default
+// 30: 4.32 M container rows and as many idle rows, 1.7 GB), built once
+// (about a minute) and kept in the temp dir for later runs.
+func adviseFleetLedger(b *testing.B) (path string, from, to time.Time) {
+	days := 30
+	if v, err := strconv.Atoi(os.Getenv("GPULEDGER_BENCH_ADVISE_DAYS")); err == nil && v > 0 {
+		days = v
+	}
+	from = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	to = from.AddDate(0, 0, days)
+	path = filepath.Join(os.TempDir(), fmt.Sprintf("gpuledger-bench-advise-%dd.db", days))
+	if _, err := os.Stat(path + ".done"); err == nil {
+		return path, from, to
+	}
 	ctx := context.Background()
+	os.Remove(path)
 	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	from := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 	var batch []attribution.Row
-	for m := range 2 * 24 * 60 {
-		start := from.Add(time.Duration(m) * time.Minute)
-		for i := range 100 {
-			gpu, pod, team := fmt.Sprintf("GPU-%d", i), fmt.Sprintf("svc%d-7d4b9c8f6d-%cxz2q", i/4, "bcdf"[i%4]), fmt.Sprintf("team-%d", i/20)
-			used := 60 * float64((m*7+i*13)%100) / 100 * float64(i%5) / 5
-			batch = append(batch, attribution.Row{IntervalStart: start, IntervalEnd: start.Add(time.Minute), Node: fmt.Sprintf("n%d", i/8), GPUUUID: gpu,
-				GPUModel: "A100-SXM4-80GB", SliceID: gpu, SharingMode: "exclusive", Kind: attribution.KindContainer, Namespace: team, Pod: pod,
-				PodUID: pod, Container: "main", Team: team, AllocatedGPUSeconds: 60, UsedGPUSeconds: used, MemoryMiBSeconds: 60 * 4000, Method: "measured"},
-				attribution.Row{IntervalStart: start, IntervalEnd: start.Add(time.Minute), Node: fmt.Sprintf("n%d", i/8), GPUUUID: gpu,
-					GPUModel: "A100-SXM4-80GB", SliceID: gpu, SharingMode: "exclusive", Kind: attribution.KindIdle, UsedGPUSeconds: 60 - used, Method: "measured"})
-		}
-		if len(batch) > 20000 {
+	for m := range days * 24 * 60 {
+		batch = append(batch, adviseFleetMinute(from.Add(time.Duration(m)*time.Minute), m)...)
+		if len(batch) >= 20000 {
 			if err := st.Append(ctx, batch, nil); err != nil {
 				b.Fatal(err)
 			}
@@ -222,15 +223,83 @@ func BenchmarkAdviseEmbeddedDays(b *testing.B) {
 	if err := st.Append(ctx, batch, nil); err != nil {
 		b.Fatal(err)
 	}
-	st.Close()
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path+".done", nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path, from, to
+}
+
+// BenchmarkAdviseEmbeddedMonth: advise end to end (report, container
+// rows, findings, plan) on adviseFleetLedger.
+//
+//	go test -run '^$' -bench AdviseEmbeddedMonth -benchtime 2x -timeout 30m ./cmd/gpuledger
+func BenchmarkAdviseEmbeddedMonth(b *testing.B) {
+	path, from, to := adviseFleetLedger(b)
 	prices := filepath.Join(b.TempDir(), "prices.yaml")
 	os.WriteFile(prices, []byte("currency: USD\npolicy: allocation\nrates:\n  A100-SXM4-80GB: 2.40\ndefaultRate: 1\n"), 0o644)
+	ctx := context.Background()
 	b.ResetTimer()
+	// CPU time next to wall time: on a machine shared with other work the
+	// wall time moves with the load, the CPU time much less.
+	cpu := processCPU(b)
 	for b.Loop() {
-		if err := run(ctx, []string{"advise", "--from", "2026-11-02", "--to", "2026-11-04", "--ledger", path, "--prices", prices, "--format", "json"}, io.Discard); err != nil {
+		if err := run(ctx, []string{"advise", "--from", from.Format(time.DateOnly), "--to", to.Format(time.DateOnly), "--ledger", path, "--prices", prices, "--format", "json"}, io.Discard); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric((processCPU(b)-cpu).Seconds()/float64(b.N), "cpu-s/op")
+}
+
+// BenchmarkAdviseRead: the embedded store's read alone over
+// adviseFleetLedger, as advise did it before (every row through Rows) and
+// does it now (ContainerRows).
+//
+//	go test -run '^$' -bench AdviseRead -benchtime 2x -timeout 30m ./cmd/gpuledger
+func BenchmarkAdviseRead(b *testing.B) {
+	path, from, to := adviseFleetLedger(b)
+	ctx := context.Background()
+	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for name, read := range map[string]func(context.Context, time.Time, time.Time, func(attribution.Row) error) error{
+		"rows": st.Rows, "container-rows": st.ContainerRows} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				n := 0
+				if err := read(ctx, from, to, func(r attribution.Row) error {
+					if r.Kind == attribution.KindContainer {
+						n++
+					}
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(n), "container-rows")
+			}
+		})
+	}
+}
+
+// adviseFleetMinute is one minute of the benchmark fleet: 100 whole
+// A100s, each with one replica of one of 25 Deployments and the GPU's
+// idle remainder.
+func adviseFleetMinute(start time.Time, m int) []attribution.Row {
+	rows := make([]attribution.Row, 0, 200)
+	for i := range 100 {
+		gpu, pod, team := fmt.Sprintf("GPU-%d", i), fmt.Sprintf("svc%d-7d4b9c8f6d-%cxz2q", i/4, "bcdf"[i%4]), fmt.Sprintf("team-%d", i/20)
+		used := 60 * float64((m*7+i*13)%100) / 100 * float64(i%5) / 5
+		rows = append(rows, attribution.Row{IntervalStart: start, IntervalEnd: start.Add(time.Minute), Node: fmt.Sprintf("n%d", i/8), GPUUUID: gpu,
+			GPUModel: "A100-SXM4-80GB", SliceID: gpu, SharingMode: "exclusive", Kind: attribution.KindContainer, Namespace: team, Pod: pod,
+			PodUID: pod, Container: "main", Team: team, AllocatedGPUSeconds: 60, UsedGPUSeconds: used, MemoryMiBSeconds: 60 * 4000, Method: "measured"},
+			attribution.Row{IntervalStart: start, IntervalEnd: start.Add(time.Minute), Node: fmt.Sprintf("n%d", i/8), GPUUUID: gpu,
+				GPUModel: "A100-SXM4-80GB", SliceID: gpu, SharingMode: "exclusive", Kind: attribution.KindIdle, UsedGPUSeconds: 60 - used, Method: "measured"})
+	}
+	return rows
 }
 
 // FuzzParsePods: the pods file comes from outside. Any bytes give pods

@@ -29,6 +29,7 @@ const (
 
 const reportUsageText = `usage: gpuledger report (--period YYYY-MM | --from T --to T) --prices FILE
                         [--format csv|json|html|focus|focus-jsonl] [--out FILE] [--ledger DSN]
+                        [--advice [--pods FILE]]
 
 Writes the chargeback for one period from the ledger and a price book
 (contract: shared/contracts/report.md): the finance CSV, the same numbers as
@@ -43,6 +44,10 @@ or JSON lines).
   --out      output file, written only once complete; default stdout
   --ledger   ledger DSN (env GPULEDGER_LEDGER): PATH, file:PATH or
              clickhouse://user:password@host:9000/database
+  --advice   json and html: add a "savings" section, what gpuledger advise
+             recommends for the same period, ledger and price book (it reads
+             every container row: seconds for a month, docs/advisor.md)
+  --pods     with --advice: kubectl get pods -A -o json output, as for advise
 
 A period the ledger covers only in part (the current month, a collector
 installed mid-month) is partial: a warning on stderr, "partial" in the JSON
@@ -54,6 +59,8 @@ type reportFlags struct {
 	period, from, to string
 	prices, format   string
 	out, ledger      string
+	advice           bool
+	advicePods       string
 }
 
 func parseReportFlags(args []string) (reportFlags, error) {
@@ -66,6 +73,8 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	fs.StringVar(&f.format, "format", "", "csv, json, html, focus or focus-jsonl (default: from --out's extension, else csv)")
 	fs.StringVar(&f.out, "out", "", "output file; default stdout")
 	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
+	fs.BoolVar(&f.advice, "advice", false, "add the advisor's savings (json, html)")
+	fs.StringVar(&f.advicePods, "pods", "", "pod metadata for --advice")
 	if err := parseFlags(fs, args, reportUsageText); err != nil {
 		return f, err
 	}
@@ -87,6 +96,9 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	}
 	if f.format != reportCSV && f.format != reportJSON && f.format != reportHTML && f.format != reportFOCUS && f.format != reportFOCUSJSONL {
 		return f, fmt.Errorf("report: --format %q: want csv, json, html, focus or focus-jsonl", f.format)
+	}
+	if err := f.checkAdvice(); err != nil {
+		return f, err
 	}
 	return f, nil
 }
@@ -138,7 +150,13 @@ func runReport(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer st.Close()
 	began := time.Now()
-	rep, err := writeReport(ctx, st, book, from, to, f.format, f.out, stdout)
+	var attach func(*report.Report) error
+	if f.advice {
+		if attach, err = adviceAttacher(ctx, st, book, f.advicePods); err != nil {
+			return err
+		}
+	}
+	rep, err := writeReportWith(ctx, st, book, from, to, f.format, f.out, stdout, attach)
 	if err != nil {
 		return err
 	}
@@ -160,6 +178,13 @@ func periodText(from, to time.Time, book *pricebook.Book) string {
 // format to out (stdout when out is "" or "-"); a file appears only once
 // complete. The demo writes its month's reports through it too.
 func writeReport(ctx context.Context, st report.Source, book *pricebook.Book, from, to time.Time, format, out string, stdout io.Writer) (*report.Report, error) {
+	return writeReportWith(ctx, st, book, from, to, format, out, stdout, nil)
+}
+
+// writeReportWith is writeReport with attach (when not nil) run on the
+// built report before it is written: report --advice adds its savings.
+func writeReportWith(ctx context.Context, st report.Source, book *pricebook.Book, from, to time.Time, format, out string, stdout io.Writer,
+	attach func(*report.Report) error) (*report.Report, error) {
 	generated := now()
 	if !from.Before(generated) {
 		return nil, fmt.Errorf("cannot report %s: the period has not started yet (it starts %s)", periodText(from, to, book), from.Format(time.RFC3339))
@@ -184,6 +209,11 @@ func writeReport(ctx context.Context, st report.Source, book *pricebook.Book, fr
 	}
 	if note := rep.PartialNote(); note != "" {
 		slog.Warn("the report covers only part of its period: not the whole period's bill", "period", rep.PeriodLabel(), "note", note)
+	}
+	if attach != nil {
+		if err := attach(rep); err != nil {
+			return nil, err
+		}
 	}
 	w, commit, err := exportTarget(out, stdout)
 	if err != nil {
