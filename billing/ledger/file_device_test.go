@@ -2,10 +2,13 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
 )
@@ -238,5 +241,64 @@ func checkDeviceRollupTable(t *testing.T, s *FileStore) {
 	}
 	if len(got) != len(want) {
 		t.Fatalf("device rollup has %d clean slots, raw rows %d", len(got), len(want))
+	}
+}
+
+// TestMigrateVersion3BuildsDeviceRollup: a version 3 file (no device
+// rollup) opened by this build gets the table, built from its rows: every
+// clean slot equals a raw read, the ByDevice aggregates are what they were
+// and the slot rollup is untouched; opening it again changes nothing.
+func TestMigrateVersion3BuildsDeviceRollup(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v3.db")
+	s, err := OpenFile(ctx, path, FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := fleetRows(t0, 90, time.Minute, 3)
+	if err := s.Append(ctx, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	q := AggregateQuery{From: t0, To: t0.Add(2 * time.Hour), Location: time.UTC, Bucket: BucketHour, ByDevice: true}
+	before, err := s.Aggregate(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slotRollup := dumpRollup(t, s.r, nil)
+	s.Close()
+
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("DROP TABLE ledger_rollup_device; PRAGMA user_version = 3"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	for i := range 2 {
+		s, err := OpenFile(ctx, path, FileOptions{MustExist: true})
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		var v, n int
+		if err := s.r.QueryRow("SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM ledger_rollup_device)").Scan(&v, &n); err != nil {
+			t.Fatal(err)
+		}
+		if v != FileSchemaVersion || n == 0 {
+			t.Fatalf("open %d: schema %d, %d device rollup rows", i, v, n)
+		}
+		checkDeviceRollupTable(t, s)
+		if !reflect.DeepEqual(dumpRollup(t, s.r, nil), slotRollup) {
+			t.Fatalf("open %d: the migration changed the slot rollup", i)
+		}
+		after, err := s.Aggregate(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(after, before) {
+			t.Fatalf("open %d: ByDevice aggregates after migration differ from before", i)
+		}
+		s.Close()
 	}
 }

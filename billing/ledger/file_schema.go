@@ -126,9 +126,8 @@ CREATE TABLE IF NOT EXISTS annotation_pins (
 ) WITHOUT ROWID;
 `},
 	// 4: the per-device rollup the FOCUS export reads (file_device.go),
-	// built from the rows already stored; the slot rollup is rebuilt with
-	// it, from the same rows by the same statement, so it is unchanged.
-	{sql: deviceRollupDDL, data: rebuildRollup},
+	// built from the rows already stored.
+	{sql: deviceRollupDDL, data: rebuildDeviceRollup},
 }
 
 // migrate checks the file is ours and not from a newer gpuledger, then
