@@ -41,7 +41,10 @@ func (s *Store) aggregateDevices(ctx context.Context, q ledger.AggregateQuery) (
 	}
 	acc := &deviceAcc{size: q.Bucket, buckets: buckets, sums: map[deviceKey]*ledger.Aggregate{}}
 	// One query per rebuildQuerySpan of time at most, as rollup builds do:
-	// 18.16 reads one FINAL query's range on one thread.
+	// 18.16 reads one FINAL query's range on one thread. They run one after
+	// the other: four at once (as RebuildRollups runs them) took 6.2 s
+	// instead of 2.95 s for the 100-GPU benchmark month, and 16.7 s instead
+	// of 10.9 s for 400 GPUs, on the 2-core benchmark machine.
 	for _, qs := range rebuildQueryRanges(segs) {
 		if err := s.rawDeviceQuery(ctx, qs, acc); err != nil {
 			return nil, fmt.Errorf("cannot aggregate ledger rows per device: %w", err)
