@@ -26,6 +26,9 @@ type aggPlan struct{ days, hours, raw int }
 // hours not rebuilt since their last write, buckets not aligned to UTC
 // hours) is summed from the deduplicated raw rows.
 func (s *Store) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
+	if q.ByDevice {
+		return s.aggregateDevices(ctx, q)
+	}
 	out, _, err := s.aggregate(ctx, q)
 	return out, err
 }

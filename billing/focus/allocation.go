@@ -194,8 +194,10 @@ func (c *checker) collectOrigin(r record) {
 		g.tol.Add(g.tol, new(big.Rat).Mul(big.NewRat(1, 2), pow10(-decimals(strings.ToUpper(ratio)))))
 	}
 	// Dimensions and non-summable metrics of allocated charges match the
-	// origin charge's.
-	for _, col := range []string{"BillingCurrency", "ServiceName", "SkuId", "SkuPriceId", "ListUnitPrice", "ContractedUnitPrice", "Tags"} {
+	// origin charge's: among them the resource's own name and type, which
+	// an origin charge split per device (one GPU or MIG instance) could
+	// otherwise get wrong between its rows.
+	for _, col := range []string{"BillingCurrency", "ServiceName", "ResourceName", "ResourceType", "SkuId", "SkuPriceId", "ListUnitPrice", "ContractedUnitPrice", "Tags"} {
 		if !c.has(col) {
 			continue
 		}

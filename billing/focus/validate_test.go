@@ -145,7 +145,7 @@ func TestValidatorRejectsEachBrokenRule(t *testing.T) {
 		{name: "quantity without a SKU price", row: 2, edit: map[string]string{"PricingQuantity": "1", "PricingUnit": "GPU-Hours"}, rule: "PricingQuantity.NullWithSkuPriceId"},
 		{name: "PricingUnit without quantity", row: 2, edit: map[string]string{"PricingUnit": "GPU-Hours"}, rule: "PricingUnit.NullWithPricingQuantity"},
 		{name: "ResourceType without ResourceId", row: 2, edit: map[string]string{"ResourceType": "GPU Pool"}, rule: "ResourceType.NullWithResourceId"},
-		{name: "ResourceId without ResourceType", edit: map[string]string{"ResourceType": ""}, rule: "ResourceType.NotNullWithResourceId"},
+		{name: "ResourceId without ResourceType", edit: map[string]string{"ResourceType": ""}, rule: "ResourceType.NotNullWithResourceId", extra: true},
 		{name: "SubAccountName without SubAccountId", row: 1, edit: map[string]string{"SubAccountName": "ml"}, rule: "SubAccountName.NullWithSubAccountId"},
 		{name: "SkuMeter without SkuId", row: 2, edit: map[string]string{"SkuMeter": "GPU-Hours"}, rule: "SkuMeter.NullWithSkuId"},
 		{name: "charge period backwards", edit: map[string]string{"ChargePeriodEnd": "2026-02-01T00:00:00Z"}, rule: "ChargePeriodEnd.AfterStart", extra: true},
@@ -165,6 +165,8 @@ func TestValidatorRejectsEachBrokenRule(t *testing.T) {
 		{name: "ratios add up to 0.9", row: 1, edit: map[string]string{"AllocatedMethodDetails": `{"Elements":[{"AllocatedRatio":0.233333333333}]}`}, rule: "AllocatedMethodDetails.RatiosSumToOne"},
 		{name: "allocated charge with another unit price", row: 1, edit: map[string]string{"ListUnitPrice": "2.51", "ListCost": "8.37"}, rule: "ListUnitPrice.MatchesOriginCharge"},
 		{name: "allocated charge with other tags", row: 1, edit: map[string]string{"Tags": `{"model":"H100"}`}, rule: "Tags.MatchesOriginCharge"},
+		{name: "allocated charge with another resource type", row: 1, edit: map[string]string{"ResourceType": "MIG Instance"}, rule: "ResourceType.MatchesOriginCharge"},
+		{name: "allocated charge with another resource name", row: 1, edit: map[string]string{"ResourceName": "A100 GPU-1"}, rule: "ResourceName.MatchesOriginCharge"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -39,6 +39,9 @@ ORDER BY slot, grp`
 // aggregateSQL gives for it, so the result does not depend on the rollup's
 // state.
 func (s *FileStore) Aggregate(ctx context.Context, q AggregateQuery) ([]Aggregate, error) {
+	if q.ByDevice {
+		return s.aggregateDevices(ctx, q)
+	}
 	bs, err := queryBuckets(q)
 	if err != nil {
 		return nil, fmt.Errorf("cannot aggregate ledger %s: %w", s.path, err)

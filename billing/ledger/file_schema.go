@@ -9,7 +9,7 @@ import (
 
 // FileSchemaVersion is the schema version this build writes, kept in the
 // file's PRAGMA user_version.
-const FileSchemaVersion = 3
+const FileSchemaVersion = 4
 
 // fileApplicationID marks a SQLite file as a gpuledger ledger ("GPUL").
 const fileApplicationID = 0x4750554C
@@ -125,6 +125,9 @@ CREATE TABLE IF NOT EXISTS annotation_pins (
 	PRIMARY KEY (pod_uid, container, key)
 ) WITHOUT ROWID;
 `},
+	// 4: the per-device rollup the FOCUS export reads (file_device.go),
+	// built from the rows already stored.
+	{sql: deviceRollupDDL, data: rebuildDeviceRollup},
 }
 
 // migrate checks the file is ours and not from a newer gpuledger, then

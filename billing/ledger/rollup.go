@@ -98,6 +98,7 @@ func (t *slotSet) sorted() []int64 {
 type rollupWriter struct {
 	tx                     *sql.Tx
 	clear, insert, undirty *sql.Stmt
+	dev                    *deviceRollupWriter // the per-device rollup (file_device.go)
 }
 
 func newRollupWriter(ctx context.Context, tx *sql.Tx) (*rollupWriter, error) {
@@ -112,6 +113,9 @@ func newRollupWriter(ctx context.Context, tx *sql.Tx) (*rollupWriter, error) {
 	if w.undirty, err = tx.PrepareContext(ctx, "DELETE FROM rollup_dirty WHERE slot = ?"); err != nil {
 		return nil, fmt.Errorf("cannot prepare rollup update: %w", err)
 	}
+	if w.dev, err = newDeviceRollupWriter(ctx, tx); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -122,6 +126,9 @@ func (w *rollupWriter) rebuild(ctx context.Context, s int64) error {
 	}
 	if _, err := w.insert.ExecContext(ctx, slotStart(s), slotEnd(s), s); err != nil {
 		return fmt.Errorf("cannot recompute rollup of slot %s: %w", slotName(s), err)
+	}
+	if err := w.dev.rebuild(ctx, s); err != nil {
+		return err
 	}
 	if _, err := w.undirty.ExecContext(ctx, s); err != nil {
 		return fmt.Errorf("cannot clear dirty mark of slot %s: %w", slotName(s), err)

@@ -45,6 +45,10 @@ type AggregateQuery struct {
 	From, To time.Time
 	Location *time.Location // buckets are calendar hours/days/months here; nil = UTC
 	Bucket   string
+	// ByDevice also groups by GPU UUID, slice (device ID) and pod name,
+	// filling those fields of each Aggregate (file_device.go): the grain of
+	// the FOCUS export's per-GPU rows.
+	ByDevice bool
 }
 
 // Aggregate is one group of ledger rows: one bucket, team, namespace, GPU
@@ -56,4 +60,6 @@ type Aggregate struct {
 	AllocatedSeconds, UsedSeconds   float64
 	MemoryMiBSeconds, EnergyJoules  float64
 	Rows                            int64
+	// GPUUUID, SliceID and Pod are set only by a ByDevice query.
+	GPUUUID, SliceID, Pod string
 }

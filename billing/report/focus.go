@@ -84,20 +84,31 @@ func focusRows(r *Report) ([][]string, error) {
 	for _, m := range r.Models {
 		capacity[m.Model] = m.CapacityHours
 	}
+	if r.Devices != nil {
+		return focusDeviceRows(r)
+	}
 	rows := make([][]string, 0, len(r.Lines))
 	for _, l := range r.Lines {
-		row, err := focusRow(r, l, capacity[l.GPUModel])
+		c, err := focusCells(r, l, capacity[l.GPUModel])
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, row)
+		rows = append(rows, focusOrder(c))
 	}
 	return rows, nil
 }
 
-// focusRow is one line as a FOCUS row, in FOCUSHeader's order. An empty
-// cell is null.
-func focusRow(r *Report, l Line, capacity *big.Rat) ([]string, error) {
+// focusOrder puts cells in FOCUSHeader's order. An empty cell is null.
+func focusOrder(c map[string]string) []string {
+	row := make([]string, len(FOCUSHeader))
+	for i, col := range FOCUSHeader {
+		row[i] = c[col]
+	}
+	return row
+}
+
+// focusCells is one line as a FOCUS row, by column.
+func focusCells(r *Report, l Line, capacity *big.Rat) (map[string]string, error) {
 	f := lineFields(r, l)
 	book := r.Book
 	c := map[string]string{
@@ -141,11 +152,7 @@ func focusRow(r *Report, l Line, capacity *big.Rat) ([]string, error) {
 			return nil, err
 		}
 	}
-	row := make([]string, len(FOCUSHeader))
-	for i, col := range FOCUSHeader {
-		row[i] = c[col]
-	}
-	return row, nil
+	return c, nil
 }
 
 // focusAllocation fills the split cost allocation columns: the method is

@@ -62,3 +62,54 @@ func BenchmarkFOCUSExport(b *testing.B) {
 		b.ReportMetric(float64(len(r.Lines)), "focus-rows")
 	})
 }
+
+// BenchmarkFOCUSExportPerDevice: BenchmarkFOCUSExport with the FOCUS rows
+// per GPU or MIG instance and pod (LoadDevices: the ByDevice day
+// aggregates from the per-device rollup, then the split), as `report
+// --format focus` writes them. Same ledger file and variables (target:
+// under 5 s for the 100-GPU month).
+//
+//	GPULEDGER_BENCH_REPORT_COPIES=25 GPULEDGER_BENCH_REPORT_LEDGER=/tmp/fleet100.db go test -run '^$' -bench FOCUSExportPerDevice -benchtime 3x -timeout 60m ./billing/report
+func BenchmarkFOCUSExportPerDevice(b *testing.B) {
+	ctx := context.Background()
+	path := os.Getenv("GPULEDGER_BENCH_REPORT_LEDGER")
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "ledger.db")
+	}
+	from, to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	rows, err := benchLedger(ctx, b, path, from, to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{MustExist: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	bk := monthBook(b, "UTC", "allocation", "shared")
+	b.Run("export", func(b *testing.B) {
+		var r *Report
+		var buf bytes.Buffer
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if r, err = Build(ctx, st, bk, from, to); err != nil {
+				b.Fatal(err)
+			}
+			if err := LoadDevices(ctx, st, r); err != nil {
+				b.Fatal(err)
+			}
+			buf.Reset()
+			if err := WriteFOCUS(&buf, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		n := bytes.Count(buf.Bytes(), []byte("\n")) - 1
+		if vs, err := focus.Validate(&buf); err != nil || len(vs) > 0 {
+			b.Fatalf("validator: %v %v", vs, err)
+		}
+		b.ReportMetric(float64(rows), "ledger-rows")
+		b.ReportMetric(float64(len(r.Devices)), "device-aggregates")
+		b.ReportMetric(float64(n), "focus-rows")
+	})
+}

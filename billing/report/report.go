@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 )
 
@@ -149,6 +150,10 @@ type Report struct {
 	// GeneratedAt is shown when set; Build leaves it zero. A period that
 	// ends after it is partial.
 	GeneratedAt time.Time
+	// Devices are the period's per-device day aggregates (LoadDevices):
+	// when set, the FOCUS export has a row per line, GPU or MIG instance
+	// and pod instead of one per line.
+	Devices []ledger.Aggregate
 }
 
 // Empty reports whether the period had no ledger rows.

@@ -226,9 +226,13 @@ func writeReportWith(ctx context.Context, st report.Source, book *pricebook.Book
 	case reportHTML:
 		err = report.WriteHTML(w, rep)
 	case reportFOCUS:
-		err = report.WriteFOCUS(w, rep)
+		if err = report.LoadDevices(ctx, st, rep); err == nil {
+			err = report.WriteFOCUS(w, rep)
+		}
 	case reportFOCUSJSONL:
-		err = report.WriteFOCUSJSONL(w, rep)
+		if err = report.LoadDevices(ctx, st, rep); err == nil {
+			err = report.WriteFOCUSJSONL(w, rep)
+		}
 	default:
 		err = report.WriteCSV(w, rep)
 	}

@@ -1,0 +1,277 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/gpuledger/gpuledger/attribution"
+)
+
+// The per-device rollup: ledger_rollup_device holds, per 15-minute slot and
+// (row group, GPU UUID, slice, pod name), the sums a report needs, for
+// Aggregate queries with ByDevice (the FOCUS export's per-GPU rows). It is
+// kept exactly like ledger_rollup: every slot the slot rollup recomputes
+// is recomputed here in the same transaction, from the raw rows, by the
+// statement the raw path runs (deviceRollupSQL and deviceAggregateSQL share
+// their SELECT), and dirty or partial slots are read raw. So a ByDevice
+// aggregate does not depend on the rollup's state either.
+//
+// The pod is the pod name, not its UID: a pod recreated under the same
+// name (a StatefulSet's) is one allocated resource to finance.
+
+const deviceRollupDDL = `
+CREATE TABLE IF NOT EXISTS ledger_rollup_device (
+	slot                  INTEGER NOT NULL,
+	grp                   INTEGER NOT NULL REFERENCES row_groups (id),
+	gpu_uuid              TEXT    NOT NULL,
+	slice_id              TEXT    NOT NULL,
+	pod                   TEXT    NOT NULL,
+	allocated_gpu_seconds REAL    NOT NULL,
+	used_gpu_seconds      REAL    NOT NULL,
+	memory_mib_seconds    REAL    NOT NULL,
+	energy_joules         REAL    NOT NULL,
+	rows                  INTEGER NOT NULL,
+	PRIMARY KEY (slot, grp, gpu_uuid, slice_id, pod)
+) WITHOUT ROWID;
+`
+
+const deviceAggregateSQL = `SELECT grp, gpu_uuid, slice_id, pod, total(allocated_gpu_seconds), total(used_gpu_seconds),
+	total(memory_mib_seconds), total(energy_joules), count(*)
+FROM ledger_rows
+WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2
+GROUP BY grp, gpu_uuid, slice_id, pod`
+
+// deviceRollupSQL is deviceAggregateSQL with the slot number added.
+const deviceRollupSQL = `INSERT INTO ledger_rollup_device (slot, grp, gpu_uuid, slice_id, pod, allocated_gpu_seconds,
+	used_gpu_seconds, memory_mib_seconds, energy_joules, rows)
+SELECT ?3, grp, gpu_uuid, slice_id, pod, total(allocated_gpu_seconds), total(used_gpu_seconds),
+	total(memory_mib_seconds), total(energy_joules), count(*)
+FROM ledger_rows
+WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2
+GROUP BY grp, gpu_uuid, slice_id, pod`
+
+const deviceRollupRowsSQL = `SELECT slot, grp, gpu_uuid, slice_id, pod, allocated_gpu_seconds, used_gpu_seconds,
+	memory_mib_seconds, energy_joules, rows
+FROM ledger_rollup_device
+WHERE slot >= ? AND slot < ?
+ORDER BY slot`
+
+// deviceRollupWriter recomputes the per-device rollup of slots; nil
+// statements (a file migrating through version 2, before the table
+// exists) make it a no-op: migration 4 rebuilds every slot.
+type deviceRollupWriter struct {
+	clear, insert *sql.Stmt
+}
+
+func newDeviceRollupWriter(ctx context.Context, tx *sql.Tx) (*deviceRollupWriter, error) {
+	w := &deviceRollupWriter{}
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'ledger_rollup_device'").Scan(&n); err != nil {
+		return nil, fmt.Errorf("cannot prepare device rollup update: %w", err)
+	}
+	if n == 0 {
+		return w, nil
+	}
+	var err error
+	if w.clear, err = tx.PrepareContext(ctx, "DELETE FROM ledger_rollup_device WHERE slot = ?"); err != nil {
+		return nil, fmt.Errorf("cannot prepare device rollup update: %w", err)
+	}
+	if w.insert, err = tx.PrepareContext(ctx, deviceRollupSQL); err != nil {
+		return nil, fmt.Errorf("cannot prepare device rollup update: %w", err)
+	}
+	return w, nil
+}
+
+func (w *deviceRollupWriter) rebuild(ctx context.Context, s int64) error {
+	if w.clear == nil {
+		return nil
+	}
+	if _, err := w.clear.ExecContext(ctx, s); err != nil {
+		return fmt.Errorf("cannot clear device rollup of slot %s: %w", slotName(s), err)
+	}
+	if _, err := w.insert.ExecContext(ctx, slotStart(s), slotEnd(s), s); err != nil {
+		return fmt.Errorf("cannot recompute device rollup of slot %s: %w", slotName(s), err)
+	}
+	return nil
+}
+
+// deviceSums are one device group's totals over some rows.
+type deviceSums struct {
+	key deviceKey
+	sums
+}
+
+type deviceKey struct {
+	grp             int64
+	gpu, slice, pod string
+}
+
+type deviceAccKey struct {
+	bucket int
+	deviceKey
+}
+
+// aggregateDevices is Aggregate with ByDevice: the same plan (whole clean
+// slots from the rollup, the rest raw, added in slot order), on the
+// per-device tables.
+func (s *FileStore) aggregateDevices(ctx context.Context, q AggregateQuery) ([]Aggregate, error) {
+	fail := func(err error) ([]Aggregate, error) {
+		return nil, fmt.Errorf("cannot aggregate ledger %s per device: %w", s.path, err)
+	}
+	bs, err := queryBuckets(q)
+	if err != nil {
+		return fail(err)
+	}
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback()
+	dirty, err := dirtySlots(ctx, tx, slotOf(bs[0].lo), slotOf(bs[len(bs)-1].hi)+1)
+	if err != nil {
+		return fail(err)
+	}
+	p := planSlots(bs, dirty)
+	raw := make([][]deviceSums, len(p.raw))
+	if len(p.raw) > 0 {
+		st, err := tx.PrepareContext(ctx, deviceAggregateSQL)
+		if err != nil {
+			return fail(err)
+		}
+		for i, pc := range p.raw {
+			if raw[i], err = rawDeviceSums(ctx, st, pc.lo, pc.hi); err != nil {
+				return fail(fmt.Errorf("cannot sum ledger rows in [%s, %s): %w", FormatTime(fromNS(pc.lo)), FormatTime(fromNS(pc.hi)), err))
+			}
+		}
+	}
+	index := map[deviceAccKey]int{}
+	var out []Aggregate
+	var keys []deviceKey
+	add := func(bucket int, g deviceSums) {
+		k := deviceAccKey{bucket, g.key}
+		i, ok := index[k]
+		if !ok {
+			i = len(out)
+			index[k] = i
+			out = append(out, Aggregate{BucketStart: bs[bucket].start, GPUUUID: g.key.gpu, SliceID: g.key.slice, Pod: g.key.pod})
+			keys = append(keys, g.key)
+		}
+		x := &out[i]
+		x.AllocatedSeconds += g.alloc
+		x.UsedSeconds += g.used
+		x.MemoryMiBSeconds += g.mem
+		x.EnergyJoules += g.energy
+		x.Rows += g.rows
+	}
+	next := 0
+	addRaw := func(slot int64) {
+		for ; next < len(p.raw) && p.raw[next].slot < slot; next++ {
+			for _, g := range raw[next] {
+				add(p.raw[next].bucket, g)
+			}
+		}
+	}
+	if lo, hi := p.whole[0].lo, p.whole[len(p.whole)-1].hi; lo < hi {
+		rs, err := tx.QueryContext(ctx, deviceRollupRowsSQL, lo, hi)
+		if err != nil {
+			return fail(fmt.Errorf("cannot read device rollup: %w", err))
+		}
+		defer rs.Close()
+		walk := p.walker()
+		for rs.Next() {
+			var (
+				slot int64
+				g    deviceSums
+			)
+			if err := rs.Scan(&slot, &g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
+				return fail(fmt.Errorf("cannot read device rollup: %w", err))
+			}
+			if b, ok := walk.bucket(slot); ok {
+				addRaw(slot)
+				add(b, g)
+			}
+		}
+		if err := rs.Err(); err != nil {
+			return fail(fmt.Errorf("cannot read device rollup: %w", err))
+		}
+	}
+	addRaw(math.MaxInt64)
+	for i := range out {
+		g, err := s.groups.key(ctx, s.w, keys[i].grp)
+		if err != nil {
+			return fail(err)
+		}
+		a := &out[i]
+		a.Team, a.Namespace, a.GPUModel, a.Mode, a.Kind = g.team, g.namespace, g.model, g.mode, attribution.Kind(g.kind)
+	}
+	SortDeviceAggregates(out)
+	return out, nil
+}
+
+func rawDeviceSums(ctx context.Context, st *sql.Stmt, lo, hi int64) ([]deviceSums, error) {
+	rs, err := st.QueryContext(ctx, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []deviceSums
+	for rs.Next() {
+		var g deviceSums
+		if err := rs.Scan(&g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rs.Err()
+}
+
+// SortDeviceAggregates orders ByDevice aggregates by bucket, team,
+// namespace, model, mode, kind, GPU, slice and pod: both stores return
+// them in this order.
+func SortDeviceAggregates(as []Aggregate) {
+	slices.SortFunc(as, func(x, y Aggregate) int {
+		if c := x.BucketStart.Compare(y.BucketStart); c != 0 {
+			return c
+		}
+		return cmp.Or(strings.Compare(x.Team, y.Team), strings.Compare(x.Namespace, y.Namespace),
+			strings.Compare(x.GPUModel, y.GPUModel), strings.Compare(x.Mode, y.Mode), strings.Compare(string(x.Kind), string(y.Kind)),
+			strings.Compare(x.GPUUUID, y.GPUUUID), strings.Compare(x.SliceID, y.SliceID), strings.Compare(x.Pod, y.Pod))
+	})
+}
+
+// rebuildDeviceRollup builds the per-device rollup of every slot holding
+// rows: migration 4. The slot rollup is left as it is (its slots are
+// already exact); slots are found by seeking the key index, as
+// rebuildRollup does.
+func rebuildDeviceRollup(ctx context.Context, tx *sql.Tx) error {
+	w, err := newDeviceRollupWriter(ctx, tx)
+	if err != nil {
+		return err
+	}
+	next, err := tx.PrepareContext(ctx, "SELECT min(interval_start_ns) FROM ledger_rows WHERE interval_start_ns >= ?")
+	if err != nil {
+		return fmt.Errorf("cannot prepare device rollup build: %w", err)
+	}
+	from := int64(math.MinInt64)
+	for {
+		var ns sql.NullInt64
+		if err := next.QueryRowContext(ctx, from).Scan(&ns); err != nil {
+			return fmt.Errorf("cannot find ledger rows after %s: %w", FormatTime(fromNS(from)), err)
+		}
+		if !ns.Valid {
+			return nil
+		}
+		s := slotOf(ns.Int64)
+		if err := w.rebuild(ctx, s); err != nil {
+			return err
+		}
+		if from = slotEnd(s); from == math.MaxInt64 {
+			return nil
+		}
+	}
+}
