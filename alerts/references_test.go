@@ -1,6 +1,7 @@
 package alerts
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,10 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/gpuledger/gpuledger/advisor/adviceprom"
+	"github.com/gpuledger/gpuledger/advisor/advise"
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/collector/exposition"
 	"github.com/gpuledger/gpuledger/dashboards"
 )
@@ -208,9 +214,13 @@ func all(ms []*labels.Matcher, v string) bool {
 // another issue), and that each label it filters on exists on that metric.
 func TestEveryQueryReadsExportedSeries(t *testing.T) {
 	fams := exported(t)
+	advice := adviceFamilies(t)
 	ruleExprs, recorded := ruleExpressions(t)
-	known := make([]string, 0, len(fams)+len(recorded)+1)
+	known := make([]string, 0, len(fams)+len(advice)+len(recorded)+1)
 	for n := range fams {
+		known = append(known, n)
+	}
+	for n := range advice {
 		known = append(known, n)
 	}
 	for n := range recorded {
@@ -242,7 +252,11 @@ func TestEveryQueryReadsExportedSeries(t *testing.T) {
 					t.Errorf("%s: reads %s, which the collector does not export and no rule records", e.where, n)
 					continue
 				}
-				checkLabels(t, e.where, vs, fams[n])
+				famLabels := fams[n]
+				if famLabels == nil {
+					famLabels = advice[n]
+				}
+				checkLabels(t, e.where, vs, famLabels)
 			}
 		}
 	}
@@ -314,4 +328,41 @@ func TestReferenceCheckCatchesUnknownSeries(t *testing.T) {
 	if want := []string{"gpuledger_gpu_capacity_seconds_total", "up"}; !slices.Equal(got, want) {
 		t.Errorf("names = %v, want %v", got, want)
 	}
+}
+
+// adviceFamilies are the gpuledger_advice_* families `gpuledger advise
+// --format prom` writes (through adviceprom, the writer the command uses),
+// with their labels: what the advice dashboard may read.
+func adviceFamilies(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	plan := &advise.Plan{
+		From: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
+		Currency: pricebook.Currency{Code: "USD", MinorUnit: 2},
+		Recommendations: []advise.Recommendation{{Kind: advise.Reclaim, Team: "t", Namespace: "ns",
+			Workloads: []string{"ns/w"}, Model: "A100-SXM4-80GB", SavingMinor: 100, BeforeGPUs: 1}},
+		SavingMinor: 100,
+	}
+	var buf bytes.Buffer
+	if err := adviceprom.Write(&buf, plan); err != nil {
+		t.Fatalf("cannot write the advice series: %v", err)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(&buf)
+	if err != nil {
+		t.Fatalf("cannot parse the advice series: %v", err)
+	}
+	out := map[string]map[string]bool{}
+	for name, mf := range mfs {
+		ls := map[string]bool{}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				ls[lp.GetName()] = true
+			}
+		}
+		out[name] = ls
+	}
+	if len(out) < 5 {
+		t.Fatalf("only %d advice families: %v", len(out), out)
+	}
+	return out
 }

@@ -15,12 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuledger/gpuledger/advisor/adviceprom"
 	"github.com/gpuledger/gpuledger/advisor/advise"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 )
 
 const adviseUsageText = `usage: gpuledger advise (--period YYYY-MM | --from T --to T) --prices FILE
@@ -441,60 +440,6 @@ func writeAdviceHTML(w io.Writer, res *advice) error {
 	return nil
 }
 
-// writeAdviceProm writes the advice as Prometheus text exposition, for
-// node_exporter's textfile collector or a Pushgateway after each
-// scheduled advise run: the gpuledger_advice_* series dashboards read.
-func writeAdviceProm(w io.Writer, res *advice) error {
-	p := res.plan
-	reg := prometheus.NewRegistry()
-	labels := []string{"kind", "team", "namespace", "workloads", "gpu_model", "currency"}
-	saving := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_advice_saving",
-		Help: "Saving the recommendation would have made over the advised period, in the price book's currency (capacity freed x rate)."}, labels)
-	before := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_advice_gpus_before",
-		Help: "GPUs the recommendation's workloads held on average while they ran."}, labels)
-	after := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_advice_gpus_after",
-		Help: "GPUs the recommendation's proposed layout holds."}, labels)
-	contention := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_advice_contention_minutes",
-		Help: "Minutes of the period where the replayed usage exceeds the proposed capacity."}, labels)
-	incomplete := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_advice_incomplete",
-		Help: "1 when the recommendation's figures are incomplete (unpriced model, malformed annotation...)."}, labels)
-	total := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_advice_saving_total",
-		Help: "Sum of the period's recommended savings, in the price book's currency."}, []string{"currency"})
-	count := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_advice_recommendations",
-		Help: "Recommendations of the advised period, by kind."}, []string{"kind"})
-	periodEnd := prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuledger_advice_period_end_timestamp_seconds",
-		Help: "End of the advised period (Unix seconds)."})
-	reg.MustRegister(saving, before, after, contention, incomplete, total, count, periodEnd)
-	money := func(minor int64) float64 {
-		return float64(minor) / math.Pow10(p.Currency.MinorUnit)
-	}
-	for _, k := range []advise.Kind{advise.Reclaim, advise.RightSize, advise.Consolidate, advise.Keep} {
-		count.WithLabelValues(string(k))
-	}
-	for _, r := range p.Recommendations {
-		lv := []string{string(r.Kind), r.Team, r.Namespace, strings.Join(r.Workloads, ","), r.Model, p.Currency.Code}
-		saving.WithLabelValues(lv...).Set(money(r.SavingMinor))
-		before.WithLabelValues(lv...).Set(round6(r.BeforeGPUs))
-		after.WithLabelValues(lv...).Set(round6(r.AfterGPUs))
-		contention.WithLabelValues(lv...).Set(float64(r.Contention.Minutes))
-		inc := 0.0
-		if len(r.Incomplete) > 0 {
-			inc = 1
-		}
-		incomplete.WithLabelValues(lv...).Set(inc)
-		count.WithLabelValues(string(r.Kind)).Inc()
-	}
-	total.WithLabelValues(p.Currency.Code).Set(money(p.SavingMinor))
-	periodEnd.Set(float64(p.To.Unix()))
-	mfs, err := reg.Gather()
-	if err != nil {
-		return fmt.Errorf("cannot gather advice series: %w", err)
-	}
-	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return fmt.Errorf("cannot write advice series: %w", err)
-		}
-	}
-	return nil
-}
+// writeAdviceProm writes the advice as Prometheus text exposition (the
+// gpuledger_advice_* series; adviceprom says which).
+func writeAdviceProm(w io.Writer, res *advice) error { return adviceprom.Write(w, res.plan) }
