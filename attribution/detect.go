@@ -46,6 +46,16 @@ type ringSpec struct {
 
 func (r ringSpec) window() int64 { return r.b * int64(r.n) }
 
+// slots is the length of a ring of buckets: the window's n buckets plus
+// two. A cycle is added to the buckets before the windows ending inside it
+// are evaluated, so a cycle that straddles bucket boundaries (polls not
+// aligned to the epoch-aligned buckets, as with a scenario starting at a
+// fractional second, or a poll that jitters past a boundary) has already
+// written the buckets after the boundary: with only n slots, bucket k
+// overwrote bucket k-n, the oldest of the window ending at k, so that
+// window never held a whole window's capacity and nothing was flagged.
+func (r ringSpec) slots() int { return r.n + 2 }
+
 // detKey is one container on one GPU.
 type detKey struct {
 	gpu string
@@ -167,7 +177,7 @@ func (d *detectors) observe(prev, now int64, node string, gpus []GPUCycle, cy *c
 func (d *detectors) ingest(prev, now int64, gc *GPUCycle) {
 	g := d.gpus[gc.UUID]
 	if g == nil {
-		g = &detGPU{uuid: gc.UUID, noisy: make([]gpuBucket, d.noisy.n)}
+		g = &detGPU{uuid: gc.UUID, noisy: make([]gpuBucket, d.noisy.slots())}
 		for i := range g.noisy {
 			g.noisy[i].k = noBucket
 		}
@@ -176,7 +186,7 @@ func (d *detectors) ingest(prev, now int64, gc *GPUCycle) {
 	g.lastTime = now
 	busy := max(gc.Capacity-gc.Idle, 0)
 	for _, p := range d.noisyP {
-		b := &g.noisy[mod(p.k, d.noisy.n)]
+		b := &g.noisy[mod(p.k, d.noisy.slots())]
 		if b.k != p.k {
 			*b = gpuBucket{k: p.k}
 		}
@@ -214,10 +224,10 @@ func (d *detectors) ingest(prev, now int64, gc *GPUCycle) {
 	}
 	for _, ent := range seen {
 		for _, p := range d.idleP {
-			ent.idle[mod(p.k, d.idle.n)].add(p.k, p.f, ent)
+			ent.idle[mod(p.k, d.idle.slots())].add(p.k, p.f, ent)
 		}
 		for _, p := range d.noisyP {
-			ent.noisy[mod(p.k, d.noisy.n)].add(p.k, p.f, ent)
+			ent.noisy[mod(p.k, d.noisy.slots())].add(p.k, p.f, ent)
 		}
 		ent.mem.sample(d.memK, d.memR.n)
 	}
@@ -244,7 +254,7 @@ func (b *ctrBucket) add(k int64, f float64, e *detEnt) {
 func (d *detectors) ent(k detKey) *detEnt {
 	e := d.ents[k]
 	if e == nil {
-		e = &detEnt{key: k, idle: make([]ctrBucket, d.idle.n), noisy: make([]ctrBucket, d.noisy.n), mem: memEnt{openK: noBucket}}
+		e = &detEnt{key: k, idle: make([]ctrBucket, d.idle.slots()), noisy: make([]ctrBucket, d.noisy.slots()), mem: memEnt{openK: noBucket}}
 		for i := range e.idle {
 			e.idle[i].k = noBucket
 		}
@@ -301,7 +311,7 @@ func (d *detectors) evalIdle(end int64, node string, out []Finding) []Finding {
 	for _, e := range d.ents {
 		var alloc, used, held float64
 		for j := int64(1); j <= int64(r.n); j++ {
-			if b := &e.idle[mod(kEnd-j, r.n)]; b.k == kEnd-j {
+			if b := &e.idle[mod(kEnd-j, r.slots())]; b.k == kEnd-j {
 				alloc, used, held = alloc+b.alloc, used+b.used, held+b.held
 			}
 		}
@@ -342,7 +352,7 @@ func (d *detectors) evalNoisy(end int64, node string, out []Finding) []Finding {
 		}
 		e.wUsed, e.wRunning = 0, false
 		for j := int64(1); j <= int64(r.n); j++ {
-			if b := &e.noisy[mod(kEnd-j, r.n)]; b.k == kEnd-j {
+			if b := &e.noisy[mod(kEnd-j, r.slots())]; b.k == kEnd-j {
 				e.wUsed += b.used
 				e.wRunning = e.wRunning || b.running
 			}
@@ -357,7 +367,7 @@ func (d *detectors) evalNoisy(end int64, node string, out []Finding) []Finding {
 		}
 		var capSec, busy float64
 		for j := int64(1); j <= int64(r.n); j++ {
-			if b := &g.noisy[mod(kEnd-j, r.n)]; b.k == kEnd-j {
+			if b := &g.noisy[mod(kEnd-j, r.slots())]; b.k == kEnd-j {
 				capSec, busy = capSec+b.cap, busy+b.busy
 			}
 		}

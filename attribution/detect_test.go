@@ -178,3 +178,46 @@ func TestDetectorModes(t *testing.T) {
 		}
 	}
 }
+
+// Polls that do not fall on the epoch-aligned bucket boundaries (a node
+// whose clock started at a fractional second) straddle them: each cycle
+// fills the bucket after a boundary before the window ending there is
+// evaluated. That must not cost the window its oldest bucket: with the
+// polls half a second off, the same load is flagged as when aligned.
+func TestDetectorsWithPollsOffTheBuckets(t *testing.T) {
+	load := sharedLoad(70, 10, false)
+	shifted := func(prev, now float64) Observation { return load(prev+0.5, now+0.5) }
+	found, active := runCycles(t, Config{NoisyWindow: time.Minute}, 1, 180, shifted)
+	kinds := map[string]int{}
+	for _, f := range found {
+		kinds[f.Kind]++
+		if f.Kind == FindingNoisyNeighbour && (f.Pod != "p0" || f.Detail != "starved=t1/p1,t2/p2,t3/p3") {
+			t.Errorf("noisy %+v", f)
+		}
+	}
+	if kinds[FindingNoisyNeighbour] != 1 || kinds[FindingStarved] != 3 {
+		t.Fatalf("findings %+v, want p0 noisy and three starved", found)
+	}
+	// The window [0, 60 s] holds 59.5 s of data (>= 99%): flagged at the
+	// cycle ending at 60.5 s, not before.
+	if len(active[59]) != 0 || len(active[60]) != 4 {
+		t.Errorf("active after the cycle to 59.5 s: %+v; to 60.5 s: %d", active[59], len(active[60]))
+	}
+
+	g := gpuID(1)
+	idle := func(prev, now float64) Observation {
+		prev, now = prev+5, now+5 // polls 5 s off the 60 s buckets
+		o := newObs(at(prev), at(now))
+		gp := o.gpu(GPU{UUID: g, SamplePeriod: 10 * time.Second, DeviceSamplesOK: true})
+		o.pod("nb", "idle", uidA, time.Time{}, nil, nil, "c").
+			alloc("nb", "idle", "c", "nvidia.com/gpu", g).proc(1, g, g, 0, uidA, "c", "x")
+		if now > prev {
+			gp.DeviceSamples = []UtilSample{{At: at(now), Percent: 0}}
+		}
+		return o.Observation
+	}
+	found, _ = runCycles(t, Config{IdleWindow: 10 * time.Minute, IdleThreshold: 0.05}, 10, 15*60, idle)
+	if len(found) != 1 || found[0].Kind != FindingIdleAllocation || !found[0].Start.Equal(at(0)) || !found[0].End.Equal(at(15*60)) {
+		t.Errorf("idle findings %+v, want one episode [0, 15 min]", found)
+	}
+}

@@ -41,6 +41,10 @@ type Engine struct {
 	lastPods   map[string]int32
 	lastPodBuf []PodMeta
 
+	// carries are the sample seconds each whole GPU's samples reported
+	// beyond the last cycle's window (usage.go).
+	carries []gpuCarry
+
 	cy     cycle
 	ledger ledger
 	det    detectors
@@ -89,6 +93,9 @@ func (e *Engine) Observe(obs Observation) CycleResult {
 		res.Rows = e.ledger.closeAll(res.Rows)
 	}
 	contiguous := e.started && prev == e.lastTime
+	if !contiguous {
+		e.dropCarries()
+	}
 
 	listed := len(obs.Metadata.Pods)
 	obs = e.withDeparted(obs)

@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -213,6 +214,38 @@ func (a *ledgerAcc) emit(out []Row) []Row {
 	if len(a.rows) > 0 {
 		mode = a.rows[0].mode
 	}
+	// Exports print GPU-seconds to 6 decimals (ledger-format.md), and each
+	// column of a GPU's rows must sum to the interval length as printed:
+	// container rows are rounded here and the residual rows take what is
+	// left, so the rounding of every container row is absorbed by them.
+	d := float64(a.spanEnd-a.spanStart) / 1e9
+	var sumAlloc, sumUsed float64
+	bigA, bigU := -1, -1
+	for i := range a.rows {
+		r := &a.rows[i]
+		r.alloc, r.used = roundMicro(r.alloc), roundMicro(r.used)
+		sumAlloc += r.alloc
+		sumUsed += r.used
+		if bigA < 0 || r.alloc > a.rows[bigA].alloc {
+			bigA = i
+		}
+		if bigU < 0 || r.used > a.rows[bigU].used {
+			bigU = i
+		}
+	}
+	unalloc := d - sumAlloc
+	if unalloc < 0 && bigA >= 0 {
+		// The rows rounded up past the interval: the largest gives it back.
+		a.rows[bigA].alloc = max(a.rows[bigA].alloc+unalloc, 0)
+		unalloc = 0
+	}
+	unattr := min(roundMicro(a.unattr), max(d-sumUsed, 0))
+	idle := d - sumUsed - unattr
+	if idle < 0 && bigU >= 0 {
+		a.rows[bigU].used = max(a.rows[bigU].used+idle, 0)
+		idle = 0
+	}
+	a.unalloc, a.unattr, a.idle = max(unalloc, 0), unattr, max(idle, 0)
 	for i := range a.rows {
 		r := &a.rows[i]
 		row := base
@@ -236,4 +269,13 @@ func (a *ledgerAcc) emit(out []Row) []Row {
 	id := res
 	id.Kind, id.UsedGPUSeconds, id.EnergyJoules = KindIdle, a.idle, a.idleE
 	return append(out, un, ua, id)
+}
+
+// roundMicro rounds GPU-seconds to the 6 decimals the exports print.
+func roundMicro(v float64) float64 {
+	r := math.Round(v*1e6) / 1e6
+	if r == 0 {
+		return 0 // never -0
+	}
+	return r
 }

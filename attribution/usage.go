@@ -209,7 +209,114 @@ func (e *Engine) usageGPU(gi int) {
 	} else {
 		unattr += max(busy-total*scale, 0)
 	}
-	e.closeUsage(gi, unattr)
+	e.closeUsage(gi, e.carryUsage(gi, unattr, p))
+}
+
+// gpuCarry is what a GPU's samples reported beyond a cycle's window, to be
+// charged in the next cycle: where the poll interval is not a multiple of
+// the driver's sample period, a cycle's samples cover a little more or less
+// than its window, and a poll shorter than the period sees cycles without a
+// new sample. Dropping the excess would lose busy time for good (7.4% of a
+// fully busy GPU at a 0.5 s poll and 0.2 s period); carried, every sample's
+// seconds are charged exactly once and each cycle's partition still closes.
+type gpuCarry struct {
+	uuid   string
+	unattr float64
+	owners []carryOwner
+}
+
+// carryOwner is one container's carried seconds on a GPU (or an instance
+// of it, inst >= 0).
+type carryOwner struct {
+	ctr  ctrID
+	team string
+	inst int
+	sec  float64
+}
+
+// carrySlot returns the carry of the GPU with uuid, adding one if needed.
+func (e *Engine) carrySlot(uuid string) *gpuCarry {
+	for i := range e.carries {
+		if e.carries[i].uuid == uuid {
+			return &e.carries[i]
+		}
+	}
+	e.carries = append(e.carries, gpuCarry{uuid: uuid})
+	return &e.carries[len(e.carries)-1]
+}
+
+// carryUsage adds what the GPU carried from the last cycle to its owners
+// and to unattr, then, if the GPU's used and unattributed seconds exceed
+// the window, keeps the excess, in proportion per owner, for the next
+// cycle. It returns the cycle's unattributed seconds; used + unattr <= W.
+// The carry is bounded by one window plus one sample period (more than
+// that is not sampling phase but timestamps gone wrong, and is dropped).
+func (e *Engine) carryUsage(gi int, unattr, p float64) float64 {
+	c := &e.cy
+	g := &c.gpus[gi]
+	unattr = max(unattr, 0)
+	if !(c.w > 0) {
+		// An empty window (the first cycle's baselines) charges nothing
+		// and carries nothing: its samples are history.
+		return unattr
+	}
+	cr := e.carrySlot(g.UUID)
+	unattr += cr.unattr
+	for _, o := range cr.owners {
+		gr := c.findGroup(gi, o.inst, o.ctr)
+		if gr < 0 {
+			device := g.UUID
+			if o.inst >= 0 && o.inst < len(g.MIG) {
+				device = g.MIG[o.inst].UUID
+			}
+			pod, ci := c.locate(o.ctr)
+			gr = c.runningGroup(pod, ci, gi, o.inst, o.ctr, o.team, device)
+		}
+		c.groups[gr].used += o.sec
+	}
+	cr.unattr, cr.owners = 0, cr.owners[:0]
+	var used float64
+	for i := range c.groups {
+		if c.groups[i].gpu == gi {
+			used += c.groups[i].used
+		}
+	}
+	w := c.w
+	t := used + unattr
+	if !(t > w) || !(t > 0) {
+		return unattr
+	}
+	f := w / t
+	keep := min((t-w)/t, (w+p)/t) // share of every owner's seconds carried
+	for i := range c.groups {
+		gr := &c.groups[i]
+		if gr.gpu != gi || !(gr.used > 0) {
+			continue
+		}
+		cr.owners = append(cr.owners, carryOwner{ctr: gr.ctr, team: gr.team, inst: gr.inst, sec: gr.used * keep})
+		gr.used *= f
+	}
+	cr.unattr = unattr * keep
+	return unattr * f
+}
+
+// findGroup returns the group of container ctr on the GPU (instance inst),
+// or -1.
+func (c *cycle) findGroup(gi, inst int, ctr ctrID) int32 {
+	for i := range c.groups {
+		if g := &c.groups[i]; g.gpu == gi && g.inst == inst && g.ctr == ctr {
+			return int32(i)
+		}
+	}
+	return -1
+}
+
+// dropCarries forgets every carry: after a gap the samples of the next
+// cycle start afresh.
+func (e *Engine) dropCarries() {
+	for i := range e.carries {
+		e.carries[i].unattr, e.carries[i].owners = 0, e.carries[i].owners[:0]
+	}
 }
 
 // samplePeriod is the driver's sample period in seconds: as NVML
@@ -343,7 +450,8 @@ func (e *Engine) splitPool(gi int, pool float64) float64 {
 }
 
 // closeUsage finishes a GPU's usage partition: used is what its groups
-// got; used+unattributed is clamped to the window and idle is the rest.
+// got; used+unattributed is clamped to the window (usageGPU carries the
+// excess into the next cycle first) and idle is the rest.
 func (e *Engine) closeUsage(gi int, unattr float64) {
 	c := &e.cy
 	gw, w := &c.gpuW[gi], c.w
