@@ -40,11 +40,13 @@ race:
 	$(GO) test -count=1 -race ./collector/ ./collector/exposition/ ./collector/podresources/ ./collector/kubemeta/ ./billing/ledger/ ./billing/shipper/
 
 ## contract: simulate every scenario with ground truth (testdata/examples,
-## testdata/scenarios) and score the ledger against its truth.json.
+## testdata/scenarios, and testdata/review: an independent reviewer's
+## scenarios with hand-computed truth) and score the ledger against its truth.json.
 contract: build
 	$(GO) build -o $(SCORECARD) ./internal/scorecard/cmd/scorecard
 	$(SCORECARD) $(BIN) testdata/examples out/contract/examples
 	$(SCORECARD) $(BIN) testdata/scenarios out/contract/scenarios
+	$(SCORECARD) $(BIN) testdata/review out/contract/review
 
 lint: fmt vet
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./...; \

@@ -207,6 +207,9 @@ func (c *Collector) resolveOwners(obs *attribution.Observation) {
 		obs.Degraded[SourceProcfs] = true
 		return
 	}
+	// A PID whose container the metadata no longer lists is read again
+	// when next seen: its number may now belong to another container.
+	c.owners.retireGone(obs)
 	var firstErr error
 	for i := range obs.Processes {
 		p := &obs.Processes[i]
