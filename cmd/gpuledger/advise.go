@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"html/template"
@@ -56,13 +55,9 @@ type adviseFlags struct {
 func parseAdviseFlags(args []string) (adviseFlags, error) {
 	var f adviseFlags
 	fs := flag.NewFlagSet("advise", flag.ContinueOnError)
-	fs.StringVar(&f.period, "period", "", "calendar month YYYY-MM")
-	fs.StringVar(&f.from, "from", "", "start, inclusive")
-	fs.StringVar(&f.to, "to", "", "end, exclusive")
-	fs.StringVar(&f.prices, "prices", envDefault("GPULEDGER_PRICES", ""), "price book")
-	fs.StringVar(&f.format, "format", "text", "text, json or html")
+	f.periodFlags.register(fs)
+	fs.StringVar(&f.format, "format", "text", "text, json, html or prom")
 	fs.StringVar(&f.out, "out", "", "output file")
-	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN")
 	fs.StringVar(&f.pods, "pods", "", "kubectl get pods -A -o json output")
 	fs.Float64Var(&f.headroom, "headroom", advise.DefaultHeadroom, "headroom over p99 demand")
 	fs.Float64Var(&f.reclaim, "reclaim", advise.DefaultReclaimFraction, "idle fraction that reclaims")
@@ -73,16 +68,10 @@ func parseAdviseFlags(args []string) (adviseFlags, error) {
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("advise: unexpected argument %q", fs.Arg(0))
 	}
-	switch {
-	case f.period != "" && (f.from != "" || f.to != ""):
-		return f, errors.New("advise: give --period or --from/--to, not both")
-	case f.period == "" && (f.from == "" || f.to == ""):
-		return f, errors.New("advise needs --period YYYY-MM, or --from and --to")
-	case f.prices == "":
-		return f, errors.New("advise needs --prices FILE (or GPULEDGER_PRICES)")
-	case f.ledger == "":
-		return f, errors.New("advise needs --ledger DSN or GPULEDGER_LEDGER")
-	case f.format != "text" && f.format != "json" && f.format != "html" && f.format != "prom":
+	if err := f.check("advise"); err != nil {
+		return f, err
+	}
+	if f.format != "text" && f.format != "json" && f.format != "html" && f.format != "prom" {
 		return f, fmt.Errorf("advise: --format %q: want text, json, html or prom", f.format)
 	}
 	for name, v := range map[string]float64{"headroom": f.headroom, "reclaim": f.reclaim, "saturated": f.saturated} {

@@ -56,23 +56,48 @@ no ledger data, or one that has not started, is an error (exit 1).
 `
 
 type reportFlags struct {
+	periodFlags
+	format, out string
+	advice      bool
+	advicePods  string
+}
+
+// periodFlags are what every command that prices a period of the ledger
+// takes (report, advise): the period, the price book and the ledger.
+type periodFlags struct {
 	period, from, to string
-	prices, format   string
-	out, ledger      string
-	advice           bool
-	advicePods       string
+	prices, ledger   string
+}
+
+func (p *periodFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&p.period, "period", "", "calendar month YYYY-MM in the price book's time zone")
+	fs.StringVar(&p.from, "from", "", "start of the range, inclusive (RFC 3339 or YYYY-MM-DD)")
+	fs.StringVar(&p.to, "to", "", "end of the range, exclusive (RFC 3339 or YYYY-MM-DD)")
+	fs.StringVar(&p.prices, "prices", envDefault("GPULEDGER_PRICES", ""), "price book (env GPULEDGER_PRICES)")
+	fs.StringVar(&p.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
+}
+
+// check names what is missing or contradictory, for command cmd.
+func (p *periodFlags) check(cmd string) error {
+	switch {
+	case p.period != "" && (p.from != "" || p.to != ""):
+		return errors.New(cmd + ": give --period or --from/--to, not both")
+	case p.period == "" && (p.from == "" || p.to == ""):
+		return errors.New(cmd + " needs --period YYYY-MM, or --from and --to")
+	case p.prices == "":
+		return errors.New(cmd + " needs --prices FILE (or GPULEDGER_PRICES)")
+	case p.ledger == "":
+		return errors.New(cmd + " needs --ledger DSN or GPULEDGER_LEDGER")
+	}
+	return nil
 }
 
 func parseReportFlags(args []string) (reportFlags, error) {
 	var f reportFlags
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.StringVar(&f.period, "period", "", "calendar month YYYY-MM in the price book's time zone")
-	fs.StringVar(&f.from, "from", "", "start of the range, inclusive (RFC 3339 or YYYY-MM-DD)")
-	fs.StringVar(&f.to, "to", "", "end of the range, exclusive (RFC 3339 or YYYY-MM-DD)")
-	fs.StringVar(&f.prices, "prices", envDefault("GPULEDGER_PRICES", ""), "price book (env GPULEDGER_PRICES)")
+	f.periodFlags.register(fs)
 	fs.StringVar(&f.format, "format", "", "csv, json, html, focus or focus-jsonl (default: from --out's extension, else csv)")
 	fs.StringVar(&f.out, "out", "", "output file; default stdout")
-	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
 	fs.BoolVar(&f.advice, "advice", false, "add the advisor's savings (json, html)")
 	fs.StringVar(&f.advicePods, "pods", "", "pod metadata for --advice")
 	if err := parseFlags(fs, args, reportUsageText); err != nil {
@@ -81,15 +106,8 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("report: unexpected argument %q", fs.Arg(0))
 	}
-	switch {
-	case f.period != "" && (f.from != "" || f.to != ""):
-		return f, errors.New("report: give --period or --from/--to, not both")
-	case f.period == "" && (f.from == "" || f.to == ""):
-		return f, errors.New("report needs --period YYYY-MM, or --from and --to")
-	case f.prices == "":
-		return f, errors.New("report needs --prices FILE (or GPULEDGER_PRICES)")
-	case f.ledger == "":
-		return f, errors.New("report needs --ledger DSN or GPULEDGER_LEDGER")
+	if err := f.check("report"); err != nil {
+		return f, err
 	}
 	if f.format == "" {
 		f.format = formatFromName(f.out)
