@@ -246,32 +246,11 @@ func SortDeviceAggregates(as []Aggregate) {
 
 // rebuildDeviceRollup builds the per-device rollup of every slot holding
 // rows: migration 4. The slot rollup is left as it is (its slots are
-// already exact); slots are found by seeking the key index, as
-// rebuildRollup does.
+// already exact).
 func rebuildDeviceRollup(ctx context.Context, tx *sql.Tx) error {
 	w, err := newDeviceRollupWriter(ctx, tx)
 	if err != nil {
 		return err
 	}
-	next, err := tx.PrepareContext(ctx, "SELECT min(interval_start_ns) FROM ledger_rows WHERE interval_start_ns >= ?")
-	if err != nil {
-		return fmt.Errorf("cannot prepare device rollup build: %w", err)
-	}
-	from := int64(math.MinInt64)
-	for {
-		var ns sql.NullInt64
-		if err := next.QueryRowContext(ctx, from).Scan(&ns); err != nil {
-			return fmt.Errorf("cannot find ledger rows after %s: %w", FormatTime(fromNS(from)), err)
-		}
-		if !ns.Valid {
-			return nil
-		}
-		s := slotOf(ns.Int64)
-		if err := w.rebuild(ctx, s); err != nil {
-			return err
-		}
-		if from = slotEnd(s); from == math.MaxInt64 {
-			return nil
-		}
-	}
+	return forEachSlotWithRows(ctx, tx, w.rebuild)
 }

@@ -200,17 +200,24 @@ func dirtySlots(ctx context.Context, q querier, lo, hi int64) ([]int64, error) {
 }
 
 // rebuildRollup recomputes the rollup of every slot holding rows: the
-// migration of files written before the rollup existed. Slots are found by
-// seeking the key index, so empty stretches cost nothing.
+// migration of files written before the rollup existed.
 func rebuildRollup(ctx context.Context, tx *sql.Tx) error {
 	w, err := newRollupWriter(ctx, tx)
 	if err != nil {
 		return err
 	}
+	return forEachSlotWithRows(ctx, tx, w.rebuild)
+}
+
+// forEachSlotWithRows calls fn for every rollup slot holding ledger rows,
+// in time order. Slots are found by seeking the key index, so empty
+// stretches cost nothing.
+func forEachSlotWithRows(ctx context.Context, tx *sql.Tx, fn func(context.Context, int64) error) error {
 	next, err := tx.PrepareContext(ctx, "SELECT min(interval_start_ns) FROM ledger_rows WHERE interval_start_ns >= ?")
 	if err != nil {
-		return fmt.Errorf("cannot prepare rollup rebuild: %w", err)
+		return fmt.Errorf("cannot prepare the slot scan: %w", err)
 	}
+	defer next.Close()
 	from := int64(math.MinInt64)
 	for {
 		var ns sql.NullInt64
@@ -221,7 +228,7 @@ func rebuildRollup(ctx context.Context, tx *sql.Tx) error {
 			return nil
 		}
 		s := slotOf(ns.Int64)
-		if err := w.rebuild(ctx, s); err != nil {
+		if err := fn(ctx, s); err != nil {
 			return err
 		}
 		if from = slotEnd(s); from == math.MaxInt64 {
