@@ -52,11 +52,14 @@ func Compare(cfg Config, runs int, modes ...Mode) ([]Summary, error) {
 	errs := make([]error, runs)
 	var wg sync.WaitGroup
 	work := make(chan int)
-	for range min(runs, runtime.GOMAXPROCS(0)) {
+	// Runs spread over the CPUs; with fewer runs than CPUs (one long run,
+	// as a month's whatif is) each run spreads its mechanisms instead.
+	cpus := runtime.GOMAXPROCS(0)
+	parallelModes := runs < cpus
+	for range min(runs, cpus) {
 		wg.Go(func() {
 			for r := range work {
-				// Runs are already spread over the CPUs.
-				results[r], errs[r] = simulate(cfg, r, false, modes...)
+				results[r], errs[r] = simulate(cfg, r, parallelModes, modes...)
 			}
 		})
 	}
