@@ -3,12 +3,9 @@ package clickhouse
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/gpuledger/gpuledger/billing/focus"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
 )
@@ -20,34 +17,11 @@ import (
 // priced here, and is byte for byte the embedded ledger's.
 func TestFOCUSPerDeviceFromClickHouse(t *testing.T) {
 	ctx := context.Background()
-	ch, _ := openTest(t)
-	file, err := ledger.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.FileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { file.Close() })
-	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	to := from.Add(48 * time.Hour)
-	rows := fleet(13, 2, 2, int(to.Sub(from)/time.Minute), from)
-	appendAll(t, ch, rows, 20000)
-	if err := file.Append(ctx, rows, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.RebuildRollups(ctx, from, to); err != nil {
-		t.Fatal(err)
-	}
-	rates := map[string]string{"A100-SXM4-80GB": "2.40", "H100-80GB-HBM3": "4.123456789"}
+	ch, file, rows, from, to := focusStores(t, 13)
 	for _, policy := range []string{"allocation", "usage"} {
 		for _, idle := range []string{"platform", "shared"} {
 			t.Run(policy+"/"+idle, func(t *testing.T) {
-				y := "currency: USD\ntimezone: UTC\npolicy: " + policy + "\nidle: " + idle + "\ndefaultRate: 1\nrates:\n"
-				for m, r := range rates {
-					y += "  " + m + ": " + r + "\n"
-				}
-				book, err := pricebook.Parse("prices.yaml", []byte(y))
-				if err != nil {
-					t.Fatal(err)
-				}
+				book := focusBook(t, policy, idle)
 				exports := map[string][]byte{}
 				for name, src := range map[string]report.Source{"clickhouse": ch, "embedded": file} {
 					r, err := report.Build(ctx, src, book, from, to)
@@ -73,7 +47,7 @@ func TestFOCUSPerDeviceFromClickHouse(t *testing.T) {
 						t.Errorf("%s: %d FOCUS lines, %d finance lines: not split per device", name, n, m)
 					}
 					billed, amounts := csvSum(t, fo.Bytes(), "BilledCost"), csvSum(t, fin.Bytes(), "amount")
-					want := expectedFromRows(t, rows, rates, pricebook.Policy(policy))
+					want := expectedFromRows(t, rows, focusRates, pricebook.Policy(policy))
 					if billed.Cmp(amounts) != 0 || billed.FloatString(2) != want {
 						t.Errorf("%s: BilledCost adds up to %s, finance CSV %s, raw rows x rates %s", name,
 							billed.FloatString(2), amounts.FloatString(2), want)

@@ -25,34 +25,11 @@ import (
 // rounded once.
 func TestFOCUSFromClickHouse(t *testing.T) {
 	ctx := context.Background()
-	ch, _ := openTest(t)
-	file, err := ledger.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.FileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { file.Close() })
-	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	to := from.Add(48 * time.Hour)
-	rows := fleet(11, 2, 2, int(to.Sub(from)/time.Minute), from)
-	appendAll(t, ch, rows, 20000)
-	if err := file.Append(ctx, rows, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.RebuildRollups(ctx, from, to); err != nil {
-		t.Fatal(err)
-	}
-	rates := map[string]string{"A100-SXM4-80GB": "2.40", "H100-80GB-HBM3": "4.123456789"}
+	ch, file, rows, from, to := focusStores(t, 11)
 	for _, policy := range []string{"allocation", "usage"} {
 		for _, idle := range []string{"platform", "shared"} {
 			t.Run(policy+"/"+idle, func(t *testing.T) {
-				y := "currency: USD\ntimezone: UTC\npolicy: " + policy + "\nidle: " + idle + "\ndefaultRate: 1\nrates:\n"
-				for m, r := range rates {
-					y += "  " + m + ": " + r + "\n"
-				}
-				book, err := pricebook.Parse("prices.yaml", []byte(y))
-				if err != nil {
-					t.Fatal(err)
-				}
+				book := focusBook(t, policy, idle)
 				exports := map[string][]byte{}
 				for name, src := range map[string]report.Source{"clickhouse": ch, "embedded": file} {
 					r, err := report.Build(ctx, src, book, from, to)
@@ -72,7 +49,7 @@ func TestFOCUSFromClickHouse(t *testing.T) {
 						t.Fatalf("%s: validator: %v %v", name, vs, err)
 					}
 					billed, amounts := csvSum(t, fo.Bytes(), "BilledCost"), csvSum(t, fin.Bytes(), "amount")
-					want := expectedFromRows(t, rows, rates, pricebook.Policy(policy))
+					want := expectedFromRows(t, rows, focusRates, pricebook.Policy(policy))
 					if billed.Cmp(amounts) != 0 || billed.FloatString(2) != want {
 						t.Errorf("%s: BilledCost adds up to %s, finance CSV %s, raw rows x rates %s", name,
 							billed.FloatString(2), amounts.FloatString(2), want)
@@ -101,7 +78,7 @@ func expectedFromRows(t *testing.T, rows []attribution.Row, rates map[string]str
 	}
 	total := new(big.Rat)
 	for m, s := range secs {
-		rate, ok := new(big.Rat).SetString(rates[m])
+		rate, ok := new(big.Rat).SetString(focusRates[m])
 		if !ok {
 			t.Fatalf("no rate for %s", m)
 		}
@@ -136,4 +113,46 @@ func csvSum(t *testing.T, data []byte, col string) *big.Rat {
 		sum.Add(sum, x)
 	}
 	return sum
+}
+
+// focusRates are the FOCUS tests' rates: one of them has more decimals than
+// any currency, so rounding is exercised.
+var focusRates = map[string]string{"A100-SXM4-80GB": "2.40", "H100-80GB-HBM3": "4.123456789"}
+
+// focusStores puts two days of a 4-GPU fleet (fleet seed) into ClickHouse,
+// rollups rebuilt, and into an embedded ledger.
+func focusStores(t *testing.T, seed uint64) (ch *Store, file *ledger.FileStore, rows []attribution.Row, from, to time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	ch, _ = openTest(t)
+	file, err := ledger.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { file.Close() })
+	from = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	to = from.Add(48 * time.Hour)
+	rows = fleet(seed, 2, 2, int(to.Sub(from)/time.Minute), from)
+	appendAll(t, ch, rows, 20000)
+	if err := file.Append(ctx, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.RebuildRollups(ctx, from, to); err != nil {
+		t.Fatal(err)
+	}
+	return ch, file, rows, from, to
+}
+
+// focusBook is a UTC price book of focusRates under policy and idle.
+func focusBook(t *testing.T, policy, idle string) *pricebook.Book {
+	t.Helper()
+	y := "currency: USD\ntimezone: UTC\npolicy: " + policy + "\nidle: " + idle + "\ndefaultRate: 1\nrates:\n"
+	for m, r := range focusRates {
+		y += "  " + m + ": " + r + "\n"
+	}
+	book, err := pricebook.Parse("prices.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return book
 }
