@@ -25,20 +25,7 @@ import (
 //	GPULEDGER_BENCH_REPORT_LEDGER=/tmp/bench-report.db go test -run '^$' -bench MonthlyReport -benchtime 5x ./billing/report
 func BenchmarkMonthlyReport(b *testing.B) {
 	ctx := context.Background()
-	path := os.Getenv("GPULEDGER_BENCH_REPORT_LEDGER")
-	if path == "" {
-		path = filepath.Join(b.TempDir(), "ledger.db")
-	}
-	from, to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
-	rows, err := benchLedger(ctx, b, path, from, to)
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{MustExist: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st, rows, from, to := benchMonthStore(ctx, b)
 	bk := monthBook(b, "UTC", "allocation", "shared")
 	b.Run("report", func(b *testing.B) {
 		b.ReportAllocs()
@@ -155,4 +142,26 @@ func benchLedger(ctx context.Context, b *testing.B, path string, from, to time.T
 	}
 	b.Logf("wrote %d ledger rows to %s in %s", n, path, time.Since(began).Round(time.Second))
 	return n, nil
+}
+
+// benchMonthStore opens the benchmarks' March ledger (benchLedger builds it
+// once; GPULEDGER_BENCH_REPORT_LEDGER keeps it across runs), closed at the
+// benchmark's end, with its row count and bounds.
+func benchMonthStore(ctx context.Context, b *testing.B) (st *ledger.FileStore, rows int64, from, to time.Time) {
+	b.Helper()
+	path := os.Getenv("GPULEDGER_BENCH_REPORT_LEDGER")
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "ledger.db")
+	}
+	from, to = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	rows, err := benchLedger(ctx, b, path, from, to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err = ledger.OpenFile(ctx, path, ledger.FileOptions{MustExist: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st, rows, from, to
 }

@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/gpuledger/gpuledger/billing/focus"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 )
 
 // BenchmarkFOCUSExport: the FOCUS export (Build from the embedded store,
@@ -22,21 +18,9 @@ import (
 //	GPULEDGER_BENCH_REPORT_COPIES=25 GPULEDGER_BENCH_REPORT_LEDGER=/tmp/fleet100.db go test -run '^$' -bench FOCUSExport -benchtime 5x -timeout 60m ./billing/report
 func BenchmarkFOCUSExport(b *testing.B) {
 	ctx := context.Background()
-	path := os.Getenv("GPULEDGER_BENCH_REPORT_LEDGER")
-	if path == "" {
-		path = filepath.Join(b.TempDir(), "ledger.db")
-	}
-	from, to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
-	rows, err := benchLedger(ctx, b, path, from, to)
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{MustExist: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st, rows, from, to := benchMonthStore(ctx, b)
 	bk := monthBook(b, "UTC", "allocation", "shared")
+	var err error
 	// The timed loop is a sub-benchmark, so the ledger is built once
 	// however many rounds the benchmark runs.
 	b.Run("export", func(b *testing.B) {
@@ -72,21 +56,9 @@ func BenchmarkFOCUSExport(b *testing.B) {
 //	GPULEDGER_BENCH_REPORT_COPIES=25 GPULEDGER_BENCH_REPORT_LEDGER=/tmp/fleet100.db go test -run '^$' -bench FOCUSExportPerDevice -benchtime 3x -timeout 60m ./billing/report
 func BenchmarkFOCUSExportPerDevice(b *testing.B) {
 	ctx := context.Background()
-	path := os.Getenv("GPULEDGER_BENCH_REPORT_LEDGER")
-	if path == "" {
-		path = filepath.Join(b.TempDir(), "ledger.db")
-	}
-	from, to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
-	rows, err := benchLedger(ctx, b, path, from, to)
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{MustExist: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st, rows, from, to := benchMonthStore(ctx, b)
 	bk := monthBook(b, "UTC", "allocation", "shared")
+	var err error
 	b.Run("export", func(b *testing.B) {
 		var r *Report
 		var buf bytes.Buffer
