@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/billing/focus"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
 )
 
@@ -23,20 +24,7 @@ import (
 //	go test -run '^$' -bench FOCUSExportClickHouse -benchtime 5x -timeout 30m ./billing/clickhouse
 func BenchmarkFOCUSExportClickHouse(b *testing.B) {
 	ctx := context.Background()
-	gpus := 100
-	if os.Getenv(envBenchGPUs) != "" {
-		gpus = benchGPUs(b)
-	}
-	f := benchFleet{gpus: gpus}
-	s := benchStore(b, f)
-	if err := f.ensure(ctx, b, s); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.RebuildRollups(ctx, f.from(), f.to()); err != nil {
-		b.Fatal(err)
-	}
-	from, to := benchMonth(time.UTC)
-	book := benchBook(b, "UTC")
+	f, s, from, to, book := focusBenchMonth(ctx, b)
 	// The timed loop is a sub-benchmark, so the month is generated once
 	// however many rounds the benchmark runs.
 	b.Run("export", func(b *testing.B) {
@@ -62,4 +50,25 @@ func BenchmarkFOCUSExportClickHouse(b *testing.B) {
 		b.ReportMetric(float64(f.minutes(from, to)*f.rowsPerMinute()), "ledger-rows")
 		b.ReportMetric(float64(len(r.Lines)), "focus-rows")
 	})
+}
+
+// focusBenchMonth is the FOCUS benchmarks' March: benchFleet (100 GPUs
+// unless GPULEDGER_BENCH_GPUS says otherwise) stored with its rollups
+// current, as the shipper keeps them, and the UTC bench price book.
+func focusBenchMonth(ctx context.Context, b *testing.B) (f benchFleet, s *Store, from, to time.Time, book *pricebook.Book) {
+	b.Helper()
+	gpus := 100
+	if os.Getenv(envBenchGPUs) != "" {
+		gpus = benchGPUs(b)
+	}
+	f = benchFleet{gpus: gpus}
+	s = benchStore(b, f)
+	if err := f.ensure(ctx, b, s); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.RebuildRollups(ctx, f.from(), f.to()); err != nil {
+		b.Fatal(err)
+	}
+	from, to = benchMonth(time.UTC)
+	return f, s, from, to, benchBook(b, "UTC")
 }

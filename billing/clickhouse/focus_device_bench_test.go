@@ -3,9 +3,7 @@ package clickhouse
 import (
 	"bytes"
 	"context"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/gpuledger/gpuledger/billing/focus"
 	"github.com/gpuledger/gpuledger/billing/report"
@@ -19,20 +17,7 @@ import (
 //	go test -run '^$' -bench FOCUSExportPerDeviceClickHouse -benchtime 3x -timeout 30m ./billing/clickhouse
 func BenchmarkFOCUSExportPerDeviceClickHouse(b *testing.B) {
 	ctx := context.Background()
-	gpus := 100
-	if os.Getenv(envBenchGPUs) != "" {
-		gpus = benchGPUs(b)
-	}
-	f := benchFleet{gpus: gpus}
-	s := benchStore(b, f)
-	if err := f.ensure(ctx, b, s); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.RebuildRollups(ctx, f.from(), f.to()); err != nil {
-		b.Fatal(err)
-	}
-	from, to := benchMonth(time.UTC)
-	book := benchBook(b, "UTC")
+	f, s, from, to, book := focusBenchMonth(ctx, b)
 	b.Run("export", func(b *testing.B) {
 		var r *report.Report
 		var buf bytes.Buffer
