@@ -53,7 +53,7 @@ func (k *rowKey) is(cc *ContainerCycle) bool {
 
 type rowAcc struct {
 	key                     rowKey
-	team, mode              string
+	team, mode, profile     string
 	alloc, used, memS, ener float64
 	estimated               bool
 }
@@ -149,7 +149,7 @@ func (a *ledgerAcc) addCycle(gc *GPUCycle, f float64) {
 			a.hint[ci] = ri
 		}
 		r := &a.rows[ri]
-		r.team, r.mode = cc.Team, cc.SharingMode
+		r.team, r.mode, r.profile = cc.Team, cc.SharingMode, cc.MIGProfile
 		r.alloc += f * cc.Allocated
 		r.used += f * cc.Used
 		r.memS += f * cc.MemoryMiBs
@@ -249,7 +249,7 @@ func (a *ledgerAcc) emit(out []Row) []Row {
 	for i := range a.rows {
 		r := &a.rows[i]
 		row := base
-		row.SliceID, row.SharingMode, row.Kind = r.key.slice, r.mode, KindContainer
+		row.SliceID, row.MIGProfile, row.SharingMode, row.Kind = r.key.slice, r.profile, r.mode, KindContainer
 		row.Namespace, row.Pod, row.PodUID, row.Container = r.key.ns, r.key.pod, r.key.podUID, r.key.container
 		row.Team = r.team
 		row.AllocatedGPUSeconds, row.UsedGPUSeconds = r.alloc, r.used

@@ -39,16 +39,20 @@ type Row struct {
 	GPUUUID                    string
 	GPUModel                   string
 	SliceID                    string
-	SharingMode                string
-	Kind                       Kind
-	Namespace, Pod, PodUID     string
-	Container                  string
-	Team                       string
-	AllocatedGPUSeconds        float64
-	UsedGPUSeconds             float64
-	MemoryMiBSeconds           float64
-	EnergyJoules               float64
-	Method                     string
+	// MIGProfile is the profile of the MIG instance a container row's
+	// slice lies on ("3g.40gb"); empty for whole GPUs and residual rows.
+	// It is not a ledger.csv column: the FOCUS export's SkuId reads it.
+	MIGProfile             string
+	SharingMode            string
+	Kind                   Kind
+	Namespace, Pod, PodUID string
+	Container              string
+	Team                   string
+	AllocatedGPUSeconds    float64
+	UsedGPUSeconds         float64
+	MemoryMiBSeconds       float64
+	EnergyJoules           float64
+	Method                 string
 }
 
 // Finding kinds of the flags export.
@@ -122,6 +126,7 @@ type GPUCycle struct {
 // ContainerCycle is one (GPU, slice, container) over one cycle window.
 type ContainerCycle struct {
 	SliceID     string
+	MIGProfile  string // profile of the MIG instance, "" for a whole GPU
 	SharingMode string
 	Namespace   string
 	Pod         string

@@ -18,7 +18,7 @@ var (
 	rowInsertColumns = []string{
 		"interval_start", "interval_start_ns", "interval_end", "interval_end_ns",
 		"node", "gpu_uuid", "gpu_model", "slice_id", "sharing_mode", "kind",
-		"namespace", "pod", "pod_uid", "container", "team",
+		"namespace", "pod", "pod_uid", "container", "team", "mig_profile",
 		"allocated_gpu_seconds", "used_gpu_seconds", "memory_mib_seconds", "energy_joules",
 		"method", "version",
 	}
@@ -162,7 +162,7 @@ const insertBlockRows = 1 << 14
 type rowCols struct {
 	starts, ends          []int64
 	startNs, endNs        []uint32
-	str                   [11][]string
+	str                   [12][]string
 	alloc, used, mem, erg []float64
 	method                []string
 	versions              []uint64
@@ -189,8 +189,8 @@ func rowColumns(rows []attribution.Row, version uint64) (*rowCols, []any) {
 		r := &rows[i]
 		c.starts, c.startNs = append(c.starts, r.IntervalStart.Unix()), append(c.startNs, uint32(r.IntervalStart.Nanosecond()))
 		c.ends, c.endNs = append(c.ends, r.IntervalEnd.Unix()), append(c.endNs, uint32(r.IntervalEnd.Nanosecond()))
-		for j, v := range [11]string{r.Node, r.GPUUUID, r.GPUModel, r.SliceID, r.SharingMode, string(r.Kind),
-			r.Namespace, r.Pod, r.PodUID, r.Container, r.Team} {
+		for j, v := range [12]string{r.Node, r.GPUUUID, r.GPUModel, r.SliceID, r.SharingMode, string(r.Kind),
+			r.Namespace, r.Pod, r.PodUID, r.Container, r.Team, r.MIGProfile} {
 			c.str[j] = append(c.str[j], v)
 		}
 		c.alloc, c.used = append(c.alloc, r.AllocatedGPUSeconds), append(c.used, r.UsedGPUSeconds)

@@ -165,6 +165,7 @@ SELECT
 	if(kind = 'container', concat('uid-', toString(g), '-', toString(d), '-', toString(slot)), ''),
 	if(kind = 'container', 'main', ''),
 	if(kind = 'container', concat('team-', toString(t % 20)), ''),
+	'',
 	multiIf(kind = 'idle', 0., shared, 30., 60.),
 	multiIf(kind = 'unallocated', 0., kind = 'idle', 60 - u0 - u1, shared AND slot = 1, u1, shared, u0, ue) AS used,
 	if(kind = 'container', 60. * 1024 * ((g + t) % 80 + 1), 0.),

@@ -74,15 +74,16 @@ func (s *Store) rawDeviceQuery(ctx context.Context, segs []segment, acc *deviceA
 	}
 	sel.WriteString("toUInt32(4294967295))")
 	q := fmt.Sprintf(`SELECT %s AS seg, team, namespace, gpu_model, sharing_mode, kind, gpu_uuid, slice_id, pod,
-	sum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds), sum(energy_joules), count()
+	max(mig_profile), sum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds), sum(energy_joules), count()
 FROM %s FINAL WHERE %s
 GROUP BY seg, team, namespace, gpu_model, sharing_mode, kind, gpu_uuid, slice_id, pod`, sel.String(), s.table(tableRows), strings.Join(conds, " OR "))
 	return s.query(ctx, "aggregate raw ledger rows per device", q, func(rs driver.Rows) error {
 		var idx uint32
 		var g group
 		var k deviceKey
+		var profile string
 		if err := rs.Scan(&idx, &g.key.team, &g.key.namespace, &g.key.model, &g.key.mode, &g.key.kind, &k.gpu, &k.slice, &k.pod,
-			&g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
+			&profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
 			return scanError{err}
 		}
 		if int(idx) >= len(segs) {
@@ -103,6 +104,9 @@ GROUP BY seg, team, namespace, gpu_model, sharing_mode, kind, gpu_uuid, slice_id
 		x.MemoryMiBSeconds += g.mem
 		x.EnergyJoules += g.energy
 		x.Rows += int64(g.rows)
+		// A slice's profile never changes: max() skips rows shipped
+		// before profiles were recorded ('').
+		x.MIGProfile = max(x.MIGProfile, profile)
 		return nil
 	})
 }

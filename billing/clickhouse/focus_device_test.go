@@ -53,6 +53,13 @@ func TestFOCUSPerDeviceFromClickHouse(t *testing.T) {
 							billed.FloatString(2), amounts.FloatString(2), want)
 					}
 				}
+				for c, profile := range focusMIGProfiles {
+					row := "MIG-0000000" + c + "-0000-4000-8000-00000000000" + c + ",MIG Instance,"
+					sku := ",H100-80GB-HBM3/mig-" + profile + ","
+					if !bytes.Contains(exports["clickhouse"], []byte(sku)) || !bytes.Contains(exports["clickhouse"], []byte(row)) {
+						t.Errorf("the ClickHouse FOCUS file has no %s row with SkuId %s", row, sku)
+					}
+				}
 				if !bytes.Equal(exports["clickhouse"], exports["embedded"]) {
 					t.Errorf("per-device FOCUS files differ between ClickHouse and the embedded ledger")
 				}

@@ -133,6 +133,16 @@ func focusStores(t *testing.T, seed uint64) (ch *Store, file *ledger.FileStore, 
 	from = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	to = from.Add(48 * time.Hour)
 	rows = fleet(seed, 2, 2, int(to.Sub(from)/time.Minute), from)
+	// One GPU is MIG-partitioned: its tenants hold instances whose rows
+	// carry the profile (the FOCUS SkuId names it).
+	for i := range rows {
+		r := &rows[i]
+		if r.GPUUUID == "GPU-01-01" && r.Kind == attribution.KindContainer {
+			c := r.SliceID[len(r.SliceID)-1:]
+			r.SliceID = "MIG-0000000" + c + "-0000-4000-8000-00000000000" + c
+			r.MIGProfile, r.SharingMode = focusMIGProfiles[c], attribution.ModeMIG
+		}
+	}
 	appendAll(t, ch, rows, 20000)
 	if err := file.Append(ctx, rows, nil); err != nil {
 		t.Fatal(err)
@@ -142,6 +152,10 @@ func focusStores(t *testing.T, seed uint64) (ch *Store, file *ledger.FileStore, 
 	}
 	return ch, file, rows, from, to
 }
+
+// focusMIGProfiles are the profiles of focusStores' MIG instances, by the
+// last character of their slice (and UUID).
+var focusMIGProfiles = map[string]string{"0": "3g.40gb", "1": "4g.40gb"}
 
 // focusBook is a UTC price book of focusRates under policy and idle.
 func focusBook(t *testing.T, policy, idle string) *pricebook.Book {

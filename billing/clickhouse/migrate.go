@@ -14,6 +14,12 @@ import (
 // every table is created ON CLUSTER as Replicated* storage (<name>_local)
 // behind a Distributed table of the public name.
 func Migrate(ctx context.Context, dsn ledger.DSN, cluster string) error {
+	return migrateTo(ctx, dsn, cluster, SchemaVersion)
+}
+
+// migrateTo applies the migrations up to version upto (tests build older
+// databases with it).
+func migrateTo(ctx context.Context, dsn ledger.DSN, cluster string, upto int) error {
 	opts := Options{Cluster: cluster}
 	opts.defaults()
 	// Connect without a database: it may not exist yet.
@@ -41,7 +47,7 @@ func Migrate(ctx context.Context, dsn ledger.DSN, cluster string) error {
 			s.db, addr, ErrSchemaTooNew, current, SchemaVersion)
 	}
 	for _, m := range migrations {
-		if m.version <= current {
+		if m.version <= current || m.version > upto {
 			continue
 		}
 		for _, stmt := range m.statements(s.db, cluster) {
@@ -49,10 +55,41 @@ func Migrate(ctx context.Context, dsn ledger.DSN, cluster string) error {
 				return fmt.Errorf("cannot apply migration %d (%s): %w", m.version, m.description, err)
 			}
 		}
+		for _, c := range m.columns {
+			if err := s.addColumn(ctx, cluster, c); err != nil {
+				return fmt.Errorf("cannot apply migration %d (%s): %w", m.version, m.description, err)
+			}
+		}
 		if err := s.recordMigration(ctx, m); err != nil {
 			return err
 		}
 		s.log.Info("applied ClickHouse ledger migration", "database", s.db, "version", m.version, "description", m.description)
+	}
+	return nil
+}
+
+// addColumn adds c to each of its tables that lacks it, as this server
+// sees them: a migrate interrupted after the ALTER runs the step again.
+// ON CLUSTER DDL is queued in ZooKeeper, so the other hosts get it even
+// when the first attempt was cut off after queueing.
+func (s *Store) addColumn(ctx context.Context, cluster string, c addedColumn) error {
+	for _, t := range c.targets(cluster) {
+		var n uint64
+		err := s.retry(ctx, "schema columns", func(ctx context.Context) error {
+			return s.conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?",
+				s.db, t, c.name).Scan(&n)
+		})
+		if err != nil {
+			return s.describe(fmt.Sprintf("cannot read the columns of %s on %s", qualified(s.db, t), s.addr), err)
+		}
+		if n > 0 {
+			continue
+		}
+		for _, stmt := range c.ddl(s.db, cluster, t) {
+			if err := s.exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 
 const selectRowColumns = `interval_start, interval_start_ns, interval_end, interval_end_ns,
 	node, gpu_uuid, gpu_model, slice_id, sharing_mode, kind, namespace, pod, pod_uid, container, team,
-	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method`
+	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, mig_profile`
 
 const selectFindingColumns = `start_time, start_ns, end_time, end_ns, kind, node, gpu_uuid,
 	namespace, pod, container, team, detail, noisy_pod`
@@ -70,7 +70,7 @@ ORDER BY interval_start, interval_start_ns, node, gpu_uuid, slice_id, pod_uid, c
 		if err := rs.Scan(&start, &sNs, &end, &eNs,
 			&r.Node, &r.GPUUUID, &r.GPUModel, &r.SliceID, &r.SharingMode, &kind,
 			&r.Namespace, &r.Pod, &r.PodUID, &r.Container, &r.Team,
-			&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.EnergyJoules, &r.Method); err != nil {
+			&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.EnergyJoules, &r.Method, &r.MIGProfile); err != nil {
 			return scanError{err}
 		}
 		r.IntervalStart, r.IntervalEnd, r.Kind = joinTime(start, sNs), joinTime(end, eNs), attribution.Kind(kind)

@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is the newest schema this binary knows. Open refuses a
 // database migrated by a newer binary.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Table names. In cluster mode these are the Distributed tables and the
 // replicated storage lives in <name>_local; the store reads and writes the
@@ -209,9 +209,16 @@ func tableDDL(db, cluster string, t table) []string {
 	return []string{
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s%s (\n\t%s\n) ENGINE = Replicated%s(%s)%s",
 			db, local, onCluster(cluster), t.columns, t.engine, args, tail),
-		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s%s AS %s.%s ENGINE = Distributed('%s', '%s', '%s', %s)",
-			db, t.name, onCluster(cluster), db, local, cluster, db, local, t.shardKey),
+		distributedDDL(db, cluster, t),
 	}
+}
+
+// distributedDDL creates the Distributed table of t's public name over its
+// replicated storage, with the columns the storage has.
+func distributedDDL(db, cluster string, t table) string {
+	local := t.name + "_local"
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s%s AS %s.%s ENGINE = Distributed('%s', '%s', '%s', %s)",
+		db, t.name, onCluster(cluster), db, local, cluster, db, local, t.shardKey)
 }
 
 // migration is one schema step. Statements must be idempotent (IF NOT
@@ -221,6 +228,36 @@ type migration struct {
 	version     int
 	description string
 	statements  func(db, cluster string) []string
+	// columns are added after the statements, each only where the table
+	// lacks it: 18.16 has no ADD COLUMN IF NOT EXISTS.
+	columns []addedColumn
+}
+
+// addedColumn is one column a migration adds to an existing table.
+type addedColumn struct {
+	table            *table
+	name, typ, after string
+}
+
+// targets are the tables the column goes to: the table, or in cluster
+// mode the replicated storage first, then the Distributed table over it.
+func (c addedColumn) targets(cluster string) []string {
+	if cluster == "" {
+		return []string{c.table.name}
+	}
+	return []string{c.table.name + "_local", c.table.name}
+}
+
+// ddl adds the column to one of its targets. 18.16 refuses ALTER ON
+// CLUSTER of a Distributed table whose shards replicate internally, so in
+// cluster mode the Distributed table is created again over the altered
+// storage: it holds no rows of its own, since every insert through it is
+// synchronous (insert_distributed_sync, store.go).
+func (c addedColumn) ddl(db, cluster, target string) []string {
+	if cluster != "" && target == c.table.name {
+		return []string{"DROP TABLE IF EXISTS " + db + "." + target + onCluster(cluster), distributedDDL(db, cluster, *c.table)}
+	}
+	return []string{fmt.Sprintf("ALTER TABLE %s.%s%s ADD COLUMN %s %s AFTER %s", db, target, onCluster(cluster), c.name, c.typ, c.after)}
 }
 
 var migrations = []migration{
@@ -242,6 +279,14 @@ var migrations = []migration{
 			return tableDDL(db, cluster, pricesTable)
 		},
 	},
+	{
+		version: 3,
+		// A slice lies on one MIG instance for its life, so the profile
+		// is not part of the dedup key; rows shipped before are ''.
+		description: "the MIG profile of ledger rows (the FOCUS SkuId)",
+		statements:  func(db, cluster string) []string { return nil },
+		columns:     []addedColumn{{table: &tables[0], name: "mig_profile", typ: "String DEFAULT ''", after: "slice_id"}},
+	},
 }
 
 // MigrationDDL returns every statement Migrate would run on an empty
@@ -254,6 +299,11 @@ func MigrationDDL(db, cluster string) ([]string, error) {
 	out = append(out, tableDDL(db, cluster, migrationsTable)...)
 	for _, m := range migrations {
 		out = append(out, m.statements(db, cluster)...)
+		for _, c := range m.columns {
+			for _, t := range c.targets(cluster) {
+				out = append(out, c.ddl(db, cluster, t)...)
+			}
+		}
 	}
 	return out, nil
 }

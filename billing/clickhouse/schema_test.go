@@ -29,6 +29,8 @@ func TestClusterDDL(t *testing.T) {
 			"PARTITION BY toYYYYMM(hour)\nORDER BY (hour, team, namespace, gpu_model, sharing_mode, kind)",
 		"ENGINE = Distributed('prod-1', 'gpuledger', 'ledger_rollup_daily_local', toUnixTimestamp(day))",
 		"ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/gpuledger/ledger_rollup_marks_local', '{replica}', seq)",
+		"ALTER TABLE gpuledger.ledger_rows_local ON CLUSTER `prod-1` ADD COLUMN mig_profile String DEFAULT '' AFTER slice_id",
+		"DROP TABLE IF EXISTS gpuledger.ledger_rows ON CLUSTER `prod-1`\n;\nCREATE TABLE IF NOT EXISTS gpuledger.ledger_rows ON CLUSTER `prod-1` AS gpuledger.ledger_rows_local",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("cluster DDL lacks:\n%s", want)
@@ -36,8 +38,9 @@ func TestClusterDDL(t *testing.T) {
 	}
 	// Every table (the migrations table, migration 1's tables and the
 	// prices table of migration 2): one replicated local table and one
-	// distributed table.
-	if n, want := len(stmts), 1+2*(2+len(tables)); n != want {
+	// distributed table; migration 3 alters the first and creates the
+	// second again.
+	if n, want := len(stmts), 1+2*(2+len(tables))+3; n != want {
 		t.Errorf("cluster DDL has %d statements, want %d", n, want)
 	}
 	for _, s := range stmts {

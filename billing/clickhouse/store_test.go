@@ -33,7 +33,10 @@ func TestRoundTrip(t *testing.T) {
 	odd := rows[0]
 	odd.IntervalStart = t0.Add(-time.Hour + 1500*time.Millisecond)
 	odd.IntervalEnd = odd.IntervalStart.Add(time.Minute)
-	rows = append(rows, odd)
+	// A MIG slice's row keeps its profile.
+	mig := rows[1]
+	mig.SliceID, mig.MIGProfile, mig.SharingMode = "MIG-7d2c0e4e-3b51-5f3a-9a41-0c1d2e3f4a5b", "2g.20gb", attribution.ModeMIG
+	rows = append(rows, odd, mig)
 	findings := []attribution.Finding{
 		{Start: t0, End: t0.Add(10 * time.Minute), Kind: attribution.FindingIdleAllocation, Node: "node-00",
 			GPUUUID: "GPU-00-00", Namespace: "ml-ns", Pod: "pod-0", Container: "main", Team: "ml"},

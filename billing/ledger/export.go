@@ -87,7 +87,8 @@ func (e *csvEncoder) write(r *attribution.Row) error {
 func (e *csvEncoder) flush() error { return e.w.Flush() }
 
 // jsonRow is one JSONL line: the ledger.csv header names, times and numbers
-// formatted as in the CSV (numbers stay JSON numbers).
+// formatted as in the CSV (numbers stay JSON numbers), and the MIG profile
+// where there is one.
 type jsonRow struct {
 	IntervalStart string      `json:"interval_start"`
 	IntervalEnd   string      `json:"interval_end"`
@@ -107,6 +108,8 @@ type jsonRow struct {
 	Memory        json.Number `json:"memory_mib_seconds"`
 	Energy        json.Number `json:"energy_joules"`
 	Method        string      `json:"method"`
+	// MIGProfile is beyond ledger.csv: the profile of a MIG slice.
+	MIGProfile string `json:"mig_profile,omitempty"`
 }
 
 type jsonlEncoder struct {
@@ -122,7 +125,7 @@ func (e *jsonlEncoder) write(r *attribution.Row) error {
 		PodUID: r.PodUID, Container: r.Container, Team: r.Team,
 		Allocated: json.Number(FormatFloat(r.AllocatedGPUSeconds)), Used: json.Number(FormatFloat(r.UsedGPUSeconds)),
 		Memory: json.Number(FormatFloat(r.MemoryMiBSeconds)), Energy: json.Number(FormatFloat(r.EnergyJoules)),
-		Method: r.Method,
+		Method: r.Method, MIGProfile: r.MIGProfile,
 	})
 	if err != nil {
 		return fmt.Errorf("cannot write ledger row as JSON: %w", err)

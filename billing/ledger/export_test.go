@@ -35,6 +35,11 @@ func exportFixture(t *testing.T) (*FileStore, []attribution.Row, time.Time, time
 	rows := fleetRows(t0, 30, time.Minute, 5)
 	rows[3].Container = "odd, \"quoted\"\nname"
 	rows[4].EnergyJoules = 1e21 // no exponent in either format
+	for i := range rows {
+		if rows[i].Kind == attribution.KindContainer && i%3 == 0 {
+			rows[i].MIGProfile = "2g.20gb" // only JSONL shows it
+		}
+	}
 	if err := s.Append(context.Background(), rows, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +102,15 @@ func TestExportJSONL(t *testing.T) {
 		if err := dec.Decode(&m); err != nil {
 			t.Fatalf("line %d: %v", i, err)
 		}
-		if len(m) != len(header) {
-			t.Fatalf("line %d has %d fields, want %d", i, len(m), len(header))
+		wantLen := len(header)
+		if p := want[i].MIGProfile; p != "" {
+			wantLen++
+			if m["mig_profile"] != p {
+				t.Fatalf("line %d mig_profile = %v, want %q", i, m["mig_profile"], p)
+			}
+		}
+		if len(m) != wantLen {
+			t.Fatalf("line %d has %d fields, want %d", i, len(m), wantLen)
 		}
 		wantFields := rowFields(want[i])
 		for k, name := range header {

@@ -18,18 +18,19 @@ import (
 const insertRow = `INSERT INTO ledger_rows (
 	interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind,
 	interval_end_ns, grp, pod, allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds,
-	energy_joules, method, seq)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	energy_joules, method, mig_profile, seq)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind) DO UPDATE SET
 	interval_end_ns = excluded.interval_end_ns, grp = excluded.grp, pod = excluded.pod,
 	allocated_gpu_seconds = excluded.allocated_gpu_seconds, used_gpu_seconds = excluded.used_gpu_seconds,
 	memory_mib_seconds = excluded.memory_mib_seconds, energy_joules = excluded.energy_joules,
-	method = excluded.method, seq = excluded.seq
+	method = excluded.method, mig_profile = excluded.mig_profile, seq = excluded.seq
 WHERE interval_end_ns IS NOT excluded.interval_end_ns OR grp IS NOT excluded.grp OR pod IS NOT excluded.pod
 	OR allocated_gpu_seconds IS NOT excluded.allocated_gpu_seconds
 	OR used_gpu_seconds IS NOT excluded.used_gpu_seconds
 	OR memory_mib_seconds IS NOT excluded.memory_mib_seconds
-	OR energy_joules IS NOT excluded.energy_joules OR method IS NOT excluded.method`
+	OR energy_joules IS NOT excluded.energy_joules OR method IS NOT excluded.method
+	OR mig_profile IS NOT excluded.mig_profile`
 
 const insertFinding = `INSERT INTO findings (
 	kind, node, gpu_uuid, namespace, pod, container, start_ns, end_ns, team, detail, noisy_pod, seq)
@@ -166,7 +167,7 @@ func insertRows(ctx context.Context, tx *sql.Tx, groups *groupIDs, rows []attrib
 		res, err := st.ExecContext(ctx,
 			start, r.Node, r.GPUUUID, r.SliceID, r.PodUID, r.Container, string(r.Kind),
 			r.IntervalEnd.UnixNano(), grp, r.Pod, r.AllocatedGPUSeconds, r.UsedGPUSeconds,
-			r.MemoryMiBSeconds, r.EnergyJoules, r.Method, seq)
+			r.MemoryMiBSeconds, r.EnergyJoules, r.Method, r.MIGProfile, seq)
 		if err != nil {
 			return 0, fmt.Errorf("cannot insert ledger row: %w", err)
 		}

@@ -24,7 +24,10 @@ import (
 // The pod is the pod name, not its UID: a pod recreated under the same
 // name (a StatefulSet's) is one allocated resource to finance.
 
-const deviceRollupDDL = `
+// deviceRollupDDLv4 is the table as migration 4 created it; migration 5
+// drops it and creates deviceRollupDDL, with the MIG profile, in its
+// place. Kept as it was so that an older file migrates step by step.
+const deviceRollupDDLv4 = `
 CREATE TABLE IF NOT EXISTS ledger_rollup_device (
 	slot                  INTEGER NOT NULL,
 	grp                   INTEGER NOT NULL REFERENCES row_groups (id),
@@ -40,22 +43,43 @@ CREATE TABLE IF NOT EXISTS ledger_rollup_device (
 ) WITHOUT ROWID;
 `
 
-const deviceAggregateSQL = `SELECT grp, gpu_uuid, slice_id, pod, total(allocated_gpu_seconds), total(used_gpu_seconds),
+// deviceRollupDDL is the per-device rollup since version 5. A slice lies
+// on one MIG instance for its life (a MIG UUID is never reused), so the
+// profile is a function of the key: max() picks it over rows written
+// before the column existed (”), and it is not part of the key.
+const deviceRollupDDL = `
+CREATE TABLE IF NOT EXISTS ledger_rollup_device (
+	slot                  INTEGER NOT NULL,
+	grp                   INTEGER NOT NULL REFERENCES row_groups (id),
+	gpu_uuid              TEXT    NOT NULL,
+	slice_id              TEXT    NOT NULL,
+	pod                   TEXT    NOT NULL,
+	mig_profile           TEXT    NOT NULL,
+	allocated_gpu_seconds REAL    NOT NULL,
+	used_gpu_seconds      REAL    NOT NULL,
+	memory_mib_seconds    REAL    NOT NULL,
+	energy_joules         REAL    NOT NULL,
+	rows                  INTEGER NOT NULL,
+	PRIMARY KEY (slot, grp, gpu_uuid, slice_id, pod)
+) WITHOUT ROWID;
+`
+
+const deviceAggregateSQL = `SELECT grp, gpu_uuid, slice_id, pod, max(mig_profile), total(allocated_gpu_seconds), total(used_gpu_seconds),
 	total(memory_mib_seconds), total(energy_joules), count(*)
 FROM ledger_rows
 WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2
 GROUP BY grp, gpu_uuid, slice_id, pod`
 
 // deviceRollupSQL is deviceAggregateSQL with the slot number added.
-const deviceRollupSQL = `INSERT INTO ledger_rollup_device (slot, grp, gpu_uuid, slice_id, pod, allocated_gpu_seconds,
-	used_gpu_seconds, memory_mib_seconds, energy_joules, rows)
-SELECT ?3, grp, gpu_uuid, slice_id, pod, total(allocated_gpu_seconds), total(used_gpu_seconds),
+const deviceRollupSQL = `INSERT INTO ledger_rollup_device (slot, grp, gpu_uuid, slice_id, pod, mig_profile,
+	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, rows)
+SELECT ?3, grp, gpu_uuid, slice_id, pod, max(mig_profile), total(allocated_gpu_seconds), total(used_gpu_seconds),
 	total(memory_mib_seconds), total(energy_joules), count(*)
 FROM ledger_rows
 WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2
 GROUP BY grp, gpu_uuid, slice_id, pod`
 
-const deviceRollupRowsSQL = `SELECT slot, grp, gpu_uuid, slice_id, pod, allocated_gpu_seconds, used_gpu_seconds,
+const deviceRollupRowsSQL = `SELECT slot, grp, gpu_uuid, slice_id, pod, mig_profile, allocated_gpu_seconds, used_gpu_seconds,
 	memory_mib_seconds, energy_joules, rows
 FROM ledger_rollup_device
 WHERE slot >= ? AND slot < ?
@@ -102,7 +126,8 @@ func (w *deviceRollupWriter) rebuild(ctx context.Context, s int64) error {
 
 // deviceSums are one device group's totals over some rows.
 type deviceSums struct {
-	key deviceKey
+	key     deviceKey
+	profile string
 	sums
 }
 
@@ -167,6 +192,7 @@ func (s *FileStore) aggregateDevices(ctx context.Context, q AggregateQuery) ([]A
 		x.MemoryMiBSeconds += g.mem
 		x.EnergyJoules += g.energy
 		x.Rows += g.rows
+		x.MIGProfile = max(x.MIGProfile, g.profile)
 	}
 	next := 0
 	addRaw := func(slot int64) {
@@ -188,7 +214,7 @@ func (s *FileStore) aggregateDevices(ctx context.Context, q AggregateQuery) ([]A
 				slot int64
 				g    deviceSums
 			)
-			if err := rs.Scan(&slot, &g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
+			if err := rs.Scan(&slot, &g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
 				return fail(fmt.Errorf("cannot read device rollup: %w", err))
 			}
 			if b, ok := walk.bucket(slot); ok {
@@ -222,7 +248,7 @@ func rawDeviceSums(ctx context.Context, st *sql.Stmt, lo, hi int64) ([]deviceSum
 	var out []deviceSums
 	for rs.Next() {
 		var g deviceSums
-		if err := rs.Scan(&g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
+		if err := rs.Scan(&g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
 			return nil, err
 		}
 		out = append(out, g)
@@ -245,7 +271,7 @@ func SortDeviceAggregates(as []Aggregate) {
 }
 
 // rebuildDeviceRollup builds the per-device rollup of every slot holding
-// rows: migration 4. The slot rollup is left as it is (its slots are
+// rows: migration 5, which recreates the table with the profile. The slot rollup is left as it is (its slots are
 // already exact).
 func rebuildDeviceRollup(ctx context.Context, tx *sql.Tx) error {
 	w, err := newDeviceRollupWriter(ctx, tx)

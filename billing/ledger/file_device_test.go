@@ -35,7 +35,7 @@ func aggregateDevicesRaw(t *testing.T, s *FileStore, q AggregateQuery) []Aggrega
 			}
 			for rs.Next() {
 				var g deviceSums
-				if err := rs.Scan(&g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
+				if err := rs.Scan(&g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
 					t.Fatal(err)
 				}
 				k := deviceAccKey{bi, g.key}
@@ -52,6 +52,7 @@ func aggregateDevicesRaw(t *testing.T, s *FileStore, q AggregateQuery) []Aggrega
 				a.MemoryMiBSeconds += g.mem
 				a.EnergyJoules += g.energy
 				a.Rows += g.rows
+				a.MIGProfile = max(a.MIGProfile, g.profile)
 			}
 			if err := rs.Err(); err != nil {
 				t.Fatal(err)
@@ -176,27 +177,27 @@ func checkDeviceRollupTable(t *testing.T, s *FileStore) {
 	for _, d := range dirty {
 		skip[d] = true
 	}
-	got := map[int64]map[deviceKey]sums{}
-	rs, err := s.r.Query("SELECT slot, grp, gpu_uuid, slice_id, pod, allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, rows FROM ledger_rollup_device")
+	got := map[int64]map[deviceKey]deviceSums{}
+	rs, err := s.r.Query("SELECT slot, grp, gpu_uuid, slice_id, pod, mig_profile, allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, rows FROM ledger_rollup_device")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for rs.Next() {
 		var slot int64
 		var g deviceSums
-		if err := rs.Scan(&slot, &g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
+		if err := rs.Scan(&slot, &g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
 			t.Fatal(err)
 		}
 		if skip[slot] {
 			continue
 		}
 		if got[slot] == nil {
-			got[slot] = map[deviceKey]sums{}
+			got[slot] = map[deviceKey]deviceSums{}
 		}
-		got[slot][g.key] = g.sums
+		got[slot][g.key] = g
 	}
 	rs.Close()
-	want := map[int64]map[deviceKey]sums{}
+	want := map[int64]map[deviceKey]deviceSums{}
 	srs, err := s.r.Query("SELECT DISTINCT " + slotExpr + " FROM ledger_rows")
 	if err != nil {
 		t.Fatal(err)
@@ -218,21 +219,21 @@ func checkDeviceRollupTable(t *testing.T, s *FileStore) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := map[deviceKey]sums{}
+		m := map[deviceKey]deviceSums{}
 		for rs.Next() {
 			var g deviceSums
-			if err := rs.Scan(&g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
+			if err := rs.Scan(&g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
 				t.Fatal(err)
 			}
 			g.sums.grp = g.key.grp
-			m[g.key] = g.sums
+			m[g.key] = g
 		}
 		rs.Close()
 		want[slot] = m
 	}
 	for slot, m := range got {
 		for k, v := range m {
-			v.grp = k.grp
+			v.sums.grp = k.grp
 			m[k] = v
 		}
 		if !maps.Equal(m, want[slot]) {
@@ -271,7 +272,7 @@ func TestMigrateVersion3BuildsDeviceRollup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("DROP TABLE ledger_rollup_device; PRAGMA user_version = 3"); err != nil {
+	if _, err := db.Exec(undoSchema4and5 + "PRAGMA user_version = 3"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

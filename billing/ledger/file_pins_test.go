@@ -110,7 +110,7 @@ func TestPinsMigrateFromSchema2(t *testing.T) {
 	if err := s.Append(ctx, rows, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.w.Exec("DROP TABLE annotation_pins; PRAGMA user_version = 2"); err != nil {
+	if _, err := s.w.Exec(undoSchema4and5 + "DROP TABLE annotation_pins; PRAGMA user_version = 2"); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

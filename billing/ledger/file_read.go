@@ -12,7 +12,7 @@ import (
 
 const selectRows = `SELECT
 	interval_start_ns, interval_end_ns, node, gpu_uuid, slice_id, kind, pod, pod_uid, container, grp,
-	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, seq
+	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, mig_profile, seq
 FROM ledger_rows`
 
 const selectFindings = `SELECT start_ns, end_ns, kind, node, gpu_uuid, namespace, pod, container, team, detail, noisy_pod, seq
@@ -79,7 +79,7 @@ func (s *FileStore) scanRow(ctx context.Context, rs *sql.Rows) (attribution.Row,
 		seq             int64
 	)
 	err := rs.Scan(&start, &end, &r.Node, &r.GPUUUID, &r.SliceID, &kind, &r.Pod, &r.PodUID, &r.Container, &grp,
-		&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.EnergyJoules, &r.Method, &seq)
+		&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.EnergyJoules, &r.Method, &r.MIGProfile, &seq)
 	if err != nil {
 		return r, 0, err
 	}

@@ -9,7 +9,7 @@ import (
 
 // FileSchemaVersion is the schema version this build writes, kept in the
 // file's PRAGMA user_version.
-const FileSchemaVersion = 4
+const FileSchemaVersion = 5
 
 // fileApplicationID marks a SQLite file as a gpuledger ledger ("GPUL").
 const fileApplicationID = 0x4750554C
@@ -125,9 +125,17 @@ CREATE TABLE IF NOT EXISTS annotation_pins (
 	PRIMARY KEY (pod_uid, container, key)
 ) WITHOUT ROWID;
 `},
-	// 4: the per-device rollup the FOCUS export reads (file_device.go),
-	// built from the rows already stored.
-	{sql: deviceRollupDDL, data: rebuildDeviceRollup},
+	// 4: the per-device rollup the FOCUS export reads (file_device.go).
+	// Version 4 files were built here; migration 5 rebuilds it anyway, so
+	// a file passing through is not built twice.
+	{sql: deviceRollupDDLv4},
+	// 5: the MIG profile of container rows (the FOCUS SkuId), and the
+	// per-device rollup again, now carrying it. Rows stored before have
+	// no profile ('').
+	{sql: `
+ALTER TABLE ledger_rows ADD COLUMN mig_profile TEXT NOT NULL DEFAULT '';
+DROP TABLE IF EXISTS ledger_rollup_device;
+` + deviceRollupDDL, data: rebuildDeviceRollup},
 }
 
 // migrate checks the file is ours and not from a newer gpuledger, then

@@ -105,3 +105,8 @@ func countRows(t testing.TB, s *FileStore) int64 {
 func near(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
+
+// undoSchema4and5 takes a file's tables back to schema 3: without the
+// per-device rollup (4) and the rows' MIG profile (5). Tests that migrate
+// older files start from it.
+const undoSchema4and5 = "DROP TABLE ledger_rollup_device; ALTER TABLE ledger_rows DROP COLUMN mig_profile; "

@@ -200,6 +200,10 @@ func (l *randomLedger) rows(from, to time.Time, step time.Duration, gpus int) []
 				team := rollupTeams[l.rng.IntN(len(rollupTeams))]
 				r.Kind, r.SliceID, r.Team, r.Namespace = attribution.KindContainer, fmt.Sprintf("%s::%d", uuid, c), team, "ns-"+team[:1]
 				r.Pod, r.PodUID, r.Container = fmt.Sprintf("p%d", c), fmt.Sprintf("u%d-%d", g, c), "main"
+				if g%2 == 1 {
+					// The H100s are MIG-partitioned: each slice has its profile.
+					r.MIGProfile = fmt.Sprintf("%dg.%dgb", c+1, 10*(c+1))
+				}
 				l.values(&r, d)
 				out = append(out, r)
 			}
@@ -599,7 +603,7 @@ func TestMigrateVersion1BuildsRollup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("DROP TABLE ledger_rollup; DROP TABLE rollup_dirty; PRAGMA user_version = 1"); err != nil {
+	if _, err := db.Exec(undoSchema4and5 + "DROP TABLE ledger_rollup; DROP TABLE rollup_dirty; PRAGMA user_version = 1"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

@@ -60,6 +60,9 @@ type Aggregate struct {
 	AllocatedSeconds, UsedSeconds   float64
 	MemoryMiBSeconds, EnergyJoules  float64
 	Rows                            int64
-	// GPUUUID, SliceID and Pod are set only by a ByDevice query.
+	// GPUUUID, SliceID, Pod and MIGProfile are set only by a ByDevice
+	// query; MIGProfile is empty for whole GPUs and for rows stored before
+	// the ledger recorded profiles.
 	GPUUUID, SliceID, Pod string
+	MIGProfile            string
 }

@@ -61,6 +61,9 @@ type devLineKey struct {
 type deviceSplit struct {
 	shares map[devLineKey][]*devShare
 	index  map[devLineKey]map[device]int
+	// profiles are the MIG profiles of slices, by GPU and slice: a slice
+	// lies on one instance for its life, so one profile each.
+	profiles map[[2]string]string
 }
 
 func (d *deviceSplit) add(k devLineKey, dev device, w *big.Rat, q quantity, own bool) {
@@ -98,7 +101,7 @@ func splitDevKey(k lineKey) (lineKey, device) {
 // splitDevices computes, day by day with the builder's rules, what each
 // device adds to each line.
 func splitDevices(book *pricebook.Book, aggs []ledger.Aggregate) (*deviceSplit, error) {
-	d := &deviceSplit{shares: map[devLineKey][]*devShare{}, index: map[devLineKey]map[device]int{}}
+	d := &deviceSplit{shares: map[devLineKey][]*devShare{}, index: map[devLineKey]map[device]int{}, profiles: map[[2]string]string{}}
 	b := newBuilder(book)
 	for _, day := range byDay(aggs) {
 		models := map[string]*dayModel{}
@@ -113,6 +116,10 @@ func splitDevices(book *pricebook.Book, aggs []ledger.Aggregate) (*deviceSplit, 
 				models[a.GPUModel] = dm
 			}
 			dev := device{a.GPUUUID, a.SliceID, a.Pod}
+			if a.MIGProfile != "" {
+				k := [2]string{a.GPUUUID, a.SliceID}
+				d.profiles[k] = max(d.profiles[k], a.MIGProfile)
+			}
 			switch a.Kind {
 			case attribution.KindContainer:
 				if q.mem, err = b.memoryShare(a); err != nil {
@@ -318,6 +325,20 @@ func focusResource(dev device) (id, typ string, mig bool) {
 	return dev.slice, "GPU", false
 }
 
+// focusSku names what a device part was priced as: the model, and on a
+// MIG instance its profile ("A100-SXM4-80GB/mig-3g.40gb"), or "/mig" alone
+// for rows stored before the ledger recorded profiles.
+func focusSku(model string, mig bool, profile string) string {
+	sku := pricebook.NormalizeModel(model)
+	switch {
+	case mig && profile != "":
+		sku += "/mig-" + profile
+	case mig:
+		sku += "/mig"
+	}
+	return sku
+}
+
 // randAlphabet is what Kubernetes uses for generated name suffixes.
 const randAlphabet = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -413,7 +434,7 @@ func focusDeviceRows(r *Report) ([][]string, error) {
 			return nil, err
 		}
 		if x.l.Type != LineRounding {
-			if err := focusDeviceCells(c, r, x.l, x.p, totals[x.res]); err != nil {
+			if err := focusDeviceCells(c, r, x.l, x.p, split.profiles[[2]string{x.p.dev.gpu, x.p.dev.slice}], totals[x.res]); err != nil {
 				return nil, err
 			}
 		}
@@ -422,8 +443,9 @@ func focusDeviceRows(r *Report) ([][]string, error) {
 	return rows, nil
 }
 
-// focusDeviceCells turns a line's cells into one device part's.
-func focusDeviceCells(c map[string]string, r *Report, l Line, p devicePart, resTotal *big.Rat) error {
+// focusDeviceCells turns a line's cells into one device part's; profile
+// is the MIG profile of the part's slice, "" when unknown or not MIG.
+func focusDeviceCells(c map[string]string, r *Report, l Line, p devicePart, profile string, resTotal *big.Rat) error {
 	book := r.Book
 	amount := r.Money(p.amount)
 	c["BilledCost"], c["EffectiveCost"], c["ListCost"], c["ContractedCost"] = amount, amount, amount, amount
@@ -433,11 +455,7 @@ func focusDeviceCells(c map[string]string, r *Report, l Line, p devicePart, resT
 	c["x_Efficiency"], c["x_EnergyKwh"] = decimal(p.efficiency, efficiencyDecimals), decimal(p.energy, energyDecimals)
 	if p.dev != (device{}) {
 		id, typ, mig := focusResource(p.dev)
-		sku := pricebook.NormalizeModel(l.GPUModel)
-		if mig {
-			// The ledger does not record the MIG profile: the SKU says MIG.
-			sku += "/mig"
-		}
+		sku := focusSku(l.GPUModel, mig, profile)
 		c["ResourceId"], c["ResourceType"] = neutralise(id), typ
 		c["ResourceName"] = neutralise(l.GPUModel + " " + id)
 		c["SkuId"] = neutralise(sku)

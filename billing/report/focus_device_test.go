@@ -15,9 +15,19 @@ import (
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 )
 
+// migFleetSkus are the SkuIds migFleet's MIG instances must get: two
+// with the profile their rows carry, one whose rows carry none (stored
+// before the ledger recorded profiles).
+var migFleetSkus = map[string]string{
+	"MIG-00000000-0000-4000-8000-000000000000": "A100-SXM4-80GB/mig-3g.40gb",
+	"MIG-00000001-0000-4000-8000-000000000001": "A100-SXM4-80GB/mig-1g.10gb+me",
+	"MIG-00000002-0000-4000-8000-000000000002": "A100-SXM4-80GB/mig",
+}
+
 // migFleet is monthFleet's rows with the MIG A100's tenants on MIG
-// instances (MIG-<uuid> slices, as the device plugin lists them) and
-// memory held, so memory-weighted books have something to weigh.
+// instances (MIG-<uuid> slices, as the device plugin lists them, with the
+// profiles of migFleetSkus) and memory held, so memory-weighted books
+// have something to weigh.
 func migFleet(t *testing.T, from, to time.Time) []attribution.Row {
 	gpus, tenants := monthFleet(from, to, time.UTC)
 	for i := range tenants {
@@ -32,6 +42,7 @@ func migFleet(t *testing.T, from, to time.Time) []attribution.Row {
 				t.Fatal(err)
 			}
 			r.SliceID = fmt.Sprintf("MIG-%08x-0000-4000-8000-%012x", n%3, n%3)
+			r.MIGProfile = []string{"3g.40gb", "1g.10gb+me", ""}[n%3]
 		}
 	}
 	return rows
@@ -134,8 +145,12 @@ func TestFOCUSPerDeviceMatchesFinanceCSV(t *testing.T) {
 				if strings.HasPrefix(f["ResourceId"], "gpu-pool/") || f["ResourceId"] == "" {
 					t.Errorf("row %s has ResourceId %q, want a GPU or MIG UUID", k, f["ResourceId"])
 				}
-				if (f["ResourceType"] == "MIG Instance") != strings.HasPrefix(f["ResourceId"], "MIG-") || (f["ResourceType"] == "MIG Instance") != strings.HasSuffix(f["SkuId"], "/mig") {
-					t.Errorf("row %s: ResourceId %q, type %q, SkuId %q", k, f["ResourceId"], f["ResourceType"], f["SkuId"])
+				wantSku, mig := migFleetSkus[f["ResourceId"]]
+				if !mig {
+					wantSku = model
+				}
+				if (f["ResourceType"] == "MIG Instance") != mig || f["SkuId"] != wantSku {
+					t.Errorf("row %s: ResourceId %q, type %q, SkuId %q, want SkuId %q", k, f["ResourceId"], f["ResourceType"], f["SkuId"], wantSku)
 				}
 				if f["x_LineType"] != "platform" {
 					var at map[string]string
