@@ -490,6 +490,7 @@ func TestSchemaRejects(t *testing.T) {
 		{[]string{"--set", "clickhouse.dsn=mysql://x"}, "at '/clickhouse/dsn'"},
 		{[]string{"--set", "collector.goMemLimit=lots"}, "at '/collector/goMemLimit'"},
 		{[]string{"--set", "collector.pollInterval=soon"}, "at '/collector/pollInterval'"},
+		{[]string{"--set", "collector.ledgerRetention=forever"}, "at '/collector/ledgerRetention'"},
 		{[]string{"--set", "collector.resources.limits.memory=much"}, "at '/collector/resources/limits/memory'"},
 	} {
 		_, err := helm(t, append([]string{"template", "gpuledger", chartDir}, tc.args...)...)

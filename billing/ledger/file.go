@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
 
@@ -35,8 +36,13 @@ type FileOptions struct {
 	MaxBytes int64
 	// Sinks are the outbox sinks whose shipped marks gate pruning: a row
 	// is pruned only once every one of them has shipped it. With no sinks
-	// the file is the ledger of record and nothing is pruned.
+	// the file is the ledger of record and only Retention prunes it.
 	Sinks []string
+	// Retention, when positive, makes Prune delete rows whose interval
+	// started longer ago than this, and findings that ended longer ago,
+	// once every sink has shipped them (at once with no sinks). 0 keeps
+	// them until MaxBytes needs the room.
+	Retention time.Duration
 	// MaxPendingRows bounds the rows held in memory for retry while
 	// commits fail (0 = DefaultMaxPendingRows).
 	MaxPendingRows int
@@ -65,6 +71,8 @@ type FileStore struct {
 	pendingF []attribution.Finding
 	dropped  int64
 	failing  bool
+	// now is the clock Retention is measured on (tests set it).
+	now func() time.Time
 }
 
 // OpenFile opens (creating unless opts.MustExist) the ledger file at path
@@ -87,7 +95,7 @@ func OpenFile(ctx context.Context, path string, opts FileOptions) (*FileStore, e
 			return nil, fmt.Errorf("cannot open ledger file %s: %w", path, err)
 		}
 	}
-	s := &FileStore{path: path, opts: opts, log: opts.Logger.With("ledger", path), groups: newGroupCache()}
+	s := &FileStore{path: path, opts: opts, log: opts.Logger.With("ledger", path), groups: newGroupCache(), now: time.Now}
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
 		return nil, err

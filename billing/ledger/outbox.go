@@ -192,23 +192,45 @@ func (s *FileStore) OutboxStats(ctx context.Context, sink string) (pending int64
 	return pending, oldest, nil
 }
 
-// Prune keeps the file under FileOptions.MaxBytes by deleting the oldest
+// Prune first deletes what is older than FileOptions.Retention (when set),
+// then keeps the file under FileOptions.MaxBytes by deleting the oldest
 // rows and findings that every sink in FileOptions.Sinks has shipped, then
-// returning the freed pages to the file system. It never deletes unshipped
-// rows: when they alone exceed the bound it logs loudly and returns
-// ErrOutboxFull (the caller counts it). Size is the database's used pages;
+// returns the freed pages to the file system. It never deletes rows a sink
+// has not shipped: when they alone exceed the bound it logs loudly and
+// returns ErrOutboxFull (the caller counts it). With no sinks only the
+// retention deletes. Size is the database's used pages;
 // the WAL is bounded separately by journal_size_limit.
 func (s *FileStore) Prune(ctx context.Context) (deleted int64, err error) {
-	if s.opts.MaxBytes <= 0 {
-		return 0, nil
-	}
-	used, err := s.usedBytes(ctx)
-	if err != nil || used <= s.opts.MaxBytes {
-		return 0, err
-	}
 	cutoff, err := s.pruneCutoff(ctx)
 	if err != nil {
 		return 0, err
+	}
+	if s.opts.Retention > 0 {
+		shipped := cutoff
+		if len(s.opts.Sinks) == 0 {
+			shipped = math.MaxInt64
+		}
+		expiry := s.now().Add(-s.opts.Retention)
+		if deleted, err = s.pruneExpired(ctx, expiry, shipped); err != nil {
+			return 0, err
+		}
+		if deleted > 0 {
+			s.log.Info("deleted ledger rows and findings past the retention", "deleted", deleted,
+				"retention", s.opts.Retention.String(), "before", FormatTime(expiry))
+		}
+	}
+	if s.opts.MaxBytes <= 0 {
+		if deleted > 0 {
+			s.shrink(ctx)
+		}
+		return deleted, nil
+	}
+	used, err := s.usedBytes(ctx)
+	if err != nil || used <= s.opts.MaxBytes {
+		if deleted > 0 {
+			s.shrink(ctx)
+		}
+		return deleted, err
 	}
 	for used > s.opts.MaxBytes {
 		n, err := s.pruneOldest(ctx, cutoff)

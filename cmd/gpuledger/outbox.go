@@ -29,7 +29,7 @@ type outbox struct {
 const shipSink = "clickhouse"
 
 func openOutbox(ctx context.Context, f collectFlags, log *slog.Logger) (*outbox, error) {
-	opts := ledger.FileOptions{MaxBytes: f.outboxMaxBytes, Logger: log}
+	opts := ledger.FileOptions{MaxBytes: f.outboxMaxBytes, Retention: f.retention, Logger: log}
 	var remote ledger.Store
 	if f.ledgerDSN != "" {
 		d, err := ledger.ParseDSN(f.ledgerDSN)
@@ -83,8 +83,11 @@ func (o *outbox) run(ctx context.Context, log *slog.Logger) {
 			return
 		case <-t.C:
 			if _, err := o.store.Prune(ctx); err != nil {
-				log.Error("the node's ledger is over its disk bound and holds only unshipped rows; nothing is deleted, shipping must catch up",
-					"err", err, "path", o.store.Path())
+				msg := "the node's ledger is over its disk bound and holds only unshipped rows; nothing is deleted, shipping must catch up"
+				if o.ship == nil {
+					msg = "the node's ledger is over its disk bound; without a cluster ledger only --ledger-retention deletes rows: set it, or give the ledger more room"
+				}
+				log.Error(msg, "err", err, "path", o.store.Path())
 			}
 		}
 	}

@@ -25,7 +25,7 @@ func TestReportFOCUSSkuNamesMIGProfiles(t *testing.T) {
 	}
 	var sc struct {
 		GPUs []struct {
-			Model        string `yaml:"model"`
+			Model        string                           `yaml:"model"`
 			MIGInstances []struct{ UUID, Profile string } `yaml:"migInstances"`
 		} `yaml:"gpus"`
 	}

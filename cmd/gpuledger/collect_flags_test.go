@@ -1,0 +1,29 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCollectRetentionFlag: --ledger-retention takes Prometheus durations
+// (days included), defaults to keeping everything, and a bad value is an
+// error naming the flag.
+func TestCollectRetentionFlag(t *testing.T) {
+	f, err := parseCollectFlags([]string{"--node", "n"})
+	if err != nil || f.retention != 0 {
+		t.Fatalf("default: retention %v, %v; want 0", f.retention, err)
+	}
+	for v, want := range map[string]time.Duration{"400d": 400 * 24 * time.Hour, "9600h": 9600 * time.Hour, "1y": 365 * 24 * time.Hour} {
+		f, err := parseCollectFlags([]string{"--node", "n", "--ledger-retention", v})
+		if err != nil || f.retention != want {
+			t.Errorf("--ledger-retention %s: %v, %v; want %v", v, f.retention, err, want)
+		}
+	}
+	for _, bad := range []string{"forever", "-5d", "10"} {
+		_, err := parseCollectFlags([]string{"--node", "n", "--ledger-retention", bad})
+		if err == nil || !strings.Contains(err.Error(), "ledger-retention") {
+			t.Errorf("--ledger-retention %q: err %v, want one naming the flag", bad, err)
+		}
+	}
+}
