@@ -144,6 +144,8 @@ func decode(doc string) (object, error) {
 		into = &corev1.PersistentVolumeClaim{}
 	case "apps/v1 DaemonSet":
 		into = &appsv1.DaemonSet{}
+	case "apps/v1 Deployment":
+		into = &appsv1.Deployment{}
 	case "rbac.authorization.k8s.io/v1 ClusterRole":
 		into = &rbacv1.ClusterRole{}
 	case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
@@ -323,7 +325,7 @@ func TestDefaults(t *testing.T) {
 
 func TestAllFeatures(t *testing.T) {
 	objs := render(t, "-f", "testdata/all-features.yaml")
-	want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "CronJob", "DaemonSet", "Job",
+	want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "CronJob", "DaemonSet", "Deployment", "Job",
 		"PersistentVolumeClaim", "PodMonitor", "PrometheusRule", "Secret", "Service", "ServiceAccount", "ServiceMonitor"}
 	if got := kinds(objs); !slices.Equal(got, want) {
 		t.Fatalf("kinds %v, want %v", got, want)
@@ -384,16 +386,20 @@ func TestAllFeatures(t *testing.T) {
 	}
 
 	sm := only[*serviceMonitor](t, objs)
-	svc := only[*corev1.Service](t, objs)
-	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != svc.Spec.Ports[0].Name ||
-		sm.Metadata.Labels["release"] != "kube-prometheus-stack" || len(sm.Spec.Endpoints[0].Relabelings) != 1 {
-		t.Errorf("ServiceMonitor %+v", sm)
-	}
-	for k, v := range sm.Spec.Selector.MatchLabels {
-		if svc.Labels[k] != v {
-			t.Errorf("ServiceMonitor selects %s=%s, the Service has %q", k, v, svc.Labels[k])
+	// The ServiceMonitor scrapes the collectors' Service and the advisor's.
+	for _, name := range []string{"gpuledger", "gpuledger-advisor"} {
+		svc := named[*corev1.Service](t, objs, name)
+		if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != svc.Spec.Ports[0].Name ||
+			sm.Metadata.Labels["release"] != "kube-prometheus-stack" || len(sm.Spec.Endpoints[0].Relabelings) != 1 {
+			t.Errorf("ServiceMonitor %+v for Service %s", sm, name)
+		}
+		for k, v := range sm.Spec.Selector.MatchLabels {
+			if svc.Labels[k] != v {
+				t.Errorf("ServiceMonitor selects %s=%s, Service %s has %q", k, v, name, svc.Labels[k])
+			}
 		}
 	}
+	checkAdvisor(t, objs, "14d")
 	pm := only[*podMonitor](t, objs)
 	if len(pm.Spec.PodMetricsEndpoints) != 1 || len(pm.Spec.PodMetricsEndpoints[0].MetricRelabelings) != 1 ||
 		!reflect.DeepEqual(pm.Spec.Selector.MatchLabels, ds.Spec.Selector.MatchLabels) {
@@ -441,14 +447,20 @@ func TestExistingSecret(t *testing.T) {
 // hook of the ClickHouse dashboards.
 func jobNamed(t *testing.T, objs []object, name string) *batchv1.Job {
 	t.Helper()
-	var found []*batchv1.Job
+	return named[*batchv1.Job](t, objs, name)
+}
+
+// named is the one object of type T called name.
+func named[T interface{ GetName() string }](t *testing.T, objs []object, name string) T {
+	t.Helper()
+	var found []T
 	for _, o := range objs {
-		if j, ok := o.Obj.(*batchv1.Job); ok && j.Name == name {
-			found = append(found, j)
+		if x, ok := o.Obj.(T); ok && x.GetName() == name {
+			found = append(found, x)
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("want one Job %s, got %d", name, len(found))
+		t.Fatalf("want one %T %s, got %d", *new(T), name, len(found))
 	}
 	return found[0]
 }
@@ -491,6 +503,7 @@ func TestSchemaRejects(t *testing.T) {
 		{[]string{"--set", "collector.goMemLimit=lots"}, "at '/collector/goMemLimit'"},
 		{[]string{"--set", "collector.pollInterval=soon"}, "at '/collector/pollInterval'"},
 		{[]string{"--set", "collector.ledgerRetention=forever"}, "at '/collector/ledgerRetention'"},
+		{[]string{"--set", "advisor.window=a month"}, "at '/advisor/window'"},
 		{[]string{"--set", "collector.resources.limits.memory=much"}, "at '/collector/resources/limits/memory'"},
 	} {
 		_, err := helm(t, append([]string{"template", "gpuledger", chartDir}, tc.args...)...)
@@ -763,4 +776,45 @@ func volume(t *testing.T, vols []corev1.Volume, name string) corev1.Volume {
 	}
 	t.Errorf("no volume %s", name)
 	return corev1.Volume{}
+}
+
+// checkAdvisor: the advisor Deployment runs advise --listen on the
+// values' window with the cluster ledger's DSN and the price book,
+// non-root without a service account token, and its Service selects
+// exactly its pods on the port it listens on.
+func checkAdvisor(t *testing.T, objs []object, window string) {
+	t.Helper()
+	d := named[*appsv1.Deployment](t, objs, "gpuledger-advisor")
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	if want := []string{"advise", "--listen=:9401", "--window=" + window, "--refresh=1h"}; !slices.Equal(c.Args, want) {
+		t.Errorf("advisor args %q, want %q", c.Args, want)
+	}
+	if env(t, c, "GPULEDGER_PRICES").Value != "/etc/gpuledger/prices/prices.yaml" {
+		t.Errorf("advisor prices env %+v", c.Env)
+	}
+	checkClickHouseEnv(t, "advisor", c, pod.Volumes, "gpuledger-clickhouse")
+	checkNonRoot(t, "advisor", c)
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Error("the advisor reads ClickHouse only: it must not mount a service account token")
+	}
+	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 9401 || c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" {
+		t.Errorf("advisor ports %+v, probe %+v", c.Ports, c.LivenessProbe)
+	}
+	svc := named[*corev1.Service](t, objs, "gpuledger-advisor")
+	if !reflect.DeepEqual(svc.Spec.Selector, d.Spec.Selector.MatchLabels) || !reflect.DeepEqual(d.Spec.Template.Labels, d.Spec.Selector.MatchLabels) {
+		t.Errorf("advisor Service selects %v, Deployment pods are %v", svc.Spec.Selector, d.Spec.Template.Labels)
+	}
+	if ds := only[*appsv1.DaemonSet](t, objs); reflect.DeepEqual(ds.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
+		t.Error("the advisor's selector also selects the collectors")
+	}
+}
+
+// The advisor needs the cluster ledger: enabling it without one fails
+// the rendering with a message saying so.
+func TestAdvisorNeedsClickHouse(t *testing.T) {
+	_, err := helm(t, "template", "gpuledger", chartDir, "--set", "advisor.enabled=true")
+	if err == nil || !strings.Contains(err.Error(), "advisor.enabled needs the cluster ledger") {
+		t.Fatalf("advisor without ClickHouse: %v", err)
+	}
 }

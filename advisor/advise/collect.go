@@ -111,6 +111,9 @@ type Advisor struct {
 // maxSlots bounds a period: a year of minutes.
 const maxSlots = 366 * 24 * 60
 
+// MaxPeriod is the longest period New accepts.
+const MaxPeriod = maxSlots * slot
+
 // New starts an advisor for [from, to). pods may be nil.
 func New(from, to time.Time, pods []Pod, opt Options) (*Advisor, error) {
 	if !from.Before(to) {

@@ -24,6 +24,8 @@ import (
 const adviseUsageText = `usage: gpuledger advise (--period YYYY-MM | --from T --to T) --prices FILE
                       [--ledger DSN] [--pods FILE] [--format text|json|html|prom] [--out FILE]
                       [--headroom 0.25] [--reclaim 0.9] [--saturated 0.8]
+       gpuledger advise --listen ADDR [--window 30d] [--refresh 1h] --prices FILE
+                      [--ledger DSN] [--pods FILE] [--web.config.file FILE]
 
 Recommends, per workload, reclaiming idle GPUs, right-sizing to a smaller
 MIG profile or fraction, or consolidating one team's workloads under MPS,
@@ -44,12 +46,26 @@ whatif simulator predicts. Rules and thresholds: docs/advisor.md.
   --headroom   capacity added to the p99 demand before sizing (default 0.25)
   --reclaim    fraction of idle replica-minutes that reclaims (default 0.9)
   --saturated  p99 usage / allocation at which a workload is kept (default 0.8)
+
+With --listen it runs as an exporter: every --refresh it advises on the
+trailing --window (whole hours up to the last one that ended) and serves
+the gpuledger_advice_* series on ADDR's /metrics, with /healthz, for
+Prometheus to scrape (the chart's advisor Deployment).
+
+  --listen     address to serve /metrics and /healthz on
+  --window     how far back the advice looks (Prometheus duration; default 30d)
+  --refresh    how often it advises again (default 1h)
+  --web.config.file  exporter-toolkit web config (TLS, basic auth)
 `
 
 type adviseFlags struct {
 	reportFlags
 	pods                         string
 	headroom, reclaim, saturated float64
+	// Exporter mode (--listen).
+	listen, webConfig string
+	window, refresh   time.Duration
+	now               func() time.Time // the exporter's clock; nil is time.Now
 }
 
 func parseAdviseFlags(args []string) (adviseFlags, error) {
@@ -62,11 +78,19 @@ func parseAdviseFlags(args []string) (adviseFlags, error) {
 	fs.Float64Var(&f.headroom, "headroom", advise.DefaultHeadroom, "headroom over p99 demand")
 	fs.Float64Var(&f.reclaim, "reclaim", advise.DefaultReclaimFraction, "idle fraction that reclaims")
 	fs.Float64Var(&f.saturated, "saturated", advise.DefaultSaturated, "p99 usage / allocation that keeps")
+	fs.StringVar(&f.listen, "listen", "", "serve the advice on this address's /metrics")
+	fs.StringVar(&f.webConfig, "web.config.file", envDefault("GPULEDGER_WEB_CONFIG", ""), "exporter-toolkit web config file")
+	f.window, f.refresh = 30*24*time.Hour, time.Hour
+	fs.Func("window", "trailing window with --listen (default 30d)", promDurationFlag(&f.window))
+	fs.Func("refresh", "refresh period with --listen (default 1h)", promDurationFlag(&f.refresh))
 	if err := parseFlags(fs, args, adviseUsageText); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("advise: unexpected argument %q", fs.Arg(0))
+	}
+	if f.listen != "" {
+		return f, f.checkServe()
 	}
 	if err := f.check("advise"); err != nil {
 		return f, err
@@ -86,6 +110,9 @@ func runAdvise(ctx context.Context, args []string, stdout io.Writer) error {
 	f, err := parseAdviseFlags(args)
 	if err != nil {
 		return err
+	}
+	if f.listen != "" {
+		return serveAdvice(ctx, f)
 	}
 	book, err := pricebook.Load(f.prices)
 	if err != nil {

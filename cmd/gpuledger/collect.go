@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/prometheus/common/model"
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/collector"
@@ -48,14 +47,7 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	fs.StringVar(&f.dataDir, "data-dir", envDefault("GPULEDGER_DATA_DIR", "/var/lib/gpuledger"), "directory for the node's ledger files")
 	fs.StringVar(&f.ledgerDSN, "ledger", envDefault("GPULEDGER_LEDGER", ""), "cluster ledger to ship to (clickhouse://user@host:9000/db?secure=true; password from GPULEDGER_CLICKHOUSE_PASSWORD_FILE); empty keeps the ledger on the node only")
 	fs.Int64Var(&f.outboxMaxBytes, "outbox-max-bytes", 1<<30, "disk bound of the node's embedded ledger; shipped rows are pruned first, unshipped rows never")
-	fs.Func("ledger-retention", "delete the node ledger's rows older than this (Prometheus duration: 400d, 9600h), once shipped when --ledger is set; 0 keeps them (default 0)", func(v string) error {
-		d, err := model.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("want a duration like 400d or 9600h: %w", err)
-		}
-		f.retention = time.Duration(d)
-		return nil
-	})
+	fs.Func("ledger-retention", "delete the node ledger's rows older than this (Prometheus duration: 400d, 9600h), once shipped when --ledger is set; 0 keeps them (default 0)", promDurationFlag(&f.retention))
 	fs.StringVar(&f.prices, "prices", envDefault("GPULEDGER_PRICES", ""), "price book (prices.yaml) exported as gpuledger_price_per_gpu_hour for live cost panels")
 	fs.StringVar(&f.webConfig, "web.config.file", envDefault("GPULEDGER_WEB_CONFIG", ""), "Prometheus exporter-toolkit web config file for TLS and basic auth on /metrics")
 	fs.StringVar(&f.podLabels, "pod-label-allowlist", envDefault("GPULEDGER_POD_LABEL_ALLOWLIST", ""), "comma-separated pod labels copied onto container series as label_<name> (empty: none, so cardinality stays bounded)")

@@ -110,6 +110,12 @@ seccompProfile:
   type: RuntimeDefault
 {{- end -}}
 
+{{/* The advisor pods only. */}}
+{{- define "gpuledger.advisorSelectorLabels" -}}
+{{ include "gpuledger.selectorLabels" . }}
+app.kubernetes.io/component: advisor
+{{- end -}}
+
 {{/* The collector pods only (the Jobs' pods share the instance labels). */}}
 {{- define "gpuledger.collectorSelectorLabels" -}}
 {{ include "gpuledger.selectorLabels" . }}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/gpuledger/gpuledger/advisor/advise"
+	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
+)
+
+// promDurationFlag parses a Prometheus duration ("30d", "9600h", "0")
+// into dst, for flag.Func.
+func promDurationFlag(dst *time.Duration) func(string) error {
+	return func(v string) error {
+		d, err := model.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("want a duration like 30d or 12h: %w", err)
+		}
+		*dst = time.Duration(d)
+		return nil
+	}
+}
+
+// checkServe names what --listen cannot be combined with or lacks.
+func (f *adviseFlags) checkServe() error {
+	switch {
+	case f.period != "" || f.from != "" || f.to != "":
+		return errors.New("advise --listen advises on the trailing --window: drop --period/--from/--to")
+	case f.out != "" || (f.format != "text" && f.format != "prom"):
+		return errors.New("advise --listen serves the prom format over HTTP: drop --out and --format")
+	case f.window < time.Hour || f.window > advise.MaxPeriod:
+		return fmt.Errorf("advise: --window %s: want 1h to 366d", model.Duration(f.window))
+	case f.refresh < time.Minute:
+		return fmt.Errorf("advise: --refresh %s: want at least 1m", f.refresh)
+	case f.prices == "":
+		return errors.New("advise needs --prices FILE (or GPULEDGER_PRICES)")
+	case f.ledger == "":
+		return errors.New("advise needs --ledger DSN or GPULEDGER_LEDGER")
+	}
+	return nil
+}
+
+// adviceExporter holds the newest advice in the exposition format and
+// serves it with its own freshness series, so an alert can tell stale
+// advice from none.
+type adviceExporter struct {
+	mu       sync.Mutex
+	body     []byte    // the newest successful advice
+	at       time.Time // when it was computed
+	failures int64
+}
+
+func (x *adviceExporter) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	x.mu.Lock()
+	body, at, failures := x.body, x.at, x.failures
+	x.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	var b bytes.Buffer
+	b.Write(body)
+	b.WriteString("# HELP gpuledger_advice_refresh_timestamp_seconds When the served advice was computed (0: not yet).\n")
+	b.WriteString("# TYPE gpuledger_advice_refresh_timestamp_seconds gauge\n")
+	ts := 0.0
+	if !at.IsZero() {
+		ts = float64(at.UnixMilli()) / 1000
+	}
+	b.WriteString("gpuledger_advice_refresh_timestamp_seconds " + strconv.FormatFloat(ts, 'f', -1, 64) + "\n")
+	b.WriteString("# HELP gpuledger_advice_refresh_failures_total Refreshes that could not advise (no data yet, ledger unreachable).\n")
+	b.WriteString("# TYPE gpuledger_advice_refresh_failures_total counter\n")
+	b.WriteString("gpuledger_advice_refresh_failures_total " + strconv.FormatInt(failures, 10) + "\n")
+	_, _ = w.Write(b.Bytes())
+}
+
+// refresh advises on the window that ended at the last whole hour before
+// now and keeps the result; a failure keeps the previous advice.
+func (x *adviceExporter) refresh(ctx context.Context, st ledger.Store, book *pricebook.Book, f adviseFlags, pods []advise.Pod, now time.Time) error {
+	to := now.Truncate(time.Hour)
+	from := to.Add(-f.window)
+	res, err := buildAdvice(ctx, st, book, from, to, pods, advise.Options{Headroom: f.headroom, ReclaimFraction: f.reclaim, Saturated: f.saturated})
+	var b bytes.Buffer
+	if err == nil {
+		err = writeAdviceProm(&b, res)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err != nil {
+		x.failures++
+		return fmt.Errorf("cannot advise on [%s, %s): %w", ledger.FormatTime(from), ledger.FormatTime(to), err)
+	}
+	x.body, x.at = b.Bytes(), now
+	return nil
+}
+
+// serveAdvice is advise --listen: advise every --refresh and serve the
+// newest advice until ctx ends.
+func serveAdvice(ctx context.Context, f adviseFlags) error {
+	book, err := pricebook.Load(f.prices)
+	if err != nil {
+		return err
+	}
+	var pods []advise.Pod
+	if f.pods != "" {
+		if pods, err = loadPods(f.pods); err != nil {
+			return err
+		}
+	}
+	st, err := ledger.Open(ctx, f.ledger, storeOpeners)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	x := &adviceExporter{}
+	log := slog.Default().With("component", "advise")
+	clock := f.now
+	if clock == nil {
+		clock = time.Now
+	}
+	refreshNow := func() {
+		began := time.Now()
+		if err := x.refresh(ctx, st, book, f, pods, clock()); err != nil {
+			log.Warn("advice not refreshed; serving the previous one", "err", err)
+			return
+		}
+		log.Info("advice refreshed", "window", f.window.String(), "took", time.Since(began).Round(time.Millisecond))
+	}
+	go func() {
+		refreshNow()
+		t := time.NewTicker(f.refresh)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				refreshNow()
+			}
+		}
+	}()
+	srv := &http.Server{Handler: metricsMux(x), ReadHeaderTimeout: 10 * time.Second}
+	log.Info("serving advice", "listen", f.listen, "window", f.window.String(), "refresh", f.refresh.String())
+	return serveWithWebConfig(ctx, srv, f.listen, f.webConfig)
+}
