@@ -122,19 +122,13 @@ func runAdvise(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var pods []advise.Pod
-	if f.pods != "" {
-		if pods, err = loadPods(f.pods); err != nil {
-			return err
-		}
-	}
-	st, err := ledger.Open(ctx, f.ledger, storeOpeners)
+	pods, st, err := f.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	began := time.Now()
-	res, err := buildAdvice(ctx, st, book, from, to, pods, advise.Options{Headroom: f.headroom, ReclaimFraction: f.reclaim, Saturated: f.saturated})
+	res, err := buildAdvice(ctx, st, book, from, to, pods, f.options())
 	if err != nil {
 		return err
 	}
@@ -159,6 +153,24 @@ func runAdvise(ctx context.Context, args []string, stdout io.Writer) error {
 	slog.Info("advice written", "period", res.rep.PeriodLabel(), "recommendations", len(res.plan.Recommendations),
 		"saving", res.rep.Money(res.plan.SavingMinor), "currency", book.Currency.Code, "took", time.Since(began).Round(time.Millisecond))
 	return commit(true)
+}
+
+// open reads --pods (when given) and opens --ledger.
+func (f *adviseFlags) open(ctx context.Context) ([]advise.Pod, ledger.Store, error) {
+	var pods []advise.Pod
+	if f.pods != "" {
+		var err error
+		if pods, err = loadPods(f.pods); err != nil {
+			return nil, nil, err
+		}
+	}
+	st, err := ledger.Open(ctx, f.ledger, storeOpeners)
+	return pods, st, err
+}
+
+// options are the advisor's thresholds from the flags.
+func (f *adviseFlags) options() advise.Options {
+	return advise.Options{Headroom: f.headroom, ReclaimFraction: f.reclaim, Saturated: f.saturated}
 }
 
 // advice is a plan and the chargeback it reconciles with.

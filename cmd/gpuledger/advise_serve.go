@@ -85,7 +85,7 @@ func (x *adviceExporter) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 func (x *adviceExporter) refresh(ctx context.Context, st ledger.Store, book *pricebook.Book, f adviseFlags, pods []advise.Pod, now time.Time) error {
 	to := now.Truncate(time.Hour)
 	from := to.Add(-f.window)
-	res, err := buildAdvice(ctx, st, book, from, to, pods, advise.Options{Headroom: f.headroom, ReclaimFraction: f.reclaim, Saturated: f.saturated})
+	res, err := buildAdvice(ctx, st, book, from, to, pods, f.options())
 	var b bytes.Buffer
 	if err == nil {
 		err = writeAdviceProm(&b, res)
@@ -107,13 +107,7 @@ func serveAdvice(ctx context.Context, f adviseFlags) error {
 	if err != nil {
 		return err
 	}
-	var pods []advise.Pod
-	if f.pods != "" {
-		if pods, err = loadPods(f.pods); err != nil {
-			return err
-		}
-	}
-	st, err := ledger.Open(ctx, f.ledger, storeOpeners)
+	pods, st, err := f.open(ctx)
 	if err != nil {
 		return err
 	}
