@@ -331,8 +331,9 @@ func TestReferenceCheckCatchesUnknownSeries(t *testing.T) {
 }
 
 // adviceFamilies are the gpuledger_advice_* families `gpuledger advise
-// --format prom` writes (through adviceprom, the writer the command uses),
-// with their labels: what the advice dashboard may read.
+// --format prom` writes and `advise --listen` serves besides (through
+// adviceprom, the writer the command uses), with their labels: what the
+// advice dashboard and the advice alert may read.
 func adviceFamilies(t *testing.T) map[string]map[string]bool {
 	t.Helper()
 	plan := &advise.Plan{
@@ -345,6 +346,9 @@ func adviceFamilies(t *testing.T) map[string]map[string]bool {
 	var buf bytes.Buffer
 	if err := adviceprom.Write(&buf, plan); err != nil {
 		t.Fatalf("cannot write the advice series: %v", err)
+	}
+	if err := adviceprom.WriteRefresh(&buf, plan.To, 1); err != nil {
+		t.Fatalf("cannot write the advice refresh series: %v", err)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := p.TextToMetricFamilies(&buf)

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/common/model"
 
+	"github.com/gpuledger/gpuledger/advisor/adviceprom"
 	"github.com/gpuledger/gpuledger/advisor/advise"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
@@ -67,16 +67,10 @@ func (x *adviceExporter) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	var b bytes.Buffer
 	b.Write(body)
-	b.WriteString("# HELP gpuledger_advice_refresh_timestamp_seconds When the served advice was computed (0: not yet).\n")
-	b.WriteString("# TYPE gpuledger_advice_refresh_timestamp_seconds gauge\n")
-	ts := 0.0
-	if !at.IsZero() {
-		ts = float64(at.UnixMilli()) / 1000
+	if err := adviceprom.WriteRefresh(&b, at, failures); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
 	}
-	b.WriteString("gpuledger_advice_refresh_timestamp_seconds " + strconv.FormatFloat(ts, 'f', -1, 64) + "\n")
-	b.WriteString("# HELP gpuledger_advice_refresh_failures_total Refreshes that could not advise (no data yet, ledger unreachable).\n")
-	b.WriteString("# TYPE gpuledger_advice_refresh_failures_total counter\n")
-	b.WriteString("gpuledger_advice_refresh_failures_total " + strconv.FormatInt(failures, 10) + "\n")
 	_, _ = w.Write(b.Bytes())
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestAdviseExporterServesWindow(t *testing.T) {
 		body, _ := io.ReadAll(rec.Result().Body)
 		return string(body)
 	}
-	if got := scrape(); !strings.Contains(got, "gpuledger_advice_refresh_timestamp_seconds 0\n") || strings.Contains(got, "gpuledger_advice_saving") {
+	if got := scrape(); sample(t, got, "gpuledger_advice_refresh_timestamp_seconds") != 0 || strings.Contains(got, "gpuledger_advice_saving") {
 		t.Fatalf("before the first refresh:\n%s", got)
 	}
 	now := time.Date(2026, 11, 3, 1, 42, 0, 0, time.UTC) // 1793670120 (date -u +%s); the window is [11-02 01:00, 11-03 01:00)
@@ -68,8 +69,8 @@ func TestAdviseExporterServesWindow(t *testing.T) {
 	if !strings.HasPrefix(got, want.String()) {
 		t.Fatalf("served advice differs from advise --format prom on the window:\n got %s\nwant %s", got, want.String())
 	}
-	if !strings.Contains(got, "gpuledger_advice_refresh_timestamp_seconds 1793670120\n") ||
-		!strings.Contains(got, "gpuledger_advice_refresh_failures_total 0\n") {
+	if sample(t, got, "gpuledger_advice_refresh_timestamp_seconds") != 1793670120 ||
+		sample(t, got, "gpuledger_advice_refresh_failures_total") != 0 {
 		t.Fatalf("freshness series:\n%s", got[len(want.String()):])
 	}
 	// A month later the window holds nothing: the advice stays, the
@@ -77,7 +78,7 @@ func TestAdviseExporterServesWindow(t *testing.T) {
 	if err := x.refresh(ctx, st, book, f, nil, now.AddDate(0, 1, 0)); err == nil {
 		t.Fatal("advising on an empty window succeeded")
 	}
-	if again := scrape(); !strings.HasPrefix(again, want.String()) || !strings.Contains(again, "gpuledger_advice_refresh_failures_total 1\n") {
+	if again := scrape(); !strings.HasPrefix(again, want.String()) || sample(t, again, "gpuledger_advice_refresh_failures_total") != 1 {
 		t.Fatalf("after a failed refresh:\n%s", again)
 	}
 }
@@ -134,12 +135,12 @@ func TestAdviseListenServes(t *testing.T) {
 	}
 	var body string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if code, b := get("/metrics"); code == 200 && strings.Contains(b, "gpuledger_advice_refresh_timestamp_seconds 1793670120\n") {
+		if code, b := get("/metrics"); code == 200 && strings.Contains(b, "gpuledger_advice_recommendations") {
 			body = b
 			break
 		}
 	}
-	if !strings.Contains(body, "gpuledger_advice_recommendations") {
+	if body == "" || sample(t, body, "gpuledger_advice_refresh_timestamp_seconds") != 1793670120 {
 		t.Fatalf("no advice served within 20 s; last body:\n%s", body)
 	}
 	if code, b := get("/healthz"); code != 200 || b != "ok\n" {
@@ -154,4 +155,21 @@ func TestAdviseListenServes(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("serveAdvice did not stop")
 	}
+}
+
+// sample is the value of the one unlabelled sample name in a text
+// exposition; a missing or unparsable sample fails the test.
+func sample(t *testing.T, body, name string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return x
+		}
+	}
+	t.Fatalf("no sample %s in:\n%s", name, body)
+	return 0
 }
