@@ -1,12 +1,10 @@
 package adviceprom
 
 import (
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 )
 
 // WriteRefresh writes the freshness series of `gpuledger advise --listen`:
@@ -23,15 +21,5 @@ func WriteRefresh(w io.Writer, at time.Time, failures int64) error {
 		ts.Set(float64(at.UnixMilli()) / 1000)
 	}
 	failed.Add(float64(failures))
-	mfs, err := reg.Gather()
-	if err != nil {
-		return fmt.Errorf("cannot gather advice refresh series: %w", err)
-	}
-	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return fmt.Errorf("cannot write advice refresh series: %w", err)
-		}
-	}
-	return nil
+	return encode(w, reg, "advice refresh series")
 }

@@ -62,14 +62,19 @@ func Write(w io.Writer, p *advise.Plan) error {
 	}
 	total.WithLabelValues(p.Currency.Code).Set(money(p.SavingMinor))
 	periodEnd.Set(float64(p.To.Unix()))
+	return encode(w, reg, "advice series")
+}
+
+// encode writes what reg gathers as text exposition.
+func encode(w io.Writer, reg *prometheus.Registry, what string) error {
 	mfs, err := reg.Gather()
 	if err != nil {
-		return fmt.Errorf("cannot gather advice series: %w", err)
+		return fmt.Errorf("cannot gather %s: %w", what, err)
 	}
 	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, mf := range mfs {
 		if err := enc.Encode(mf); err != nil {
-			return fmt.Errorf("cannot write advice series: %w", err)
+			return fmt.Errorf("cannot write %s: %w", what, err)
 		}
 	}
 	return nil
