@@ -29,7 +29,7 @@ const (
 
 // collectorUp selects the scrape health of gpuledger collectors: any job
 // whose name contains gpuledger, as the collector-down alerts do.
-const collectorUp = `up{job=~".*gpuledger.*", cluster=~"$cluster"}`
+const collectorUp = `up{job=~".*gpuledger.*", job!~".*advisor.*", cluster=~"$cluster"}`
 
 func fleet() *dashboard.DashboardBuilder {
 	alloc, used := sel(mAllocated, ctrFilter), sel(mUsed, ctrFilter)

@@ -504,6 +504,9 @@ func TestSchemaRejects(t *testing.T) {
 		{[]string{"--set", "collector.pollInterval=soon"}, "at '/collector/pollInterval'"},
 		{[]string{"--set", "collector.ledgerRetention=forever"}, "at '/collector/ledgerRetention'"},
 		{[]string{"--set", "advisor.window=a month"}, "at '/advisor/window'"},
+		{[]string{"--set", "advisor.window=1d1y"}, "at '/advisor/window'"},
+		{[]string{"--set", "advisor.refresh=30s"}, "at '/advisor/refresh'"},
+		{[]string{"--set", "collector.ledgerRetention=1d1y"}, "at '/collector/ledgerRetention'"},
 		{[]string{"--set", "collector.resources.limits.memory=much"}, "at '/collector/resources/limits/memory'"},
 	} {
 		_, err := helm(t, append([]string{"template", "gpuledger", chartDir}, tc.args...)...)
@@ -802,8 +805,16 @@ func checkAdvisor(t *testing.T, objs []object, window string) {
 		t.Errorf("advisor ports %+v, probe %+v", c.Ports, c.LivenessProbe)
 	}
 	svc := named[*corev1.Service](t, objs, "gpuledger-advisor")
-	if !reflect.DeepEqual(svc.Spec.Selector, d.Spec.Selector.MatchLabels) || !reflect.DeepEqual(d.Spec.Template.Labels, d.Spec.Selector.MatchLabels) {
-		t.Errorf("advisor Service selects %v, Deployment pods are %v", svc.Spec.Selector, d.Spec.Template.Labels)
+	if !reflect.DeepEqual(svc.Spec.Selector, d.Spec.Selector.MatchLabels) {
+		t.Errorf("advisor Service selects %v, the Deployment %v", svc.Spec.Selector, d.Spec.Selector.MatchLabels)
+	}
+	for k, v := range d.Spec.Selector.MatchLabels {
+		if d.Spec.Template.Labels[k] != v {
+			t.Errorf("advisor pods lack the selector's %s=%s: %v", k, v, d.Spec.Template.Labels)
+		}
+	}
+	if d.Spec.Template.Labels["team"] != "platform" {
+		t.Errorf("advisor pods lack commonLabels: %v", d.Spec.Template.Labels)
 	}
 	if ds := only[*appsv1.DaemonSet](t, objs); reflect.DeepEqual(ds.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
 		t.Error("the advisor's selector also selects the collectors")
@@ -816,5 +827,68 @@ func TestAdvisorNeedsClickHouse(t *testing.T) {
 	_, err := helm(t, "template", "gpuledger", chartDir, "--set", "advisor.enabled=true")
 	if err == nil || !strings.Contains(err.Error(), "advisor.enabled needs the cluster ledger") {
 		t.Fatalf("advisor without ClickHouse: %v", err)
+	}
+}
+
+// podSpecs are the pod templates of every workload object, by name.
+func podSpecs(objs []object) map[string]corev1.PodSpec {
+	out := map[string]corev1.PodSpec{}
+	for _, o := range objs {
+		switch x := o.Obj.(type) {
+		case *appsv1.DaemonSet:
+			out[o.Kind+"/"+o.Name] = x.Spec.Template.Spec
+		case *appsv1.Deployment:
+			out[o.Kind+"/"+o.Name] = x.Spec.Template.Spec
+		case *batchv1.Job:
+			out[o.Kind+"/"+o.Name] = x.Spec.Template.Spec
+		case *batchv1.CronJob:
+			out[o.Kind+"/"+o.Name] = x.Spec.JobTemplate.Spec.Template.Spec
+		}
+	}
+	return out
+}
+
+// TestSecretFilesReadable: a container that is not root can read every
+// Secret file it mounts: the files' mode lets everyone read, or the pod's
+// fsGroup owns them and is the container's group. (Pods do not run in the
+// chart tests; this is what kubelet would do with the mode.)
+func TestSecretFilesReadable(t *testing.T) {
+	objs := render(t, "-f", "testdata/all-features.yaml")
+	n := 0
+	for name, pod := range podSpecs(objs) {
+		secrets := map[string]*corev1.SecretVolumeSource{}
+		for _, v := range pod.Volumes {
+			if v.Secret != nil {
+				secrets[v.Name] = v.Secret
+			}
+		}
+		for _, c := range pod.Containers {
+			sc := c.SecurityContext
+			if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
+				continue
+			}
+			for _, m := range c.VolumeMounts {
+				s := secrets[m.Name]
+				if s == nil {
+					continue
+				}
+				n++
+				mode := int32(0o644) // kubelet's default for Secret files
+				if s.DefaultMode != nil {
+					mode = *s.DefaultMode
+				}
+				if mode&0o004 != 0 {
+					continue
+				}
+				if mode&0o040 == 0 || pod.SecurityContext == nil || pod.SecurityContext.FSGroup == nil || sc.RunAsGroup == nil ||
+					*pod.SecurityContext.FSGroup != *sc.RunAsGroup {
+					t.Errorf("%s: container %s (uid %d) cannot read Secret volume %s (mode %#o, pod securityContext %+v)",
+						name, c.Name, *sc.RunAsUser, m.Name, mode, pod.SecurityContext)
+				}
+			}
+		}
+	}
+	if n < 4 {
+		t.Fatalf("only %d non-root Secret mounts checked: the migrate, prices, report and advisor pods mount the ClickHouse password", n)
 	}
 }

@@ -14,10 +14,11 @@ import (
 )
 
 // TestVersion4FileFromRelease opens a ledger written by gpuledger v0.1.0
-// (schema 4: `gpuledger simulate` of the migmix example, with its
-// ledger.csv beside it) and checks the migration to schema 5 kept every
-// row as it was, stored rows without a profile, and records profiles from
-// then on.
+// (schema 4: `gpuledger simulate` of testdata/v4/scenario.yaml, the
+// migmix example run for an hour, with its ledger.csv beside it) and
+// checks the migration to schema 5 kept every row as it was, rebuilt the
+// per-device rollup of its clean slots to equal the raw rows, stored rows
+// without a profile, and records profiles from then on.
 func TestVersion4FileFromRelease(t *testing.T) {
 	ctx := context.Background()
 	src, err := os.ReadFile(filepath.Join("testdata", "v4", "ledger.db"))
@@ -38,6 +39,11 @@ func TestVersion4FileFromRelease(t *testing.T) {
 		t.Fatalf("user_version %d (%v), want %d", v, err, FileSchemaVersion)
 	}
 
+	checkDeviceRollupTable(t, s)
+	var built int
+	if err := s.r.QueryRow("SELECT count(*) FROM ledger_rollup_device").Scan(&built); err != nil || built == 0 {
+		t.Fatalf("device rollup after migration: %d rows (%v), want the clean slots' groups", built, err)
+	}
 	var got bytes.Buffer
 	if _, err := Export(ctx, s, time.Time{}, time.Time{}, "csv", &got, nil); err != nil {
 		t.Fatal(err)

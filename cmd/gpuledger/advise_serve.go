@@ -87,7 +87,9 @@ func (x *adviceExporter) refresh(ctx context.Context, st ledger.Store, book *pri
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if err != nil {
-		x.failures++
+		if ctx.Err() == nil { // a refresh cut short by shutdown did not fail
+			x.failures++
+		}
 		return fmt.Errorf("cannot advise on [%s, %s): %w", ledger.FormatTime(from), ledger.FormatTime(to), err)
 	}
 	x.body, x.at = b.Bytes(), now
@@ -106,6 +108,12 @@ func serveAdvice(ctx context.Context, f adviseFlags) error {
 		return err
 	}
 	defer st.Close()
+	// The refresher stops and is waited for before the store closes
+	// (defers run last first), also when serving fails at once.
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
 	x := &adviceExporter{}
 	log := slog.Default().With("component", "advise")
 	clock := f.now
@@ -115,12 +123,17 @@ func serveAdvice(ctx context.Context, f adviseFlags) error {
 	refreshNow := func() {
 		began := time.Now()
 		if err := x.refresh(ctx, st, book, f, pods, clock()); err != nil {
+			if ctx.Err() != nil {
+				return // shutting down: not a failed refresh
+			}
 			log.Warn("advice not refreshed; serving the previous one", "err", err)
 			return
 		}
 		log.Info("advice refreshed", "window", f.window.String(), "took", time.Since(began).Round(time.Millisecond))
 	}
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		refreshNow()
 		t := time.NewTicker(f.refresh)
 		defer t.Stop()

@@ -173,3 +173,23 @@ func sample(t *testing.T, body, name string) float64 {
 	t.Fatalf("no sample %s in:\n%s", name, body)
 	return 0
 }
+
+// TestAdviseListenFailsToServe: when serving cannot start (a web config
+// file that does not exist), advise --listen returns the error after its
+// refresher has stopped, so nothing reads the closed ledger afterwards.
+func TestAdviseListenFailsToServe(t *testing.T) {
+	out := t.TempDir()
+	if err := run(context.Background(), []string{"simulate", "--scenario", filepath.Join("..", "..", "testdata", "scenarios", "exclusive-basic", "scenario.yaml"),
+		"--out", out}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseAdviseFlags([]string{"--listen", loopbackAddr(t), "--web.config.file", filepath.Join(out, "missing.yaml"),
+		"--ledger", filepath.Join(out, "ledger.db"), "--prices", filepath.Join("..", "..", "deploy", "prices.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.now = func() time.Time { return time.Date(2026, 11, 3, 1, 42, 0, 0, time.UTC) }
+	if err := serveAdvice(context.Background(), f); err == nil || !strings.Contains(err.Error(), "web config") {
+		t.Fatalf("serveAdvice with a missing web config: %v", err)
+	}
+}

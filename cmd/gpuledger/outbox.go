@@ -82,12 +82,17 @@ func (o *outbox) run(ctx context.Context, log *slog.Logger) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := o.store.Prune(ctx); err != nil {
-				msg := "the node's ledger is over its disk bound and holds only unshipped rows; nothing is deleted, shipping must catch up"
-				if o.ship == nil {
-					msg = "the node's ledger is over its disk bound; without a cluster ledger only --ledger-retention deletes rows: set it, or give the ledger more room"
-				}
-				log.Error(msg, "err", err, "path", o.store.Path())
+			_, err := o.store.Prune(ctx)
+			switch {
+			case err == nil:
+			case !errors.Is(err, ledger.ErrOutboxFull):
+				log.Error("cannot prune the node's ledger", "err", err, "path", o.store.Path())
+			case o.ship == nil:
+				log.Error("the node's ledger is over its disk bound; without a cluster ledger only --ledger-retention deletes rows: set it, or give the ledger more room",
+					"err", err, "path", o.store.Path())
+			default:
+				log.Error("the node's ledger is over its disk bound and holds only unshipped rows; nothing is deleted, shipping must catch up",
+					"err", err, "path", o.store.Path())
 			}
 		}
 	}

@@ -97,6 +97,12 @@ app.kubernetes.io/part-of: gpuledger
   readOnly: true
 {{- end -}}
 
+{{/* The pods of jobSecurityContext's containers: the ClickHouse password
+file is mounted 0440 root-owned, so its group must be theirs. */}}
+{{- define "gpuledger.jobPodSecurityContext" -}}
+fsGroup: 65532
+{{- end -}}
+
 {{/* Jobs run as the image's non-root user: they touch no host path or socket. */}}
 {{- define "gpuledger.jobSecurityContext" -}}
 runAsUser: 65532
