@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 )
@@ -34,6 +37,14 @@ func TestClusterExactlyOnce(t *testing.T) {
 	}
 	t.Cleanup(c.Stop)
 	dsn := func(n int) ledger.DSN { return mustDSN(t, c.Nodes[n].DSN("ledger")) }
+	// A database at schema 2 holding rows (before the MIG profile): the
+	// upgrade alters the replicated tables and recreates the Distributed
+	// ones on both hosts, and the rows stay.
+	if err := migrateTo(ctx, dsn(0), chtest.ClusterName, 2); err != nil {
+		t.Fatalf("migrate to 2: %v", err)
+	}
+	old := fleet(5, 2, 1, 3, time.Date(2025, 3, 31, 22, 0, 0, 0, time.UTC))
+	insertSchema2Rows(t, dsn(0), old).Close()
 	for i := 0; i < 2; i++ {
 		if err := Migrate(ctx, dsn(0), chtest.ClusterName); err != nil {
 			t.Fatalf("Migrate (run %d): %v", i+1, err)
@@ -48,6 +59,16 @@ func TestClusterExactlyOnce(t *testing.T) {
 		return s
 	}
 	writer, reader := open(0, chtest.ClusterName), open(1, chtest.ClusterName)
+	sortRows(old)
+	if got := collectRows(t, reader, old[0].IntervalStart, old[len(old)-1].IntervalEnd); !reflect.DeepEqual(got, old) {
+		t.Fatalf("schema-2 rows read through the other node after the upgrade: %d rows, want %d", len(got), len(old))
+	}
+	mig := old[0]
+	mig.SliceID, mig.MIGProfile, mig.SharingMode = "MIG-22222222-3333-4444-5555-666666666666", "2g.20gb", attribution.ModeMIG
+	appendAll(t, writer, []attribution.Row{mig}, 1)
+	if got := collectRows(t, reader, mig.IntervalStart, mig.IntervalStart.Add(time.Second)); !slices.Contains(got, mig) {
+		t.Fatalf("a MIG row written on node 1 reads back on node 2 as %+v", got)
+	}
 
 	start := time.Date(2026, 3, 31, 22, 0, 0, 0, time.UTC) // spans a month boundary
 	end := start.Add(4 * time.Hour)

@@ -5,7 +5,11 @@ import (
 	"testing"
 	"time"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/ledger"
 )
 
 // TestMigrateVersion2AddsProfile: a database at schema 2 (before rows had
@@ -19,26 +23,9 @@ func TestMigrateVersion2AddsProfile(t *testing.T) {
 	if err := migrateTo(ctx, dsn, "", 2); err != nil {
 		t.Fatalf("migrate to 2: %v", err)
 	}
-	conn, _, err := connect(ctx, dsn, Options{}, dsn.Database)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	old := fleet(3, 1, 1, 1, t0)[0]
-	b, err := conn.PrepareBatch(ctx, "INSERT INTO "+qualified(dsn.Database, tableRows)+` (interval_start, interval_start_ns,
-	interval_end, interval_end_ns, node, gpu_uuid, gpu_model, slice_id, sharing_mode, kind, namespace, pod, pod_uid, container,
-	team, allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, version)`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Append(old.IntervalStart, uint32(0), old.IntervalEnd, uint32(0), old.Node, old.GPUUUID, old.GPUModel,
-		old.SliceID, old.SharingMode, string(old.Kind), old.Namespace, old.Pod, old.PodUID, old.Container, old.Team,
-		old.AllocatedGPUSeconds, old.UsedGPUSeconds, old.MemoryMiBSeconds, old.EnergyJoules, old.Method, uint64(1)); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Send(); err != nil {
-		t.Fatalf("insert a schema-2 row: %v", err)
-	}
+	conn := insertSchema2Rows(t, dsn, []attribution.Row{old})
+	defer conn.Close()
 	// The ALTER of migration 3 ran, its record did not.
 	s := &Store{conn: conn, opts: Options{RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond}, db: dsn.Database}
 	s.opts.defaults()
@@ -66,4 +53,36 @@ func TestMigrateVersion2AddsProfile(t *testing.T) {
 	if len(got) != 2 || got[0] != old || got[1] != mig {
 		t.Fatalf("rows after migration:\n got %+v\nwant %+v and %+v", got, old, mig)
 	}
+}
+
+// insertSchema2Rows writes rows with the columns of schema 2 (no MIG
+// profile), as a gpuledger before migration 3 did, synchronously through
+// Distributed tables in cluster mode; it returns the open connection.
+func insertSchema2Rows(t *testing.T, dsn ledger.DSN, rows []attribution.Row) driver.Conn {
+	t.Helper()
+	ctx := ch.Context(context.Background(), ch.WithSettings(ch.Settings{"insert_distributed_sync": 1}))
+	conn, _, err := connect(ctx, dsn, Options{}, dsn.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := conn.PrepareBatch(ctx, "INSERT INTO "+qualified(dsn.Database, tableRows)+` (interval_start, interval_start_ns,
+	interval_end, interval_end_ns, node, gpu_uuid, gpu_model, slice_id, sharing_mode, kind, namespace, pod, pod_uid, container,
+	team, allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, version)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.IntervalStart.Nanosecond() != 0 || r.IntervalEnd.Nanosecond() != 0 {
+			t.Fatalf("insertSchema2Rows takes whole-second rows, got %s", r.IntervalStart)
+		}
+		if err := b.Append(r.IntervalStart, uint32(0), r.IntervalEnd, uint32(0), r.Node, r.GPUUUID, r.GPUModel,
+			r.SliceID, r.SharingMode, string(r.Kind), r.Namespace, r.Pod, r.PodUID, r.Container, r.Team,
+			r.AllocatedGPUSeconds, r.UsedGPUSeconds, r.MemoryMiBSeconds, r.EnergyJoules, r.Method, uint64(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		t.Fatalf("insert schema-2 rows: %v", err)
+	}
+	return conn
 }
