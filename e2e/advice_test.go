@@ -1,47 +1,64 @@
 package e2e
 
 import (
-	"net"
+	"context"
+	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 )
 
-// serveAdvice feeds the advice dashboard: it simulates a node into a
-// ledger, runs `gpuledger advise --format prom` over it (what a CronJob
-// writes for a textfile collector or a Pushgateway), and serves that file
-// on loopback for Prometheus to scrape, as the textfile collector would.
-func serveAdvice(t *testing.T, bin string) string {
+// serveAdvice feeds the advice dashboard as the chart's advisor does: it
+// simulates a node into a ledger, its scenario moved to two hours before
+// the current hour (the exporter advises on a trailing window of the real
+// clock), and runs `gpuledger advise --listen` over it. It returns the
+// exporter's address once the first advice is served, so Prometheus never
+// scrapes an advisor that has not advised.
+func serveAdvice(ctx context.Context, t *testing.T, bin string) string {
 	t.Helper()
 	dir := t.TempDir()
-	sim := exec.Command(bin, "simulate",
-		"--scenario", filepath.Join(repoRoot, "testdata", "scenarios", "exclusive-basic", "scenario.yaml"),
-		"--out", dir)
-	if out, err := sim.CombinedOutput(); err != nil {
-		t.Fatalf("simulate for the advice: %v\n%s", err, out)
-	}
-	prom := filepath.Join(dir, "advice.prom")
-	adv := exec.Command(bin, "advise", "--ledger", filepath.Join(dir, "ledger.db"),
-		"--prices", filepath.Join(repoRoot, "deploy", "prices.yaml"),
-		"--period", "2026-11", "--format", "prom", "--out", prom)
-	if out, err := adv.CombinedOutput(); err != nil {
-		t.Fatalf("advise --format prom: %v\n%s", err, out)
-	}
-	body, err := os.ReadFile(prom)
-	if err != nil || len(body) == 0 {
-		t.Fatalf("advice file: %v (%d bytes)", err, len(body))
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	src, err := os.ReadFile(filepath.Join(repoRoot, "testdata", "scenarios", "exclusive-basic", "scenario.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		_, _ = w.Write(body)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return ln.Addr().String()
+	at := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	moved := regexp.MustCompile(`(?m)^start: .*$`).ReplaceAll(src, []byte(`start: "`+at.Format(time.RFC3339)+`"`))
+	scenario := filepath.Join(dir, "scenario.yaml")
+	if err := os.WriteFile(scenario, moved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "simulate", "--scenario", scenario, "--out", dir).CombinedOutput(); err != nil {
+		t.Fatalf("simulate for the advice: %v\n%s", err, out)
+	}
+	addr := freePort(t)
+	p := start(t, "advise", bin, "advise", "--listen", addr, "--window", "24h", "--refresh", "1m",
+		"--ledger", filepath.Join(dir, "ledger.db"), "--prices", filepath.Join(repoRoot, "deploy", "prices.yaml"))
+	err = poll(ctx, 100*time.Millisecond, func() error {
+		if done, err := p.exited(); done {
+			t.Fatalf("advise --listen exited: %v", err)
+		}
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(body), "gpuledger_advice_recommendations") {
+			return errors.New("no advice served yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("advise --listen on %s: %v", addr, err)
+	}
+	return addr
 }

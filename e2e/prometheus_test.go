@@ -49,6 +49,7 @@ var healthAlerts = []string{
 	"GPULedgerPodResourcesUnavailable", "GPULedgerNVMLUnavailable", "GPULedgerDCGMUnavailable",
 	"GPULedgerOutboxBacklog", "GPULedgerShippingFailing", "GPULedgerShippingStalled",
 	"GPULedgerLedgerWriteFailing", "GPULedgerLedgerRowsDropped",
+	"GPULedgerAdviceStale",
 }
 
 func TestPrometheusEndToEnd(t *testing.T) {
@@ -61,7 +62,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	targets := append(startNodes(ctx, t, bin), serveAdvice(t, bin))
+	targets := append(startNodes(ctx, t, bin), serveAdvice(ctx, t, bin))
 	api := startPrometheus(ctx, t, promBin, targets)
 	t.Logf("built and started in %s", time.Since(began).Round(time.Millisecond))
 
@@ -207,7 +208,7 @@ func podOf(labels map[string]string) string {
 func checkDashboardQueries(ctx context.Context, t *testing.T, api promAPI) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(repoRoot, "dashboards", "json", "*.json"))
-	// Six Prometheus dashboards (the advice one fed by serveAdvice) and
+	// Six Prometheus dashboards (the advice one fed by advise --listen) and
 	// the ClickHouse chargeback, whose SQL dashboards/chcheck runs
 	// (QueriesFromJSON leaves it out).
 	if err != nil || len(files) != 7 {
