@@ -148,17 +148,7 @@ func TestDeviceRollupMatchesRawScan(t *testing.T) {
 			l := newRandomLedger(t, seed+100)
 			l.fill()
 			l.checkDevices(4)
-			for range 5 {
-				switch l.rng.IntN(4) {
-				case 0:
-					l.replay()
-				case 1, 2:
-					l.correct()
-				case 3:
-					l.prune()
-				}
-				l.checkDevices(2)
-			}
+			l.churn(5, func() { l.checkDevices(2) })
 			checkDeviceRollupTable(t, l.s)
 		})
 	}

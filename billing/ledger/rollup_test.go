@@ -392,6 +392,22 @@ func (l *randomLedger) check(n int) {
 	}
 }
 
+// churn applies rounds random changes (a replay, a correction or a
+// prune), calling check after each.
+func (l *randomLedger) churn(rounds int, check func()) {
+	for range rounds {
+		switch l.rng.IntN(4) {
+		case 0:
+			l.replay()
+		case 1, 2:
+			l.correct()
+		case 3:
+			l.prune()
+		}
+		check()
+	}
+}
+
 func TestRollupMatchesRawScan(t *testing.T) {
 	seeds := 2 * len(rollupAnchors)
 	if testing.Short() {
@@ -402,17 +418,7 @@ func TestRollupMatchesRawScan(t *testing.T) {
 			l := newRandomLedger(t, seed)
 			l.fill()
 			l.check(4)
-			for range 7 {
-				switch l.rng.IntN(4) {
-				case 0:
-					l.replay()
-				case 1, 2:
-					l.correct()
-				case 3:
-					l.prune()
-				}
-				l.check(2)
-			}
+			l.churn(7, func() { l.check(2) })
 			checkRollupTable(t, l.s)
 		})
 	}
