@@ -4,7 +4,7 @@
 // engine and passes the result to the metrics exposition and the ledger
 // sinks. A failing source degrades what it feeds and never stops the cycle.
 //
-// The sources live in sub-packages, one per source; the simulated node in
-// collector/sim implements the same interfaces, so `gpuledger simulate` runs
-// this exact code on a virtual clock.
+// The sources live in sub-packages, one per source. The simulated node
+// (package sim, beside this one) implements the same interfaces, so
+// `gpuledger simulate` runs this exact code on a virtual clock.
 package collector

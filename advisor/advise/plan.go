@@ -13,7 +13,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/advisor/whatif"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // Kind is what a recommendation proposes.

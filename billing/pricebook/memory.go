@@ -2,7 +2,7 @@ package pricebook
 
 // builtinMemoryMiB is the device memory NVML reports (MiB) for the models
 // the simulator and the docs use, so a memory-weighted book need not list
-// them. They match collector/scenario's model table (TestBuiltinMemory
+// them. They match sim/scenario's model table (TestBuiltinMemory
 // checks): the report must divide by what the collector's devices hold.
 // Any other model needs a memoryMiB entry once it has memory-weighted
 // charges; guessing a size would misprice every container on it.

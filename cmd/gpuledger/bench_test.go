@@ -14,15 +14,15 @@ import (
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/exposition"
-	"github.com/gpuledger/gpuledger/collector/scenario"
-	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gpuledger/gpuledger/sim"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // BenchmarkCycleDenseNode measures one whole collection cycle (NVML read,
 // DCGM join, pod-resources List over gRPC, metadata, procfs, attribution,
 // metrics snapshot) on the dense node of issue 2, simulated. One op is one
 // simulated second: the simulator's own cost (BenchmarkAdvanceDenseNode in
-// collector/sim) is included and reported separately by sim-ns/op.
+// sim) is included and reported separately by sim-ns/op.
 //
 // The scenario comes from `make bench` (GPULEDGER_DENSE_SCENARIO), made by
 // internal/groundtruth/cmd/genscenarios -dense.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/collector"
-	"github.com/gpuledger/gpuledger/collector/scenario"
 	"github.com/gpuledger/gpuledger/internal/groundtruth"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // With the kubelet's pod-resources socket missing, collection goes on: no

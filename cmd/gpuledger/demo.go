@@ -26,9 +26,9 @@ import (
 	"github.com/gpuledger/gpuledger/billing/report"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/exposition"
-	"github.com/gpuledger/gpuledger/collector/scenario"
-	"github.com/gpuledger/gpuledger/collector/sim"
 	"github.com/gpuledger/gpuledger/deploy"
+	"github.com/gpuledger/gpuledger/sim"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // The demo fleet: one simulated node per sharing mechanism, because the

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // The demo's backfill fleet: a month of four nodes, one per sharing

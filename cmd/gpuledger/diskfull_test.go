@@ -14,8 +14,8 @@ import (
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/exposition"
-	"github.com/gpuledger/gpuledger/collector/scenario"
-	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gpuledger/gpuledger/sim"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // fullDisk fails every write while full is set, as a full or read-only

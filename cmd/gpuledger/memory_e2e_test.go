@@ -9,8 +9,8 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/collector"
-	"github.com/gpuledger/gpuledger/collector/scenario"
 	"github.com/gpuledger/gpuledger/internal/groundtruth"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // TestMemoryMatchesGroundTruth runs the collector on the memory stories

@@ -13,7 +13,7 @@ import (
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/shipper"
 	"github.com/gpuledger/gpuledger/collector"
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // A simulated run commits every row to the node's embedded ledger and ships

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/exposition"
-	"github.com/gpuledger/gpuledger/collector/scenario"
-	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gpuledger/gpuledger/sim"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // A collector stopped for ten minutes and started again leaves a gap in

@@ -23,8 +23,8 @@ import (
 	"github.com/gpuledger/gpuledger/collector/nvmlsource"
 	"github.com/gpuledger/gpuledger/collector/podresources"
 	"github.com/gpuledger/gpuledger/collector/procfs"
-	"github.com/gpuledger/gpuledger/collector/scenario"
-	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gpuledger/gpuledger/sim"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 var corpusDir = filepath.Join("..", "..", "testdata", "scenarios")

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // draGPUDriver is the only DRA driver whose claims hand out GPUs; claims of

@@ -3,7 +3,7 @@ package groundtruth
 import (
 	"testing"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 const gpuC = "GPU-cccccccc-0000-4000-8000-000000000000"

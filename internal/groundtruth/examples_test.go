@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // examplesDir holds the reference scenarios with the truth.json their

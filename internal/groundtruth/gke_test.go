@@ -3,7 +3,7 @@ package groundtruth
 import (
 	"testing"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // gkeGPUs: minors differ from indexes, and the MIG GPU's GPU-instance IDs

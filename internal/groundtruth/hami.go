@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 const annotHAMi = "hami.io/vgpu-devices-allocated"

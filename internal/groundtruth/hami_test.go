@@ -3,7 +3,7 @@ package groundtruth
 import (
 	"testing"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 func hamiGPUs() []scenario.GPU {

@@ -3,7 +3,7 @@ package groundtruth
 import (
 	"testing"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // ctrHolding is a container named name holding ids (none when empty).

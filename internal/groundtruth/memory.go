@@ -3,7 +3,7 @@ package groundtruth
 import (
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // MemoryTruth is a container's framebuffer over the scenario.

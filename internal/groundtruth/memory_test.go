@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // TestMemoryByHand: every figure below is worked out on paper from the

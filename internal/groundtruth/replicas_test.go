@@ -3,7 +3,7 @@ package groundtruth
 import (
 	"testing"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // podRes is pod() with the device IDs listed under resource.

@@ -24,8 +24,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
 	"github.com/gpuledger/gpuledger/internal/groundtruth"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 func main() {

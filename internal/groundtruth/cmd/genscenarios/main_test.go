@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
 	"github.com/gpuledger/gpuledger/internal/groundtruth"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 var checkedIn = filepath.Join("..", "..", "..", "..", "testdata", "scenarios")

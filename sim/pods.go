@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // pod is one scenario pod with what pod-resources and metadata show of it.

@@ -20,13 +20,13 @@ import (
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/collector/dcgmsource"
 	"github.com/gpuledger/gpuledger/collector/nvmlsource"
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // The shapes scenario uses every "shapes of real clusters" field; the
 // expected values below are read off that file by hand, and derived
 // container IDs come from Python's hashlib.
-const shapesPath = "../scenario/testdata/shapes/scenario.yaml"
+const shapesPath = "scenario/testdata/shapes/scenario.yaml"
 
 const (
 	shapesGPU0  = "GPU-5a000000-0000-4000-8000-000000000000"

@@ -8,7 +8,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuledger/gpuledger/collector/dcgmsource"
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // TestMemoryOverTime reads memory through every production path (NVML's

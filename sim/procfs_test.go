@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 func readProc(t *testing.T, n *Node, pid, file string) (string, bool) {

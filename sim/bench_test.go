@@ -10,7 +10,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // denseScenario is a day (or the given length) on a node with 8 GPUs (4 time-sliced, 2 MPS, 2 MIG

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/collector/dcgmsource"
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 func TestDCGMInstanceRelative(t *testing.T) {

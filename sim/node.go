@@ -14,7 +14,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/collector/dcgmsource"
 	"github.com/gpuledger/gpuledger/collector/kubemeta"
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // Options tune the simulated node.

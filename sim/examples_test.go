@@ -11,12 +11,12 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // examplesDir holds the reference scenarios whose truth.json was computed
 // outside this code base (testdata/examples/README.md).
-const examplesDir = "../../testdata/examples"
+const examplesDir = "../testdata/examples"
 
 type truthFile struct {
 	Containers map[string]struct {

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector/scenario"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // memSegment is framebuffer held at a constant size over [from, to).
