@@ -103,4 +103,8 @@ const (
 	// ResourceSlices, without a uuid attribute, or whose uuid is not on
 	// this node; its capacity stays unallocated.
 	AnomalyUnmappedClaim = "unmapped_claim"
+	// AnomalyBadReplicas: a replica-count node label (nvidia.com/gpu.replicas,
+	// nvidia.com/<resource>.replicas, GKE's max shared clients) that is not
+	// a positive integer; the slices it would divide stay unallocated.
+	AnomalyBadReplicas = "bad_replicas"
 )

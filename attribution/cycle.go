@@ -177,7 +177,10 @@ type cycle struct {
 	mpsNode    bool
 	replicas   int // node label, 0 when absent or invalid
 	gkeClients int // GKE's max shared clients label, 0 when absent or invalid
-	gkeMPS     bool
+	// replicasBad and gkeClientsBad: the label is there but is not a
+	// positive integer, so the slices it counts cannot be placed.
+	replicasBad, gkeClientsBad bool
+	gkeMPS                     bool
 
 	gpus      []GPU
 	gpuW      []gpuW
@@ -252,8 +255,8 @@ func (c *cycle) reset(e *Engine, obs *Observation, prev, now int64) {
 	c.teamLabel = e.cfg.TeamLabel
 	c.nodeLabels = obs.Metadata.NodeLabels
 	c.mpsNode = strings.EqualFold(strings.TrimSpace(c.nodeLabels[LabelSharingStrategy]), "mps")
-	c.replicas = positiveInt(c.nodeLabels[LabelReplicas])
-	c.gkeClients = positiveInt(c.nodeLabels[LabelGKEMaxClients])
+	c.replicas, c.replicasBad = countLabel(c.nodeLabels, LabelReplicas)
+	c.gkeClients, c.gkeClientsBad = countLabel(c.nodeLabels, LabelGKEMaxClients)
 	c.gkeMPS = strings.EqualFold(strings.TrimSpace(c.nodeLabels[LabelGKESharingStrategy]), "mps")
 
 	c.rows, c.groups, c.procs = c.rows[:0], c.groups[:0], c.procs[:0]
@@ -470,6 +473,19 @@ func (c *cycle) gpuModes() []string {
 		c.modes = append(c.modes, c.gpuW[i].mode)
 	}
 	return c.modes
+}
+
+// countLabel reads a replica-count label: its positive count, or 0 and
+// whether the label is present but not a positive integer ("four", "0",
+// "-4", "NaN"), which must not pass for an absent label: the replicas
+// would then be estimated and the whole GPU charged.
+func countLabel(labels map[string]string, key string) (n int, bad bool) {
+	v, ok := labels[key]
+	if !ok {
+		return 0, false
+	}
+	n = positiveInt(v)
+	return n, n == 0
 }
 
 // positiveInt reads a label as a positive count, 0 when absent or

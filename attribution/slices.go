@@ -53,6 +53,12 @@ func (e *Engine) buildSlices() {
 				c.hamiIDs = append(c.hamiIDs, sid)
 				continue
 			}
+			if label, bad := c.badReplicaLabel(a.Resource, sid); bad {
+				c.anomaly(AnomalyBadReplicas, label, "node label "+label+"="+strconv.Quote(c.nodeLabels[label])+
+					" is not a positive integer; device ID "+strconv.Quote(raw)+" of "+a.Namespace+"/"+a.Pod+"/"+a.Container+
+					" cannot be placed and its share stays unallocated")
+				continue
+			}
 			c.place(&h, rowW{gpu: gpu, inst: inst, sid: sid})
 		}
 		if len(c.hamiIDs) > 0 {
@@ -295,6 +301,33 @@ func (e *Engine) share(r *rowW) (mode string, share float64, estimated bool) {
 // whole-GPU label nvidia.com/gpu.replicas never counts a MIG resource's
 // replicas (mixed strategy: nvidia.com/mig-<profile>); it does for
 // nvidia.com/gpu, also when MIG IDs are listed under it (single strategy).
+// badReplicaLabel names the replica-count label that decides slice sid of
+// resource (as replicas and gkeShare read them) when that label is
+// present but not a positive integer. Such a count cannot divide the
+// device, and estimating it from the IDs seen instead would charge a
+// garbage label as if it were absent, so the slice is not placed.
+func (c *cycle) badReplicaLabel(resource string, sid SliceID) (string, bool) {
+	if sid.Replica < 0 || sid.HAMi {
+		return "", false
+	}
+	if sid.GKE {
+		return LabelGKEMaxClients, c.gkeClientsBad
+	}
+	base := strings.TrimSuffix(resource, sharedSuffix)
+	if base != "" && base != ResourceGPU {
+		if _, bad := countLabel(c.nodeLabels, base+".replicas"); bad {
+			return base + ".replicas", true
+		}
+		if _, ok := c.nodeLabels[base+".replicas"]; ok {
+			return "", false
+		}
+	}
+	if strings.HasPrefix(base, migResourcePrefix) {
+		return "", false
+	}
+	return LabelReplicas, c.replicasBad
+}
+
 func (e *Engine) replicas(resource, device string) (n int, estimated bool) {
 	c := &e.cy
 	base := strings.TrimSuffix(resource, sharedSuffix)

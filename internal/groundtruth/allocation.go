@@ -127,7 +127,9 @@ func (r *rules) holdings(p *scenario.Pod, k ctr) (_ []holding, byAnnotation bool
 			case s.kind == sliceHAMi:
 				hami = append(hami, s)
 			default:
-				out = append(out, r.share(d.Resource, s))
+				if h, ok := r.share(d.Resource, s); ok {
+					out = append(out, h)
+				}
 			}
 		}
 	}
@@ -139,13 +141,18 @@ func (r *rules) holdings(p *scenario.Pod, k ctr) (_ []holding, byAnnotation bool
 	return out, byAnnotation
 }
 
-// share is the allocation share and mode of one device-plugin slice.
-func (r *rules) share(resource string, s slice) holding {
+// share is the allocation share and mode of one device-plugin slice; ok
+// is false for a replica slice whose replica label is garbage: it holds
+// nothing and its capacity stays unallocated.
+func (r *rules) share(resource string, s slice) (_ holding, ok bool) {
 	h := holding{dev: s.dev, share: s.dev.weight, mode: s.dev.gpu.Mode}
 	mig := s.dev.instance != ""
 	switch s.kind {
 	case sliceReplica:
-		n, est := r.replicas.count(resource, s)
+		n, est, ok := r.replicas.count(resource, s)
+		if !ok {
+			return h, false
+		}
 		h.share, h.estimated = s.dev.weight/float64(n), est
 		if mig {
 			h.mode = migShared(r.labels[labelStrategy] == "mps")
@@ -156,7 +163,10 @@ func (r *rules) share(resource string, s slice) holding {
 			h.mode = scenario.ModeMIG
 		}
 	case sliceGKEShared:
-		n, est := r.replicas.count(resource, s)
+		n, est, ok := r.replicas.count(resource, s)
+		if !ok {
+			return h, false
+		}
 		h.share, h.estimated = s.dev.weight/float64(n), est
 		mps := r.labels[labelGKEStrategy] == "mps"
 		switch {
@@ -168,7 +178,7 @@ func (r *rules) share(resource string, s slice) holding {
 			h.mode = scenario.ModeTimeslicing
 		}
 	}
-	return h
+	return h, true
 }
 
 func migShared(mps bool) string {

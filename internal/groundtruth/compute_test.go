@@ -311,7 +311,6 @@ func TestComputeRejectsBadInput(t *testing.T) {
 		"nil":            {nil, "no scenario"},
 		"zero duration":  {newScenario(0, nil, gpus), "duration"},
 		"unknown device": {newScenario(10, nil, gpus, pod("ns", "a", 0, 0, nil, proc(7, "GPU-x"))), `device "GPU-x"`},
-		"bad replicas":   {newScenario(10, map[string]string{labelReplicas: "two"}, gpus), labelReplicas},
 		"process on MIG GPU": {newScenario(10, nil, migGPU(), pod("ns", "a", 0, 0, nil, proc(7, gpuA))),
 			"MIG-enabled"},
 		"bad profile": {newScenario(10, nil, []scenario.GPU{{UUID: gpuA, Mode: scenario.ModeMIG,

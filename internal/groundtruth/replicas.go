@@ -1,7 +1,6 @@
 package groundtruth
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -18,19 +17,23 @@ const (
 // IDs seen on that device, an estimate.
 type replicaRule struct {
 	labels map[string]int // validated positive counts, by label name
-	seen   map[string]map[string]bool
+	// bad are the replica labels present with a value that is not a
+	// positive integer: the slices they would divide hold nothing.
+	bad  map[string]bool
+	seen map[string]map[string]bool
 }
 
 func newReplicaRule(sc *scenario.Scenario, idx *deviceIndex) (*replicaRule, error) {
-	r := &replicaRule{labels: make(map[string]int), seen: make(map[string]map[string]bool)}
+	r := &replicaRule{labels: make(map[string]int), bad: make(map[string]bool), seen: make(map[string]map[string]bool)}
 	for _, k := range sortedKeys(sc.Node.Labels) {
 		if !isReplicaLabel(k) {
 			continue
 		}
 		v := sc.Node.Labels[k]
 		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("node.labels[%s]: %q is not a positive integer", k, v)
+		if err != nil || n < 1 || n >= 1e9 || strings.ContainsAny(v, "+-") {
+			r.bad[k] = true
+			continue
 		}
 		r.labels[k] = n
 	}
@@ -52,12 +55,17 @@ func isReplicaLabel(k string) bool {
 	return k == labelGKEClients || (strings.HasPrefix(k, "nvidia.com/") && strings.HasSuffix(k, ".replicas"))
 }
 
-// count is the replicas of slice s listed under resource.
-func (r *replicaRule) count(resource string, s slice) (n int, estimated bool) {
-	if n, ok := r.labels[replicaLabel(resource, s)]; ok {
-		return n, false
+// count is the replicas of slice s listed under resource; ok is false
+// when the label that decides is present but not a positive integer.
+func (r *replicaRule) count(resource string, s slice) (n int, estimated, ok bool) {
+	label := replicaLabel(resource, s)
+	if r.bad[label] {
+		return 0, false, false
 	}
-	return max(1, len(r.seen[s.dev.uuid()])), true
+	if n, ok := r.labels[label]; ok {
+		return n, false, true
+	}
+	return max(1, len(r.seen[s.dev.uuid()])), true, true
 }
 
 // replicaLabel names the label that sets a slice's replicas (ledger.md):

@@ -51,10 +51,19 @@ func TestMIGReplicasComeFromTheProfileLabelOnly(t *testing.T) {
 	wantNear(t, "unallocated(A)", *tr.GPUs[gpuA].Unallocated, 70-15-5-5)
 }
 
-func TestMalformedProfileReplicasLabelIsRejected(t *testing.T) {
+// A replica label that is not a positive integer divides nothing: the
+// slices it decides hold nothing (their capacity stays unallocated), the
+// others keep their labels; the scenario is still scored.
+func TestGarbageReplicasLabelsHoldNothing(t *testing.T) {
 	gpus := []scenario.GPU{{UUID: gpuA, Model: "A100-SXM4-80GB", Mode: scenario.ModeTimeslicing}}
-	_, err := Compute(newScenario(10, map[string]string{"nvidia.com/mig-1g.10gb.replicas": "0"}, gpus))
-	if err == nil {
-		t.Fatal("a zero replicas label was accepted")
+	for _, v := range []string{"two", "0", "-4", "NaN", "+2", ""} {
+		sc := newScenario(10, map[string]string{labelReplicas: v}, gpus,
+			podRes("ns", "a", "nvidia.com/gpu.shared", []string{gpuA + "::0"}))
+		tr := mustCompute(t, sc)
+		wantNear(t, "allocated("+v+")", tr.Containers["ns/a/c"].Allocated, 0)
+		wantNear(t, "unallocated("+v+")", *tr.GPUs[gpuA].Unallocated, 10)
 	}
+	sc := newScenario(10, map[string]string{"nvidia.com/mig-1g.10gb.replicas": "0", labelReplicas: "2"}, gpus,
+		podRes("ns", "a", "nvidia.com/gpu.shared", []string{gpuA + "::0"}))
+	wantNear(t, "allocated beside a garbage profile label", mustCompute(t, sc).Containers["ns/a/c"].Allocated, 5)
 }
