@@ -17,8 +17,14 @@ type Config struct {
 	// LedgerInterval is the length of the ledger intervals, aligned to the
 	// Unix epoch.
 	LedgerInterval time.Duration
-	// TeamLabel is the namespace (then pod) label naming the team.
+	// TeamLabel is the namespace label naming the team.
 	TeamLabel string
+	// IgnorePodTeamLabel stops a pod's own TeamLabel from naming its team
+	// where its namespace has none (then the namespace name pays). By
+	// default the pod's label counts there, as the ledger format says, but
+	// never when it names a team some namespace bills: pod labels are set
+	// by whoever deploys and are forgeable.
+	IgnorePodTeamLabel bool
 
 	IdleWindow    time.Duration
 	IdleThreshold float64
@@ -107,4 +113,7 @@ const (
 	// nvidia.com/<resource>.replicas, GKE's max shared clients) that is not
 	// a positive integer; the slices it would divide stay unallocated.
 	AnomalyBadReplicas = "bad_replicas"
+	// AnomalyForgedTeam: a pod's team label, in a namespace without one,
+	// names a team some namespace bills; refused, the namespace name pays.
+	AnomalyForgedTeam = "forged_team"
 )

@@ -173,6 +173,7 @@ type cycle struct {
 	prev, now  int64
 	w          float64
 	teamLabel  string
+	teams      TeamResolver
 	nodeLabels map[string]string
 	mpsNode    bool
 	replicas   int // node label, 0 when absent or invalid
@@ -253,6 +254,7 @@ func (c *cycle) reset(e *Engine, obs *Observation, prev, now int64) {
 	c.obs, c.prev, c.now = obs, prev, now
 	c.w = float64(now-prev) / 1e9
 	c.teamLabel = e.cfg.TeamLabel
+	c.teams.Key, c.teams.FromPodLabel = e.cfg.TeamLabel, !e.cfg.IgnorePodTeamLabel
 	c.nodeLabels = obs.Metadata.NodeLabels
 	c.mpsNode = strings.EqualFold(strings.TrimSpace(c.nodeLabels[LabelSharingStrategy]), "mps")
 	c.replicas, c.replicasBad = countLabel(c.nodeLabels, LabelReplicas)
@@ -317,6 +319,7 @@ func (c *cycle) indexPods(obs *Observation) {
 	}
 	c.podTeams, c.slotBase, c.slots, c.slotOwner = c.podTeams[:0], c.slotBase[:0], c.slots[:0], c.slotOwner[:0]
 	c.slotHAMi = c.slotHAMi[:0]
+	c.teams.reset(obs.Metadata.Namespaces)
 	for pi := range obs.Metadata.Pods {
 		p := &obs.Metadata.Pods[pi]
 		c.slotBase = append(c.slotBase, int32(len(c.slots)))
@@ -325,7 +328,12 @@ func (c *cycle) indexPods(obs *Observation) {
 			c.slotOwner = append(c.slotOwner, -1)
 			c.slotHAMi = append(c.slotHAMi, false)
 		}
-		c.podTeams = append(c.podTeams, ResolveTeam(obs.Metadata.Namespaces[p.Namespace], p.Labels, p.Namespace, c.teamLabel))
+		team, refused := c.teams.Resolve(obs.Metadata.Namespaces[p.Namespace], p.Labels, p.Namespace)
+		if refused {
+			c.anomaly(AnomalyForgedTeam, p.Namespace+"/"+p.Name, "pod "+p.Namespace+"/"+p.Name+" labels itself with a team "+
+				"another namespace bills; refused, namespace "+p.Namespace+" pays")
+		}
+		c.podTeams = append(c.podTeams, team)
 	}
 }
 
@@ -408,7 +416,7 @@ func (c *cycle) team(pod int, ns string) string {
 	if pod >= 0 {
 		return c.podTeams[pod]
 	}
-	return ResolveTeam(c.obs.Metadata.Namespaces[ns], nil, ns, c.teamLabel)
+	return ResolveTeam(c.obs.Metadata.Namespaces[ns], ns, c.teamLabel)
 }
 
 // anomaly records an input problem once per cycle.

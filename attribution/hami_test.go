@@ -110,22 +110,22 @@ func FuzzParseHAMiAnnotation(f *testing.F) {
 
 func TestResolveTeam(t *testing.T) {
 	ns := map[string]string{"team": "search", "owner": "x"}
-	pod := map[string]string{"team": "ads", "owner": "y"}
 	tests := []struct {
-		ns, pod   map[string]string
+		ns        map[string]string
 		key, want string
 	}{
-		{ns, pod, "", "search"},
-		{ns, pod, "team", "search"},
-		{ns, pod, "owner", "x"},
-		{nil, pod, "", "ads"},
-		{map[string]string{"team": ""}, pod, "", "ads"},
-		{nil, nil, "", "the-ns"},
-		{ns, pod, "cost-center", "the-ns"},
+		{ns, "", "search"},
+		{ns, "team", "search"},
+		{ns, "owner", "x"},
+		{nil, "", "the-ns"},
+		{map[string]string{"team": ""}, "", "the-ns"},
+		{map[string]string{"team": "  "}, "", "the-ns"},
+		{map[string]string{"Team": "ads"}, "", "the-ns"},
+		{ns, "cost-center", "the-ns"},
 	}
 	for _, tt := range tests {
-		if got := ResolveTeam(tt.ns, tt.pod, "the-ns", tt.key); got != tt.want {
-			t.Errorf("ResolveTeam(%v, %v, key %q) = %q, want %q", tt.ns, tt.pod, tt.key, got, tt.want)
+		if got := ResolveTeam(tt.ns, "the-ns", tt.key); got != tt.want {
+			t.Errorf("ResolveTeam(%v, key %q) = %q, want %q", tt.ns, tt.key, got, tt.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -63,5 +64,66 @@ func TestGarbageResourceAndGKEReplicaLabels(t *testing.T) {
 	}
 	if !hasAnomaly(res, AnomalyBadReplicas, LabelGKEMaxClients) {
 		t.Errorf("anomalies %+v", res.Anomalies)
+	}
+}
+
+// A pod cannot bill another team: in a namespace without a team label,
+// with an empty one or one under a differently cased key, a pod labelled
+// team=finance (any case, padded) is billed to its namespace because a
+// labelled namespace owns finance; so is one naming an unlabelled
+// namespace. A team no namespace bills still comes from the pod's label,
+// as the ledger format says. Before, the pod's label was taken wherever
+// the namespace had none.
+func TestPodTeamLabelCannotBillAnotherTeam(t *testing.T) {
+	g := gpuID(1)
+	o := newObs(at(0), at(10)).label(LabelSharingStrategy, "time-slicing").label(LabelReplicas, "16")
+	o.wholeGPU(g)
+	o.ns("fin", map[string]string{"team": "Finance"}).
+		ns("bare", nil).
+		ns("empty", map[string]string{"team": ""}).
+		ns("cased", map[string]string{"Team": "ops"}).
+		ns("sandbox", nil)
+	pods := []struct{ ns, name, label, want string }{
+		{"bare", "forger", "finance", "bare"},
+		{"empty", "forger", "finance", "empty"},
+		{"cased", "forger", "finance", "cased"},
+		{"nowhere", "forger", "finance", "nowhere"}, // namespace not even listed
+		{"bare", "upper", "FINANCE", "bare"},
+		{"bare", "padded", " finance ", "bare"},
+		{"bare", "other-ns", "sandbox", "bare"},  // an unlabelled namespace's name is its team
+		{"bare", "vision", "vision", "vision"},   // nobody bills vision: the contract's fallback
+		{"fin", "in-fin", "vision", "Finance"},   // the namespace label wins
+		{"sandbox", "own", "sandbox", "sandbox"}, // its own namespace: the same bill
+		{"bare", "blank", "  ", "bare"},
+	}
+	for i, p := range pods {
+		o.pod(p.ns, p.name, uidFor(p.ns+p.name), time.Time{}, map[string]string{"team": p.label}, nil, "c").
+			alloc(p.ns, p.name, "c", "nvidia.com/gpu", fmt.Sprintf("%s::%d", g, i))
+	}
+	for _, ignore := range []bool{false, true} {
+		res := attributeOnce(t, Config{IgnorePodTeamLabel: ignore}, o)
+		gc := gpuOf(t, res, g)
+		if len(gc.Containers) != len(pods) {
+			t.Fatalf("%d rows, want %d", len(gc.Containers), len(pods))
+		}
+		for _, p := range pods {
+			want := p.want
+			if ignore && p.ns != "fin" {
+				want = p.ns // the operator turned pod labels off: the namespace pays
+			}
+			for _, c := range gc.Containers {
+				if c.Namespace == p.ns && c.Pod == p.name && c.Team != want {
+					t.Errorf("ignore=%v: team of %s/%s (label %q) = %q, want %q", ignore, p.ns, p.name, p.label, c.Team, want)
+				}
+			}
+		}
+		for _, forged := range []string{"bare/forger", "empty/forger", "cased/forger", "nowhere/forger", "bare/upper", "bare/padded", "bare/other-ns"} {
+			if got := hasAnomaly(res, AnomalyForgedTeam, forged); got == ignore {
+				t.Errorf("ignore=%v: %s anomaly for %s: %v", ignore, AnomalyForgedTeam, forged, got)
+			}
+		}
+		if hasAnomaly(res, AnomalyForgedTeam, "bare/vision") {
+			t.Errorf("an allowed pod label raised %s", AnomalyForgedTeam)
+		}
 	}
 }

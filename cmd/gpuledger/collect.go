@@ -29,6 +29,7 @@ type collectFlags struct {
 	dcgmMode, dcgmAddress, teamLabel, dataDir         string
 	ledgerDSN, webConfig, prices                      string
 	podLabels                                         string
+	teamFromPodLabel                                  bool
 	outboxMaxBytes                                    int64
 	poll, ledgerInterval, retention                   time.Duration
 }
@@ -44,6 +45,7 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	fs.StringVar(&f.dcgmMode, "dcgm", envDefault("GPULEDGER_DCGM", "embedded"), "DCGM mode: embedded, remote or off (env GPULEDGER_DCGM)")
 	fs.StringVar(&f.dcgmAddress, "dcgm-address", envDefault("GPULEDGER_DCGM_ADDRESS", "localhost:5555"), "nv-hostengine address for --dcgm=remote")
 	fs.StringVar(&f.teamLabel, "team-label", envDefault("GPULEDGER_TEAM_LABEL", "team"), "namespace/pod label that names the team")
+	fs.BoolVar(&f.teamFromPodLabel, "team-from-pod-label", os.Getenv("GPULEDGER_TEAM_FROM_POD_LABEL") != "false", "where a namespace has no team label, take the pod's own; pod labels are forgeable by whoever deploys, so one naming a team a namespace bills is refused (false, or env GPULEDGER_TEAM_FROM_POD_LABEL=false: the namespace name pays)")
 	fs.StringVar(&f.dataDir, "data-dir", envDefault("GPULEDGER_DATA_DIR", "/var/lib/gpuledger"), "directory for the node's ledger files")
 	fs.StringVar(&f.ledgerDSN, "ledger", envDefault("GPULEDGER_LEDGER", ""), "cluster ledger to ship to (clickhouse://user@host:9000/db?secure=true; password from GPULEDGER_CLICKHOUSE_PASSWORD_FILE); empty keeps the ledger on the node only")
 	fs.Int64Var(&f.outboxMaxBytes, "outbox-max-bytes", 1<<30, "disk bound of the node's embedded ledger; shipped rows are pruned first, unshipped rows never")
@@ -126,7 +128,7 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	}
 	exp := exposition.New(f.node, exposition.Options{BuildVersion: version, BuildRevision: revision,
 		PodLabelAllowlist: splitList(f.podLabels), Prices: exportedPrices(book)})
-	engine := attribution.NewEngine(attribution.Config{Node: f.node, LedgerInterval: f.ledgerInterval, PollInterval: f.poll, TeamLabel: f.teamLabel})
+	engine := attribution.NewEngine(attribution.Config{Node: f.node, LedgerInterval: f.ledgerInterval, PollInterval: f.poll, TeamLabel: f.teamLabel, IgnorePodTeamLabel: !f.teamFromPodLabel})
 	// The annotation values the previous collector on this node pinned: a
 	// tenant's edit while we were down must not move cost.
 	pins, err := out.store.Pins(ctx)

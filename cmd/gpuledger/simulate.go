@@ -32,6 +32,7 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	path := fs.String("scenario", "", "scenario file (contract: scenario.md)")
 	out := fs.String("out", "", "output directory for ledger.csv and flags.csv")
 	teamLabel := fs.String("team-label", envDefault("GPULEDGER_TEAM_LABEL", "team"), "namespace/pod label that names the team")
+	teamFromPod := fs.Bool("team-from-pod-label", os.Getenv("GPULEDGER_TEAM_FROM_POD_LABEL") != "false", "where a namespace has no team label, take the pod's own unless it names a team a namespace bills (forgeable; see collect)")
 	listen := fs.String("listen", "", "serve the collector's /metrics on this address while simulating (with --speed, for a real Prometheus to scrape)")
 	speed := fs.Float64("speed", 0, "pace the virtual clock at this many simulated seconds per wall second (0: as fast as possible)")
 	linger := fs.Duration("linger", 0, "with --listen, keep serving this long after the scenario ends")
@@ -96,7 +97,7 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		defer stop()
 	}
 	started := time.Now()
-	opt := simOptions{TeamLabel: *teamLabel, Speed: *speed, Pins: pins}
+	opt := simOptions{TeamLabel: *teamLabel, IgnorePodTeamLabel: !*teamFromPod, Speed: *speed, Pins: pins}
 	if err := simulateScenario(ctx, sc, opt, sinks, exp); err != nil {
 		return err
 	}
@@ -119,6 +120,11 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 
 type simOptions struct {
 	TeamLabel string
+
+	// IgnorePodTeamLabel: the namespace name pays where the namespace has
+	// no team label (simulate --team-from-pod-label=false).
+	IgnorePodTeamLabel bool
+
 	// PodResourcesSocket overrides the simulated kubelet's socket (tests of
 	// a kubelet that is not there).
 	PodResourcesSocket string
@@ -206,6 +212,8 @@ func simulatedCollector(ctx context.Context, sc *scenario.Scenario, node *sim.No
 		IdleThreshold:  sc.Detection.IdleThreshold,
 		NoisyWindow:    sc.Detection.NoisyWindow,
 		MemoryGrowth:   attribution.MemoryGrowthConfig{Window: sc.Detection.MemoryWindow},
+
+		IgnorePodTeamLabel: opt.IgnorePodTeamLabel,
 	})
 	engine.RestorePins(opt.Pins)
 	c := collector.New(collector.Config{Node: sc.Node.Name}, node.Clock(), collector.Sources{

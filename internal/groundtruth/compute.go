@@ -119,15 +119,25 @@ func sharingMode(m *member, tracks []track) string {
 	return ""
 }
 
-// team is the namespace's team label, else the pod's, else the namespace:
-// a pod cannot move its cost to another team's bill.
+// team is the namespace's team label where it is not blank; else the
+// pod's own, unless it names (trimmed, in any case) a team some listed
+// namespace bills: a labelled namespace's team or an unlabelled one's
+// name; else the namespace's name. A pod cannot move its cost to another
+// team's bill.
 func team(sc *scenario.Scenario, p *scenario.Pod) string {
+	billed := make(map[string]bool, len(sc.Namespaces))
 	for _, ns := range sc.Namespaces {
-		if ns.Name == p.Namespace && ns.Labels["team"] != "" {
-			return ns.Labels["team"]
+		t := ns.Labels["team"]
+		if strings.TrimSpace(t) == "" {
+			billed[strings.ToLower(strings.TrimSpace(ns.Name))] = true
+			continue
 		}
+		if ns.Name == p.Namespace {
+			return t
+		}
+		billed[strings.ToLower(strings.TrimSpace(t))] = true
 	}
-	if v := p.Labels["team"]; v != "" {
+	if v := p.Labels["team"]; strings.TrimSpace(v) != "" && !billed[strings.ToLower(strings.TrimSpace(v))] {
 		return v
 	}
 	return p.Namespace

@@ -251,21 +251,31 @@ func churnPIDReuse() *builder {
 
 // forgedTeam: team labels. A payments pod labels itself marketing (the
 // namespace label wins); a namespace without a team label lets its pod's
-// label count; a namespace with neither bills the namespace name.
+// label count (vision); pods label themselves into finance's bill where
+// their namespace has no team label, an empty one, or one under a
+// differently cased key: finance is a labelled namespace's team, so their
+// namespaces pay; a namespace with neither bills the namespace name.
 func forgedTeam() *builder {
 	b := newBuilder("forged-team", 180, map[string]string{
-		lProduct: "NVIDIA-H100-80GB-HBM3", lStrategy: "time-slicing", lReplicas: "4"})
+		lProduct: "NVIDIA-H100-80GB-HBM3", lStrategy: "time-slicing", lReplicas: "8"})
 	b.namespace("payments", map[string]string{"team": "payments"})
 	b.namespace("ml-research", map[string]string{"env": "dev"})
 	b.namespace("sandbox", nil)
+	b.namespace("finance", map[string]string{"team": "finance"})
+	b.namespace("blank-label", map[string]string{"team": ""})
+	b.namespace("cased-key", map[string]string{"Team": "ops"})
 	g := b.gpu(h100, "timeslicing")
 	pods := []struct {
 		ns, name, team string
 		frac           float64
 	}{
 		{"payments", "fraud-scorer", "marketing", 0.3},
-		{"ml-research", "vision-train", "vision", 0.3},
-		{"sandbox", "scratch", "", 0.2},
+		{"ml-research", "vision-train", "vision", 0.2},
+		{"sandbox", "scratch", "", 0.05},
+		{"sandbox", "free-rider", "finance", 0.05},
+		{"blank-label", "free-rider", "finance", 0.05},
+		{"cased-key", "free-rider", "FINANCE", 0.05},
+		{"finance", "ledger-close", "", 0.05},
 	}
 	for i, p := range pods {
 		pod := b.pod(p.ns, p.name, 0, 0)
