@@ -36,6 +36,9 @@ type rowW struct {
 	energy    float64
 	estimated bool
 	phantom   bool // no slice held: the container just ran on the device
+	// hamiFloor marks a HAMi row whose annotation could not be taken at
+	// its word (hami_limits.go): at least its framebuffer, estimated.
+	hamiFloor bool
 }
 
 // groupW is one container on one device in the cycle being attributed:
@@ -218,6 +221,8 @@ type cycle struct {
 	sidHint  []SliceID // parsed device IDs by position in the allocations
 	sidNext  int
 	hamiIDs  []SliceID // the HAMi IDs of the allocation being placed
+	// hamiPlaced are the GPUs its annotation entry gave rows so far.
+	hamiPlaced []hamiPlaced
 
 	// DRA: the node's devices by (driver, pool, name), and per claimed
 	// device this cycle the number of containers holding it.

@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -39,6 +40,16 @@ func (e *Engine) placeHAMi(h *holder) {
 	if h.pod >= 0 && h.ci >= 0 {
 		c.slotHAMi[int(c.slotBase[h.pod])+h.ci] = true
 	}
+	// hamiEntry succeeded, so the pod and container are known. The limits
+	// (immutable pod spec) decide the share where the metadata has them;
+	// the annotation only names the GPUs then.
+	meta := ctrMeta(&c.obs.Metadata.Pods[h.pod], h.ci)
+	var spec hamiSpec
+	if meta.LimitsKnown {
+		spec = hamiSpecOf(meta.Limits)
+	}
+	c.hamiPlaced = c.hamiPlaced[:0]
+	dup := false
 	for i := range devs {
 		d := &devs[i]
 		gpu, ok := c.gpuByAnnotation(d.UUID)
@@ -47,21 +58,79 @@ func (e *Engine) placeHAMi(h *holder) {
 				" names GPU "+strconv.Quote(d.UUID)+", which this node does not have; its share stays unallocated")
 			continue
 		}
-		base := hamiDeviceShare(d, c.gpus[gpu].MemoryMiB)
-		if base < 0 {
-			c.anomaly(AnomalyHAMiMismatch, h.who(), "HAMi device of "+h.who()+" on "+d.UUID+
-				" has no core limit and the GPU's memory size is unknown; charged 1/N of the GPU as an estimate")
-		}
-		ri, added := c.place(h, rowW{gpu: gpu, inst: -1, sid: c.hamiSlice(gpu), src: srcHAMi, base: base})
-		if r := &c.rows[ri]; !added && r.src == srcHAMi {
-			// The entry names one GPU twice: one row, both shares.
-			if r.base >= 0 && base >= 0 {
-				r.base += base
-			} else {
-				r.base = -1
+		mem := c.gpus[gpu].MemoryMiB
+		annotated := hamiDeviceShare(d, mem)
+		if j := c.hamiPlacedAt(gpu); j >= 0 {
+			// The entry names this GPU again: charged once, never summed
+			// (a tenant repeating a device must not squeeze its
+			// neighbours), at the larger of the annotated shares where
+			// the limits are unknown.
+			dup = true
+			r := &c.rows[c.hamiPlaced[j].row]
+			if !meta.LimitsKnown && annotated > r.base {
+				r.base = annotated
 			}
+			r.hamiFloor = true
+			continue
+		}
+		base, flagged := annotated, false
+		if meta.LimitsKnown {
+			if !spec.agrees(d, mem) {
+				flagged = true
+				c.anomaly(AnomalyHAMiLimitsMismatch, h.who()+" "+c.gpus[gpu].UUID, fmt.Sprintf(
+					"HAMi annotation of %s gives %d MiB and %d%% cores on %s, its resource limits ask for %s; charged by the limits, at least its framebuffer, as an estimate",
+					h.who(), d.MemoryMiB, d.Cores, c.gpus[gpu].UUID, spec))
+			}
+			base = spec.share(mem)
+		}
+		switch {
+		case base < 0:
+			c.anomaly(AnomalyHAMiMismatch, h.who(), "HAMi device of "+h.who()+" on "+c.gpus[gpu].UUID+
+				" has no core limit and the GPU's memory size is unknown; charged 1/N of the GPU as an estimate")
+		case base == 0:
+			flagged = true
+			c.anomaly(AnomalyHAMiZeroShare, h.who()+" "+c.gpus[gpu].UUID, "HAMi annotation of "+h.who()+
+				" gives it no cores and no memory on "+c.gpus[gpu].UUID+"; charged its framebuffer there, as an estimate")
+		}
+		ri, _ := c.place(h, rowW{gpu: gpu, inst: -1, sid: c.hamiSlice(gpu), src: srcHAMi, base: base, hamiFloor: flagged})
+		c.hamiPlaced = append(c.hamiPlaced, hamiPlaced{gpu: gpu, row: ri})
+	}
+	if dup {
+		c.anomaly(AnomalyHAMiDuplicateGPU, h.who(), "HAMi annotation entry of "+h.who()+
+			" names a GPU more than once; charged once per GPU, at least its framebuffer, as an estimate")
+	}
+	// What a flagged container demonstrably holds: its framebuffer.
+	for _, hp := range c.hamiPlaced {
+		if r := &c.rows[hp.row]; r.hamiFloor && r.base >= 0 {
+			r.base = max(r.base, c.framebufferShare(h.pod, h.ci, hp.gpu))
 		}
 	}
+}
+
+// hamiPlaced is a GPU the container being placed got a HAMi row on.
+type hamiPlaced struct {
+	gpu int
+	row int32
+}
+
+// hamiPlacedAt finds gpu among the container's HAMi rows so far (-1).
+// Containers hold a handful of GPUs, so a scan beats a map.
+func (c *cycle) hamiPlacedAt(gpu int) int {
+	for j, hp := range c.hamiPlaced {
+		if hp.gpu == gpu {
+			return j
+		}
+	}
+	return -1
+}
+
+// String describes a spec for anomaly details.
+func (s hamiSpec) String() string {
+	mem := strconv.Itoa(s.memPct) + "% memory"
+	if s.memMiB > 0 {
+		mem = strconv.FormatUint(s.memMiB, 10) + " MiB"
+	}
+	return mem + " and " + strconv.Itoa(s.cores) + "% cores"
 }
 
 // hamiDeviceShare is cores/100, else memMiB over the GPU's memory when no

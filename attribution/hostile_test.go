@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -126,4 +127,106 @@ func TestPodTeamLabelCannotBillAnotherTeam(t *testing.T) {
 			t.Errorf("an allowed pod label raised %s", AnomalyForgedTeam)
 		}
 	}
+}
+
+// hamiPod adds a pod with one container "c" holding HAMi ID id, annotated
+// ann, with limits (nil: the metadata does not say), running process pid
+// with memMiB on gpu at pct percent.
+func (o *tobs) hamiPod(ns, name, uid, ann string, limits map[string]string, id, gpu string, pid uint32, memMiB uint64, pct float64) *tobs {
+	o.pod(ns, name, uid, time.Time{}, nil, map[string]string{HAMiAnnotation: ann}, "c")
+	p := &o.Metadata.Pods[len(o.Metadata.Pods)-1]
+	p.Containers[0].Limits, p.Containers[0].LimitsKnown = limits, limits != nil
+	o.alloc(ns, name, "c", "nvidia.com/gpu", id)
+	if pid != 0 {
+		o.proc(pid, gpu, gpu, memMiB, uid, "c", "python")
+		o.samples(gpu, pid, rep(pct, 10)...)
+	}
+	return o
+}
+
+// A container whose annotation gives 0 cores and 0 MiB but runs half the
+// time used to be allocated nothing, measured, with no anomaly. Without
+// limits in the metadata it is charged its framebuffer (20000 of 80000
+// MiB: a quarter), estimated, and hami_zero_share is raised.
+func TestHAMiZeroShareChargedItsFramebuffer(t *testing.T) {
+	g := gpuID(1)
+	o := newObs(at(0), at(10))
+	o.wholeGPU(g, rep(50, 10)...).MemoryMiB = 80000
+	o.hamiPod("a", "free", uidA, g+",NVIDIA,0,0:;", nil, g+"-0", g, 1, 20000, 50)
+	res := attributeOnce(t, Config{}, o)
+	gc := gpuOf(t, res, g)
+	wantRow(t, ctrOf(t, gc, "free", "c", ""), ModeHAMi, MethodEstimated, 0.25, 2.5, 5)
+	if !hasAnomaly(res, AnomalyHAMiZeroShare, "a/free/c "+g) {
+		t.Errorf("anomalies %+v", res.Anomalies)
+	}
+}
+
+// With the pod spec's limits known, they decide the share whatever the
+// annotation says (it may have been edited before the container started,
+// and the first value seen is the edited one); the disagreement is an
+// anomaly and the container pays at least its framebuffer.
+func TestHAMiLimitsDecideTheShare(t *testing.T) {
+	g := gpuID(1)
+	lim := map[string]string{HAMiResourceCores: "50", HAMiResourceMem: "20000", "nvidia.com/gpu": "1"}
+	for _, tc := range []struct {
+		name, ann   string
+		limits      map[string]string
+		mem         uint64
+		share       float64
+		method      string
+		mismatch    bool
+		description string
+	}{
+		{"agrees", g + ",NVIDIA,20000,50:;", lim, 10000, 0.5, MethodMeasured, false, "annotation as the limits ask"},
+		{"edited-down", g + ",NVIDIA,0,0:;", lim, 10000, 0.5, MethodEstimated, true, "edited to nothing: the limits' 50%"},
+		{"edited-cores", g + ",NVIDIA,20000,1:;", lim, 10000, 0.5, MethodEstimated, true, "cores 50 -> 1"},
+		{"framebuffer-above", g + ",NVIDIA,20000,1:;", lim, 60000, 0.75, MethodEstimated, true, "holds 60000 of 80000 MiB"},
+		// No HAMi limits at all: HAMi's defaults, no core limit and all
+		// of the device's memory, so the whole GPU.
+		{"defaults", g + ",NVIDIA,80000,0:;", map[string]string{"nvidia.com/gpu": "1"}, 1000, 1, MethodMeasured, false, "defaults"},
+		{"defaults-edited", g + ",NVIDIA,100,0:;", map[string]string{}, 1000, 1, MethodEstimated, true, "defaults, annotation lowered"},
+		{"percentage", g + ",NVIDIA,20000,0:;", map[string]string{HAMiResourceMemPercentage: "25"}, 1000, 0.25, MethodMeasured, false, "25% of 80000 MiB"},
+		{"percentage-edited", g + ",NVIDIA,8000,0:;", map[string]string{HAMiResourceMemPercentage: "25"}, 1000, 0.25, MethodEstimated, true, "25% asked, 10% annotated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newObs(at(0), at(10))
+			o.wholeGPU(g, rep(50, 10)...).MemoryMiB = 80000
+			o.hamiPod("a", "pa", uidA, tc.ann, tc.limits, g+"-0", g, 1, tc.mem, 50)
+			res := attributeOnce(t, Config{}, o)
+			wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", ""), ModeHAMi, tc.method, tc.share, 10*tc.share, 5)
+			if got := hasAnomaly(res, AnomalyHAMiLimitsMismatch, "a/pa/c "+g); got != tc.mismatch {
+				t.Errorf("%s: mismatch anomaly %v, want %v: %+v", tc.description, got, tc.mismatch, res.Anomalies)
+			}
+		})
+	}
+}
+
+// An entry naming the same GPU 20,000 times used to be summed and scaled
+// down with its neighbour's share: it took almost the whole GPU and
+// squeezed a legitimate neighbour to nearly nothing. It is charged once
+// (the larger annotated share, at least its framebuffer), estimated, and
+// hami_duplicate_gpu is raised; the neighbour keeps its 50%.
+func TestHAMiSameGPUNamedManyTimes(t *testing.T) {
+	g := gpuID(1)
+	o := newObs(at(0), at(10))
+	o.wholeGPU(g, rep(80, 10)...).MemoryMiB = 80000
+	ann := strings.Repeat(g+",NVIDIA,1000,10:", 20000) + ";"
+	o.hamiPod("a", "greedy", uidA, ann, nil, g+"-0", g, 1, 4000, 30)
+	o.hamiPod("b", "honest", uidB, g+",NVIDIA,40000,50:;", nil, g+"-1", g, 2, 30000, 50)
+	res := attributeOnce(t, Config{}, o)
+	gc := gpuOf(t, res, g)
+	wantRow(t, ctrOf(t, gc, "greedy", "c", ""), ModeHAMi, MethodEstimated, 0.1, 1, 3)
+	wantRow(t, ctrOf(t, gc, "honest", "c", ""), ModeHAMi, MethodMeasured, 0.5, 5, 5)
+	wantResiduals(t, gc, 4, 0, 2)
+	if !hasAnomaly(res, AnomalyHAMiDuplicateGPU, "a/greedy/c") {
+		t.Errorf("anomalies %+v", res.Anomalies)
+	}
+	// With limits known, the limits' share, once.
+	o = newObs(at(0), at(10))
+	o.wholeGPU(g, rep(80, 10)...).MemoryMiB = 80000
+	o.hamiPod("a", "greedy", uidA, ann, map[string]string{HAMiResourceCores: "10", HAMiResourceMem: "1000"}, g+"-0", g, 1, 4000, 30)
+	o.hamiPod("b", "honest", uidB, g+",NVIDIA,40000,50:;", nil, g+"-1", g, 2, 30000, 50)
+	gc = gpuOf(t, attributeOnce(t, Config{}, o), g)
+	wantRow(t, ctrOf(t, gc, "greedy", "c", ""), ModeHAMi, MethodEstimated, 0.1, 1, 3)
+	wantRow(t, ctrOf(t, gc, "honest", "c", ""), ModeHAMi, MethodMeasured, 0.5, 5, 5)
 }

@@ -179,4 +179,15 @@ type ContainerMeta struct {
 	ID   string // runtime container ID without the "containerd://" prefix
 	// Sidecar marks an init container with restartPolicy Always.
 	Sidecar bool
+	// Limits are the container's extended-resource limits from the pod
+	// spec (names with a '/', such as nvidia.com/gpucores; a request
+	// stands in for a name without a limit), values as decimal integers
+	// where they are integers, else the quantity as written. The pod spec
+	// is immutable, so unlike annotations a tenant cannot change them
+	// after creation: HAMi's share is read from them (hami_limits.go).
+	// Nil when the container sets none or the source does not say.
+	Limits map[string]string
+	// LimitsKnown says the metadata source read the pod spec's resources
+	// (Limits empty then means none set, and HAMi's defaults apply).
+	LimitsKnown bool
 }

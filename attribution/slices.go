@@ -261,7 +261,7 @@ func (e *Engine) share(r *rowW) (mode string, share float64, estimated bool) {
 	g := &c.gpus[r.gpu]
 	switch {
 	case r.src == srcHAMi && r.base >= 0:
-		return ModeHAMi, r.base, false
+		return ModeHAMi, r.base, r.hamiFloor
 	case r.src == srcHAMi || r.sid.HAMi:
 		// No usable annotation entry (hami_mismatch raised when placed):
 		// one virtual device of the GPU kubelet named.

@@ -48,11 +48,13 @@ func (n *Node) buildPods(sc *scenario.Scenario) {
 		for _, c := range sp.InitContainers {
 			p.meta.InitContainers = append(p.meta.InitContainers, attribution.ContainerMeta{
 				Name: c.Name, ID: containerID(sp, c), Sidecar: c.Sidecar(),
+				Limits: limitsOf(c), LimitsKnown: c.Limits != nil,
 			})
 			p.containers = append(p.containers, container{name: c.Name, devices: c.Devices, claims: c.Claims, start: c.Start, end: c.End})
 		}
 		for _, c := range sp.Containers {
-			p.meta.Containers = append(p.meta.Containers, attribution.ContainerMeta{Name: c.Name, ID: containerID(sp, c)})
+			p.meta.Containers = append(p.meta.Containers, attribution.ContainerMeta{Name: c.Name, ID: containerID(sp, c),
+				Limits: limitsOf(c), LimitsKnown: c.Limits != nil})
 			p.containers = append(p.containers, container{name: c.Name, devices: c.Devices, claims: c.Claims, start: sp.ContainersStart(), end: p.end})
 		}
 		for _, ch := range sp.AnnotationChanges {
@@ -80,4 +82,13 @@ func (p *pod) metaAt(t time.Duration) attribution.PodMeta {
 		m.Annotations = v.annotations
 	}
 	return m
+}
+
+// limitsOf copies a container's limits for its metadata; nil when the
+// scenario sets none or does not say.
+func limitsOf(c scenario.Container) map[string]string {
+	if len(c.Limits) == 0 {
+		return nil
+	}
+	return copyMap(c.Limits)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -63,7 +64,14 @@ func trainPod() *corev1.Pod {
 		Spec: corev1.PodSpec{
 			NodeName:       thisNode,
 			InitContainers: []corev1.Container{{Name: "fetch"}, {Name: "proxy", RestartPolicy: &always}},
-			Containers:     []corev1.Container{{Name: "trainer"}, {Name: "logger"}},
+			Containers: []corev1.Container{{Name: "trainer", Resources: corev1.ResourceRequirements{
+				// HAMi reads its limits, a request standing in for a name
+				// without one; cpu and memory are not extended resources.
+				Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1"), "nvidia.com/gpucores": resource.MustParse("30"),
+					corev1.ResourceCPU: resource.MustParse("4")},
+				Requests: corev1.ResourceList{"nvidia.com/gpumem": resource.MustParse("1000"), "nvidia.com/gpu": resource.MustParse("1"),
+					corev1.ResourceMemory: resource.MustParse("1Gi")},
+			}}, {Name: "logger"}},
 		},
 		Status: corev1.PodStatus{
 			Phase:     corev1.PodRunning,
@@ -106,17 +114,18 @@ func wantInitial() attribution.Metadata {
 				Annotations: map[string]string{"hami.io/vgpu-devices-allocated": "GPU-x,NVIDIA,1000,30:;"},
 				StartTime:   podStart,
 				Containers: []attribution.ContainerMeta{
-					{Name: "trainer", ID: ctrA},
-					{Name: "logger", ID: ctrB},
+					{Name: "trainer", ID: ctrA, LimitsKnown: true, Limits: map[string]string{
+						"nvidia.com/gpu": "1", "nvidia.com/gpucores": "30", "nvidia.com/gpumem": "1000"}},
+					{Name: "logger", ID: ctrB, LimitsKnown: true},
 				},
 				InitContainers: []attribution.ContainerMeta{
-					{Name: "fetch", ID: ctrInit},
-					{Name: "proxy", ID: ctrSide, Sidecar: true},
+					{Name: "fetch", ID: ctrInit, LimitsKnown: true},
+					{Name: "proxy", ID: ctrSide, Sidecar: true, LimitsKnown: true},
 				},
 			},
 			{
 				UID: "uid-p0", Namespace: "team-b", Name: "pending-0",
-				Containers: []attribution.ContainerMeta{{Name: "main"}},
+				Containers: []attribution.ContainerMeta{{Name: "main", LimitsKnown: true}},
 			},
 		},
 	}

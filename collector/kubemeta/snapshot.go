@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,7 +66,8 @@ func podMeta(p *corev1.Pod) attribution.PodMeta {
 		pm.StartTime = p.Status.StartTime.UTC() // client-go decodes times into time.Local
 	}
 	for _, c := range p.Spec.Containers {
-		pm.Containers = append(pm.Containers, attribution.ContainerMeta{Name: c.Name, ID: containerID(p.Status.ContainerStatuses, c.Name)})
+		pm.Containers = append(pm.Containers, attribution.ContainerMeta{Name: c.Name, ID: containerID(p.Status.ContainerStatuses, c.Name),
+			Limits: extendedLimits(c.Resources), LimitsKnown: true})
 	}
 	// Init containers apart and in spec order: HAMi's annotation lists
 	// them first, and sidecars (restartPolicy Always) run beside the
@@ -78,6 +80,7 @@ func podMeta(p *corev1.Pod) attribution.PodMeta {
 			Name:    c.Name,
 			ID:      containerID(p.Status.InitContainerStatuses, c.Name),
 			Sidecar: c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways,
+			Limits:  extendedLimits(c.Resources), LimitsKnown: true,
 		})
 	}
 	return pm
@@ -95,4 +98,38 @@ func containerID(statuses []corev1.ContainerStatus, name string) string {
 		}
 	}
 	return ""
+}
+
+// maxLimits bounds the extended resources kept per container; a spec with
+// more is kept in part (the API server already bounds a pod's size).
+const maxLimits = 32
+
+// extendedLimits are a container's extended-resource limits (names with a
+// '/': nvidia.com/gpu, nvidia.com/gpucores, ...), a request standing in
+// for a name with no limit, as HAMi reads them. Values are decimal
+// integers where the quantity is one, else the quantity as written. Nil
+// when there are none, so most pods cost no map.
+func extendedLimits(r corev1.ResourceRequirements) map[string]string {
+	var out map[string]string
+	add := func(rl corev1.ResourceList) {
+		for name, q := range rl {
+			if !strings.Contains(string(name), "/") || len(out) >= maxLimits {
+				continue
+			}
+			if _, ok := out[string(name)]; ok {
+				continue
+			}
+			if out == nil {
+				out = make(map[string]string, 4)
+			}
+			if v, ok := q.AsInt64(); ok {
+				out[string(name)] = strconv.FormatInt(v, 10)
+			} else {
+				out[string(name)] = q.String()
+			}
+		}
+	}
+	add(r.Limits)
+	add(r.Requests)
+	return out
 }

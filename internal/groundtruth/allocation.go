@@ -22,6 +22,9 @@ type holding struct {
 	estimated bool   // the share is an estimate (replicas not labelled, HAMi fallback)
 	hami      bool
 	dra       bool
+	// floor: a HAMi holding its annotation cannot vouch for, charged at
+	// least the framebuffer the container's processes hold on the GPU.
+	floor bool
 }
 
 // span is a nominal share of one GPU held over a window, before shares
@@ -100,7 +103,10 @@ func buildMembers(sc *scenario.Scenario, idx *deviceIndex) ([]*member, error) {
 			}
 			seen[key] = true
 			for _, h := range m.holdings {
-				if !h.dra {
+				switch {
+				case h.floor:
+					floorSpans(m, h, k.c.Processes)
+				case !h.dra:
 					m.addSpan(span{dev: h.dev, share: h.share, win: m.win})
 				}
 			}
@@ -242,4 +248,39 @@ func allocate(members []*member) map[string]float64 {
 		})
 	}
 	return total
+}
+
+// floorSpans adds holding h's spans over m's window at its share or, where
+// more, the framebuffer m's processes hold on its GPU over the GPU's
+// memory: piecewise constant between the processes' starts and ends and
+// their memory intervals' edges.
+func floorSpans(m *member, h holding, procs []scenario.Process) {
+	uuid, mem := h.dev.gpu.UUID, deviceMemoryMiB[h.dev.gpu.Model]
+	cuts := []time.Duration{m.win.start, m.win.end}
+	for i := range procs {
+		if p := &procs[i]; p.Device == uuid {
+			cuts = append(cuts, p.Start, p.End)
+			for _, s := range p.Memory {
+				cuts = append(cuts, s.From, s.To)
+			}
+		}
+	}
+	cuts = sortedUnique(cuts)
+	for i := 0; i+1 < len(cuts); i++ {
+		a, b := cuts[i], cuts[i+1]
+		if a < m.win.start || b > m.win.end {
+			continue
+		}
+		used := 0.0
+		for j := range procs {
+			if p := &procs[j]; p.Device == uuid && p.Start <= a && a < p.End {
+				used += float64(p.MemoryAt(a))
+			}
+		}
+		share := h.share
+		if mem > 0 {
+			share = max(share, min(used/mem, 1))
+		}
+		m.addSpan(span{dev: h.dev, share: share, win: window{start: a, end: b}})
+	}
 }

@@ -27,9 +27,9 @@ func FuzzParseHAMi(f *testing.F) {
 			t.Fatalf("%d parts for %q, want %d", len(parts), annotation, want)
 		}
 		for _, p := range parts {
-			for uuid, e := range p {
-				if e.cores < 0 || e.cores > 100 || e.memMiB < 0 || strings.ContainsAny(uuid, ",:;") {
-					t.Fatalf("accepted entry %q %+v", uuid, e)
+			for _, e := range p {
+				if e.cores < 0 || e.cores > 100 || e.memMiB < 0 || strings.ContainsAny(e.uuid, ",:;") {
+					t.Fatalf("accepted entry %q %+v", e.uuid, e)
 				}
 			}
 		}

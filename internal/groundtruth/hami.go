@@ -2,6 +2,7 @@ package groundtruth
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,20 +23,24 @@ var deviceMemoryMiB = map[string]float64{
 }
 
 // hamiEntry is one device of a container's entry in the HAMi annotation.
-type hamiEntry struct{ memMiB, cores float64 }
+type hamiEntry struct {
+	uuid          string
+	memMiB, cores float64
+}
 
 // parseHAMi splits hami.io/vgpu-devices-allocated into per-container
 // entries, each ended by ";" (so a trailing empty part is no entry), each a
-// set of "UUID,NVIDIA,<memMiB>,<cores>" devices (":"). Malformed devices
-// are skipped: the pipeline must not trust them either.
-func parseHAMi(annotation string) []map[string]hamiEntry {
+// list of "UUID,NVIDIA,<memMiB>,<cores>" devices (":") in the order
+// written. Malformed devices are skipped: the pipeline must not trust
+// them either.
+func parseHAMi(annotation string) [][]hamiEntry {
 	raw := strings.Split(annotation, ";")
 	if len(raw) > 1 && strings.TrimSpace(raw[len(raw)-1]) == "" {
 		raw = raw[:len(raw)-1]
 	}
-	parts := make([]map[string]hamiEntry, 0, len(raw))
+	parts := make([][]hamiEntry, 0, len(raw))
 	for _, part := range raw {
-		entries := make(map[string]hamiEntry)
+		var entries []hamiEntry
 		for dev := range strings.SplitSeq(part, ":") {
 			f := strings.Split(strings.TrimSpace(dev), ",")
 			if len(f) != 4 {
@@ -46,7 +51,7 @@ func parseHAMi(annotation string) []map[string]hamiEntry {
 			if errM != nil || errC != nil || mem < 0 || cores < 0 || cores > 100 {
 				continue
 			}
-			entries[f[0]] = hamiEntry{memMiB: mem, cores: cores}
+			entries = append(entries, hamiEntry{uuid: f[0], memMiB: mem, cores: cores})
 		}
 		parts = append(parts, entries)
 	}
@@ -101,7 +106,7 @@ func hamiHoldings(idx *deviceIndex, p *scenario.Pod, k ctr, kubelet []slice, ham
 	value, _ := annotationAt(p, annotHAMi, k.win.start)
 	parts := parseHAMi(value)
 	if i := hamiEntryIndex(p, len(parts), k); i >= 0 && len(parts[i]) > 0 {
-		return entryHoldings(idx, parts[i]), true
+		return entryHoldings(idx, parts[i], k.c.Limits), true
 	}
 	var out []holding
 	for _, s := range kubelet {
@@ -111,28 +116,101 @@ func hamiHoldings(idx *deviceIndex, p *scenario.Pod, k ctr, kubelet []slice, ham
 	return out, false
 }
 
-// entryHoldings charges each device of an entry on the GPU it names:
-// cores/100, or the memory's share of the GPU's (at most all of it) when
-// cores is 0.
-func entryHoldings(idx *deviceIndex, entry map[string]hamiEntry) []holding {
+// entryHoldings charges each GPU an entry names once, on the GPU it names.
+// Where the scenario gives the container's limits (the pod spec, which a
+// tenant cannot edit) they decide the share, with HAMi's defaults where
+// they are silent; else the annotation does: cores/100, or the memory's
+// share of the GPU's (at most all of it) when cores is 0. A holding the
+// annotation cannot vouch for (it disagrees with the limits, gives no
+// share at all, or names its GPU twice) is an estimate, and floored: the
+// container pays at least the framebuffer its processes hold there.
+func entryHoldings(idx *deviceIndex, entry []hamiEntry, limits map[string]string) []holding {
 	var out []holding
-	for _, uuid := range sortedKeys(entry) {
-		d, ok := idx.byUUID[uuid]
+	at := make(map[string]int)
+	for _, e := range entry {
+		d, ok := idx.byUUID[e.uuid]
 		if !ok || d.instance != "" {
 			continue
 		}
-		e := entry[uuid]
-		share := e.cores / 100
-		if e.cores == 0 {
-			mem := deviceMemoryMiB[d.gpu.Model]
-			if mem <= 0 {
-				continue
-			}
-			share = min(e.memMiB/mem, 1)
+		mem := deviceMemoryMiB[d.gpu.Model]
+		annotated := -1.0
+		switch {
+		case e.cores > 0:
+			annotated = e.cores / 100
+		case mem > 0:
+			annotated = min(e.memMiB/mem, 1)
 		}
-		out = append(out, holding{dev: d, share: share, mode: scenario.ModeHAMi, hami: true})
+		if i, seen := at[e.uuid]; seen {
+			// Named again: once, at the larger annotated share.
+			if limits == nil {
+				out[i].share = max(out[i].share, annotated)
+			}
+			out[i].floor, out[i].estimated = true, true
+			continue
+		}
+		share, suspect := annotated, false
+		if limits != nil {
+			want := specFromLimits(limits)
+			share, suspect = want.shareOf(mem), !want.matches(e, mem)
+		}
+		if share < 0 {
+			continue // no size at all: the pipeline's 1/N estimate is not modelled here
+		}
+		if share == 0 {
+			suspect = true
+		}
+		at[e.uuid] = len(out)
+		out = append(out, holding{dev: d, share: share, mode: scenario.ModeHAMi, hami: true, floor: suspect, estimated: suspect})
 	}
 	return out
+}
+
+// hamiAsk is what a container's limits ask HAMi for per GPU: cores in
+// percent (0: no limit, HAMi's defaultCores), memory in MiB, or else a
+// percentage of the device (100 by HAMi's defaultMemory of 0).
+type hamiAsk struct{ cores, memMiB, memPct float64 }
+
+func specFromLimits(limits map[string]string) hamiAsk {
+	num := func(k string) float64 {
+		v, err := strconv.ParseFloat(limits[k], 64)
+		if err != nil || v < 0 {
+			return 0
+		}
+		return v
+	}
+	a := hamiAsk{cores: min(num("nvidia.com/gpucores"), 100), memMiB: num("nvidia.com/gpumem"), memPct: 100}
+	if a.memMiB == 0 {
+		if p := num("nvidia.com/gpumem-percentage"); p > 0 {
+			a.memPct = min(p, 100)
+		}
+	}
+	return a
+}
+
+func (a hamiAsk) shareOf(deviceMiB float64) float64 {
+	switch {
+	case a.cores > 0:
+		return a.cores / 100
+	case deviceMiB <= 0:
+		return -1
+	case a.memMiB > 0:
+		return min(a.memMiB/deviceMiB, 1)
+	}
+	return a.memPct / 100
+}
+
+// matches: the annotation gives the same cores and the asked memory (a
+// percentage within 1% of the device's memory).
+func (a hamiAsk) matches(e hamiEntry, deviceMiB float64) bool {
+	switch {
+	case e.cores != a.cores:
+		return false
+	case a.memMiB > 0:
+		return e.memMiB == a.memMiB
+	case deviceMiB <= 0:
+		return true
+	}
+	return math.Abs(e.memMiB-deviceMiB*a.memPct/100) <= deviceMiB/100
 }
 
 // hamiIDCounts is N per GPU UUID: the distinct HAMi device IDs on that GPU.

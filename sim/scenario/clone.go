@@ -54,6 +54,7 @@ func cloneContainer(ct Container) Container {
 		}
 	})
 	ct.Processes = cloneEach(ct.Processes, cloneProcess)
+	ct.Limits = cloneMap(ct.Limits)
 	return ct
 }
 

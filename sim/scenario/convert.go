@@ -261,6 +261,7 @@ func (c *converter) container(path, podUID string, r rawContainer, life span) Co
 		ct.Devices = append(ct.Devices, DeviceRequest(d))
 	}
 	ct.Claims = c.claims(field(path, "claims"), r.Claims)
+	ct.Limits = c.limits(field(path, "limits"), r.Limits)
 	for i, rp := range r.Processes {
 		ct.Processes = append(ct.Processes, c.process(index(field(path, "processes"), i), rp, life))
 	}

@@ -102,6 +102,8 @@ type rawContainer struct {
 	Devices   []rawDevice  `yaml:"devices"`
 	Claims    []rawClaim   `yaml:"claims"`
 	Processes []rawProcess `yaml:"processes"`
+	// Limits are the container's extended-resource limits (pod spec).
+	Limits map[string]string `yaml:"limits"`
 }
 
 // rawInitContainer is a container with the two fields only init containers

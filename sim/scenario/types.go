@@ -121,6 +121,11 @@ type Container struct {
 	Processes []Process
 	// RestartPolicy is "Always" for a sidecar init container, else "".
 	RestartPolicy string
+	// Limits are the container's extended-resource limits as the pod spec
+	// gives them (nvidia.com/gpucores: "50"), decimal integers. Nil when
+	// the scenario does not give them: the metadata then does not say
+	// (ContainerMeta.LimitsKnown false); an empty map says none are set.
+	Limits map[string]string
 	// Start and End are when the container runs (offsets), computed at
 	// load: for regular containers the pod's lifetime; for init
 	// containers their turn as described on Pod.InitContainers.

@@ -114,6 +114,8 @@ type ctrY struct {
 	Devices       []devY   `yaml:"devices,omitempty"`
 	Claims        []claimY `yaml:"claims,omitempty"`
 	Processes     []*procY `yaml:"processes,omitempty"`
+	// Limits are the container's extended-resource limits (pod spec).
+	Limits map[string]string `yaml:"limits,omitempty"`
 
 	pod        *podY
 	start, end float64 // seconds: where its processes start and end by default

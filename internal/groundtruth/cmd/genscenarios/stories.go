@@ -45,6 +45,9 @@ var stories = []story{
 	{"memory-sawtooth", memorySawtooth},
 	{"memory-leak-mig", memoryLeakMIG},
 	{"garbage-replicas", garbageReplicas},
+	{"hami-zero-share", hamiZeroShare},
+	{"hami-edit-before-start", hamiEditBeforeStart},
+	{"hami-duplicate-gpu", hamiDuplicateGPU},
 }
 
 // exclusiveBasic: a trainer keeps its GPU ~90% busy, a notebook holds a
