@@ -230,3 +230,23 @@ func TestHAMiSameGPUNamedManyTimes(t *testing.T) {
 	wantRow(t, ctrOf(t, gc, "greedy", "c", ""), ModeHAMi, MethodEstimated, 0.1, 1, 3)
 	wantRow(t, ctrOf(t, gc, "honest", "c", ""), ModeHAMi, MethodMeasured, 0.5, 5, 5)
 }
+
+// FuzzHAMiSpec: pod limits are outside input. Whatever they hold, the
+// spec stays in HAMi's ranges and its share is a fraction of one GPU (or
+// -1 without a size), never more.
+func FuzzHAMiSpec(f *testing.F) {
+	for _, s := range [][3]string{{"50", "20000", ""}, {"0", "0", "0"}, {"-4", "1.5", "101"}, {"100", "", "25"}, {"99999999999", "x", "NaN"}} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, cores, mem, pct string) {
+		s := hamiSpecOf(map[string]string{HAMiResourceCores: cores, HAMiResourceMem: mem, HAMiResourceMemPercentage: pct})
+		if s.cores < 0 || s.cores > 100 || s.memPct < 1 || s.memPct > 100 {
+			t.Fatalf("spec %+v out of range", s)
+		}
+		for _, gpuMem := range []uint64{0, 1, 81920} {
+			if sh := s.share(gpuMem); sh > 1 || (sh < 0 && sh != -1) || (sh == 0) {
+				t.Fatalf("share %v of %+v on %d MiB", sh, s, gpuMem)
+			}
+		}
+	})
+}

@@ -28,7 +28,7 @@ func TestAnomaliesCountedByKindAndLoggedOnce(t *testing.T) {
 		// Kinds of the real-cluster shapes (HAMi as deployed, DRA claims),
 		// as strings: the collector must not need to know them.
 		"hami_unlisted_gpu", "annotation_changed", "non_gpu_claim", "unmapped_claim",
-		"bad_replicas", "forged_team",
+		"bad_replicas", "forged_team", "hami_limits_mismatch", "hami_zero_share", "hami_duplicate_gpu",
 	}
 	var logs bytes.Buffer
 	exp := exposition.New("node-a", exposition.Options{})

@@ -64,6 +64,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(strings.Replace(typed, "{int: 0}", "{int: 0, bool: true}", 1)))
 	f.Add([]byte(strings.Replace(typed, "{bool: false}", "{float: 1.5}", 1)))
 	f.Add([]byte(baseYAML))
+	f.Add([]byte(limitsScenario("        limits: {nvidia.com/gpucores: 30, nvidia.com/gpumem: 1000}\n")))
 	f.Add([]byte(strings.Replace(baseYAML, "fraction: 0}]", "fraction: 0.5}]", 1)))
 	f.Add([]byte(strings.Replace(baseYAML, "mode: timeslicing", "mode: mps", 1)))
 	f.Add([]byte(strings.Replace(baseYAML, "pid: 10002", "pid: 10001", 1)))
