@@ -49,11 +49,12 @@ func (e *Engine) placeHAMi(h *holder) {
 		spec = hamiSpecOf(meta.Limits)
 	}
 	c.hamiPlaced = c.hamiPlaced[:0]
-	dup := false
+	dup, unknown := false, 0
 	for i := range devs {
 		d := &devs[i]
 		gpu, ok := c.gpuByAnnotation(d.UUID)
 		if !ok {
+			unknown++
 			c.anomaly(AnomalyUnknownDevice, h.who()+" "+d.UUID, "HAMi annotation of "+h.who()+
 				" names GPU "+strconv.Quote(d.UUID)+", which this node does not have; its share stays unallocated")
 			continue
@@ -94,6 +95,12 @@ func (e *Engine) placeHAMi(h *holder) {
 		}
 		ri, _ := c.place(h, rowW{gpu: gpu, inst: -1, sid: c.hamiSlice(gpu), src: srcHAMi, base: base, hamiFloor: flagged})
 		c.hamiPlaced = append(c.hamiPlaced, hamiPlaced{gpu: gpu, row: ri})
+	}
+	if n, ok := limitInt(meta.Limits[ResourceGPU]); ok && meta.LimitsKnown && n > 0 && n != len(c.hamiPlaced)+unknown {
+		// The pod spec asks for n vGPUs (HAMi gives each its own GPU); an
+		// entry naming fewer hides one, and nothing says which GPU it is.
+		c.anomaly(AnomalyHAMiLimitsMismatch, h.who(), fmt.Sprintf("HAMi annotation of %s names %d GPUs, its resource limits ask for %d",
+			h.who(), len(c.hamiPlaced)+unknown, n))
 	}
 	if dup {
 		c.anomaly(AnomalyHAMiDuplicateGPU, h.who(), "HAMi annotation entry of "+h.who()+

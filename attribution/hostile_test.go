@@ -250,3 +250,22 @@ func FuzzHAMiSpec(f *testing.F) {
 		}
 	})
 }
+
+// A pod spec asking for two vGPUs whose entry names one GPU hides the
+// other: a disagreement with the limits, keyed by the container.
+func TestHAMiEntryNamingFewerGPUsThanLimitsAsk(t *testing.T) {
+	g := gpuID(1)
+	o := newObs(at(0), at(10))
+	o.wholeGPU(g, rep(50, 10)...).MemoryMiB = 80000
+	lim := map[string]string{ResourceGPU: "2", HAMiResourceCores: "30", HAMiResourceMem: "1000"}
+	o.hamiPod("a", "pa", uidA, g+",NVIDIA,1000,30:;", lim, g+"-0", g, 1, 500, 50)
+	res := attributeOnce(t, Config{}, o)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", ""), ModeHAMi, MethodMeasured, 0.3, 3, 5)
+	if !hasAnomaly(res, AnomalyHAMiLimitsMismatch, "a/pa/c") {
+		t.Errorf("anomalies %+v", res.Anomalies)
+	}
+	lim[ResourceGPU] = "1"
+	if res := attributeOnce(t, Config{}, o); len(res.Anomalies) != 0 {
+		t.Errorf("anomalies %+v for an entry as the limits ask", res.Anomalies)
+	}
+}

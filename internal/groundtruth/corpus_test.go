@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpuledger/gpuledger/sim/scenario"
@@ -235,5 +236,36 @@ func TestContainerWindowsAgreeWithParser(t *testing.T) {
 	}
 	if inits == 0 {
 		t.Error("no init containers among the scenarios: the check checked nothing")
+	}
+}
+
+// The hostile corpus, checked against figures worked out by hand from the
+// scenarios' stories (H100: 81920 MiB).
+func TestCorpusHostile(t *testing.T) {
+	cases := map[string]map[string]float64{
+		// Not a positive integer: nothing divided, nothing held.
+		"garbage-replicas": {"web/server-0/main": 0, "web/server-1/main": 0},
+		// 20480/81920 of 300 s; the limits' 30% of 300 s; 40%.
+		"hami-zero-share": {"sandbox/freeloader/main": 75, "sandbox/freeloader-limited/main": 90, "payments/scorer/main": 120},
+		// The limits' 25% from the container's start at 60 s.
+		"hami-edit-before-start": {"research/trainer/model": 60, "serving/api/main": 150},
+		// 10% once, whatever the repeats; neighbours 50%.
+		"hami-duplicate-gpu": {"sandbox/greedy/main": 30, "sandbox/greedy-limited/main": 30,
+			"payments/scorer-0/main": 150, "payments/scorer-1/main": 150},
+	}
+	for name, want := range cases {
+		_, tr := loadCorpus(t, name)
+		for key, alloc := range want {
+			c, ok := tr.Containers[key]
+			if !ok {
+				t.Errorf("%s: no %s", name, key)
+				continue
+			}
+			wantNear(t, name+" "+key, c.Allocated, alloc)
+			suspect := name != "garbage-replicas" && strings.HasPrefix(key, "sandbox/") || key == "research/trainer/model"
+			if got := c.Method == MethodEstimated; got != suspect {
+				t.Errorf("%s %s: estimated %v, want %v", name, key, got, suspect)
+			}
+		}
 	}
 }
