@@ -45,7 +45,9 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	fs.StringVar(&f.dcgmMode, "dcgm", envDefault("GPULEDGER_DCGM", "embedded"), "DCGM mode: embedded, remote or off (env GPULEDGER_DCGM)")
 	fs.StringVar(&f.dcgmAddress, "dcgm-address", envDefault("GPULEDGER_DCGM_ADDRESS", "localhost:5555"), "nv-hostengine address for --dcgm=remote")
 	fs.StringVar(&f.teamLabel, "team-label", envDefault("GPULEDGER_TEAM_LABEL", "team"), "namespace/pod label that names the team")
-	fs.BoolVar(&f.teamFromPodLabel, "team-from-pod-label", os.Getenv("GPULEDGER_TEAM_FROM_POD_LABEL") != "false", "where a namespace has no team label, take the pod's own; pod labels are forgeable by whoever deploys, so one naming a team a namespace bills is refused (false, or env GPULEDGER_TEAM_FROM_POD_LABEL=false: the namespace name pays)")
+	// Off by default on a real node: whoever deploys a pod writes its labels,
+	// so only an operator who trusts them turns the fallback on.
+	fs.BoolVar(&f.teamFromPodLabel, "team-from-pod-label", os.Getenv("GPULEDGER_TEAM_FROM_POD_LABEL") == "true", "where a namespace has no team label, take the pod's own team label (off by default: pod labels are forgeable by whoever deploys; even when on, one naming a team a namespace bills is refused); env GPULEDGER_TEAM_FROM_POD_LABEL=true")
 	fs.StringVar(&f.dataDir, "data-dir", envDefault("GPULEDGER_DATA_DIR", "/var/lib/gpuledger"), "directory for the node's ledger files")
 	fs.StringVar(&f.ledgerDSN, "ledger", envDefault("GPULEDGER_LEDGER", ""), "cluster ledger to ship to (clickhouse://user@host:9000/db?secure=true; password from GPULEDGER_CLICKHOUSE_PASSWORD_FILE); empty keeps the ledger on the node only")
 	fs.Int64Var(&f.outboxMaxBytes, "outbox-max-bytes", 1<<30, "disk bound of the node's embedded ledger; shipped rows are pruned first, unshipped rows never")
