@@ -193,15 +193,3 @@ func TestRunStopsWithContext(t *testing.T) {
 		t.Errorf("sink has %d rows, want 20", len(dst.rows))
 	}
 }
-
-func TestBackoffBounds(t *testing.T) {
-	base, max := 100*time.Millisecond, 2*time.Second
-	for attempt, full := range []time.Duration{100, 200, 400, 800, 1600, 2000, 2000} {
-		full *= time.Millisecond
-		for i := 0; i < 50; i++ {
-			if d := backoff(attempt, base, max); d < full/2 || d > full {
-				t.Fatalf("backoff(%d) = %v, want within [%v, %v]", attempt, d, full/2, full)
-			}
-		}
-	}
-}
