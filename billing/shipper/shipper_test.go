@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/internal/testenv"
 )
 
 var t0 = time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
@@ -182,9 +183,12 @@ func TestRunStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- sh.Run(ctx) }()
-	for sh.Stats().RowsShipped < 20 {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, time.Minute, func() error {
+		if st := sh.Stats(); st.RowsShipped < 20 {
+			return fmt.Errorf("%d of 20 rows shipped", st.RowsShipped)
+		}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run returned %v after cancel, want nil", err)
