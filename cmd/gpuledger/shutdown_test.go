@@ -150,6 +150,11 @@ func TestSIGTERMShipsEveryGPUSecondUpToTheInstant(t *testing.T) {
 		t.Fatalf("simulate still running a minute after SIGTERM:\n%s", logs)
 	}
 
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "stopped by signal") || strings.Contains(line, "shipped every pending row") {
+			t.Log(line) // how long the drain took, for the record
+		}
+	}
 	rows := readRows(t, remote)
 	// The termination instant: where the last rows end. It lies past what
 	// had shipped when the signal went, no later than the wall clock allows
