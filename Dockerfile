@@ -57,6 +57,6 @@ COPY deploy/prices.yaml /etc/gpuledger/prices.yaml
 # kubelet pod-resources socket is root-owned with no write bit for anyone
 # else, and a unix socket needs write permission to connect (docs/install.md).
 USER 65532:65532
-EXPOSE 9400
+EXPOSE 9753
 ENTRYPOINT ["/usr/bin/gpuledger"]
 CMD ["collect"]

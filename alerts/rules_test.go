@@ -2,6 +2,7 @@ package alerts
 
 import (
 	"bytes"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -15,10 +16,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpuledger/gpuledger/dashboards"
+	"github.com/gpuledger/gpuledger/internal/testenv"
 )
-
-// requireIntegration is set by CI: a missing tool fails instead of skipping.
-const requireIntegration = "GPULEDGER_REQUIRE_INTEGRATION"
 
 // tool finds an external tool, skipping the test without it (failing when
 // GPULEDGER_REQUIRE_INTEGRATION=1).
@@ -26,10 +25,7 @@ func tool(t *testing.T, name string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv(requireIntegration) == "1" {
-			t.Fatalf("%s not found and %s=1: %v", name, requireIntegration, err)
-		}
-		t.Skipf("%s not found (install Debian's prometheus package): %v", name, err)
+		testenv.RequireIntegration(t, fmt.Sprintf("%s not found: %v", name, err), "install Debian's prometheus package")
 	}
 	return path
 }

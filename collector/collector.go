@@ -136,6 +136,23 @@ func (c *Collector) Flush(ctx context.Context) (attribution.CycleResult, error) 
 	return res, c.writeSinks(ctx, res)
 }
 
+// Stop ends a run at the clock's current time, the termination instant:
+// one last observation covers the seconds since the previous cycle, then
+// the open ledger interval is closed there and written, so a collector
+// stopped mid-interval (a node scaled down) leaves every second up to its
+// end in the ledger. Before any cycle there is nothing to close.
+func (c *Collector) Stop(ctx context.Context) (attribution.CycleResult, error) {
+	if c.prev.IsZero() {
+		return attribution.CycleResult{}, nil
+	}
+	if c.clock.Now().After(c.prev) {
+		if _, err := c.Cycle(ctx); err != nil {
+			c.log.Error("last cycle before stopping failed", "err", err)
+		}
+	}
+	return c.Flush(ctx)
+}
+
 func (c *Collector) observe(ctx context.Context) attribution.Observation {
 	now := c.clock.Now()
 	prev := c.prev
@@ -370,7 +387,7 @@ func (c *Collector) Run(ctx context.Context, interval time.Duration) error {
 		}
 		select {
 		case <-ctx.Done():
-			_, err := c.Flush(context.WithoutCancel(ctx))
+			_, err := c.Stop(context.WithoutCancel(ctx))
 			return err
 		case <-t.C:
 		}

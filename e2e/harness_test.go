@@ -18,14 +18,12 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpuledger/gpuledger/alerts"
+	"github.com/gpuledger/gpuledger/internal/testenv"
 )
 
 // repoRoot is the module root, relative to this package's directory (go
 // test runs tests in the package directory).
 const repoRoot = ".."
-
-// requireIntegration is set by CI: a missing tool fails instead of skipping.
-const requireIntegration = "GPULEDGER_REQUIRE_INTEGRATION"
 
 // tool finds an external tool, skipping the test without it (failing when
 // GPULEDGER_REQUIRE_INTEGRATION=1).
@@ -33,10 +31,7 @@ func tool(t *testing.T, name string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv(requireIntegration) == "1" {
-			t.Fatalf("%s not found and %s=1: %v", name, requireIntegration, err)
-		}
-		t.Skipf("%s not found (install Debian's prometheus package): %v", name, err)
+		testenv.RequireIntegration(t, fmt.Sprintf("%s not found: %v", name, err), "install Debian's prometheus package")
 	}
 	return path
 }

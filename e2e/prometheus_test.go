@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/alerts"
 	"github.com/gpuledger/gpuledger/dashboards"
+	"github.com/gpuledger/gpuledger/internal/testenv"
 )
 
 // simNode is one simulated node: a scenario of testdata/scenarios and the
@@ -53,7 +54,7 @@ var healthAlerts = []string{
 }
 
 func TestPrometheusEndToEnd(t *testing.T) {
-	if testing.Short() && os.Getenv(requireIntegration) != "1" {
+	if testing.Short() && !testenv.Required() {
 		t.Skip("end-to-end test against Prometheus skipped in -short mode")
 	}
 	promBin := tool(t, "prometheus")

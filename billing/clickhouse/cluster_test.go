@@ -3,7 +3,6 @@ package clickhouse
 import (
 	"context"
 	"fmt"
-	"os"
 	"reflect"
 	"slices"
 	"testing"
@@ -28,14 +27,7 @@ func TestClusterExactlyOnce(t *testing.T) {
 		t.Skip("the cluster test starts its own servers; GPULEDGER_TEST_CLICKHOUSE_DSN names a single server")
 	}
 	ctx := context.Background()
-	c, err := chtest.StartCluster(ctx, t.TempDir())
-	if err != nil {
-		if os.Getenv(chtest.EnvRequire) == "1" {
-			t.Fatalf("cannot start a ClickHouse cluster (%s=1): %v", chtest.EnvRequire, err)
-		}
-		t.Skipf("cannot start a ClickHouse cluster: %v", err)
-	}
-	t.Cleanup(c.Stop)
+	c := chtest.StartClusterT(t)
 	dsn := func(n int) ledger.DSN { return mustDSN(t, c.Nodes[n].DSN("ledger")) }
 	// A database at schema 2 holding rows (before the MIG profile): the
 	// upgrade alters the replicated tables and recreates the Distributed

@@ -2,27 +2,10 @@ package clickhouse
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
-)
 
-// backoff is the wait before retry number attempt (0-based): exponential
-// from base, capped at max, with "equal jitter" (half fixed, half random) so
-// that many collectors reconnecting after an outage spread out.
-func backoff(attempt int, base, max time.Duration) time.Duration {
-	d := base
-	for i := 0; i < attempt && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	half := d / 2
-	if half <= 0 {
-		return d
-	}
-	return half + rand.N(half+1)
-}
+	"github.com/gpuledger/gpuledger/internal/backoff"
+)
 
 // sleep waits d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {
@@ -44,7 +27,7 @@ func (s *Store) retry(ctx context.Context, what string, fn func(context.Context)
 		if err == nil || !Retryable(err) || attempt >= s.opts.MaxRetries {
 			return err
 		}
-		wait := backoff(attempt, s.opts.RetryBase, s.opts.RetryMax)
+		wait := backoff.Jittered(attempt, s.opts.RetryBase, s.opts.RetryMax)
 		s.log.Warn("ClickHouse request failed, retrying", "op", what, "addr", s.addr,
 			"attempt", attempt+1, "wait", wait, "err", err)
 		if serr := sleep(ctx, wait); serr != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/internal/testenv"
 )
 
 // monthFindings are the detector episodes of monthFleet: the notebooks sit
@@ -108,10 +109,7 @@ func TestHTMLEscapesLabels(t *testing.T) {
 func TestHTMLInChromium(t *testing.T) {
 	chromium := findChromium()
 	if chromium == "" {
-		if os.Getenv("GPULEDGER_REQUIRE_INTEGRATION") == "1" {
-			t.Fatal("chromium not found and GPULEDGER_REQUIRE_INTEGRATION=1")
-		}
-		t.Skip("chromium not installed (apt-get install chromium)")
+		testenv.RequireIntegration(t, "chromium not found", "apt-get install chromium")
 	}
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")

@@ -2,6 +2,7 @@ package shipper
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"reflect"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"github.com/gpuledger/gpuledger/billing/clickhouse"
 	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/internal/testenv"
 )
 
 var harness *chtest.Harness
@@ -25,18 +27,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	harness.Close()
 	os.Exit(code)
-}
-
-// waitFor polls cond until it holds; the deadline only stops a hung test.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func sortByKey(rows []attribution.Row) {
@@ -162,14 +152,21 @@ func TestKillClickHouseWhileShipping(t *testing.T) {
 			t.Fatalf("kill %d never happened; stats %+v", i+1, sh.Stats())
 		}
 		failed := sh.Stats().BatchesFailed
-		waitFor(t, "the shipper to notice the dead server", func() bool { return sh.Stats().BatchesFailed > failed })
+		testenv.Eventually(t, 2*time.Minute, func() error {
+			if st := sh.Stats(); st.BatchesFailed <= failed {
+				return fmt.Errorf("the shipper has not noticed the dead server: %+v", st)
+			}
+			return nil
+		})
 		if err := srv.Restart(ctx); err != nil {
 			t.Fatalf("restart after kill %d: %v", i+1, err)
 		}
 	}
-	waitFor(t, "the outbox to drain", func() bool {
-		st := sh.Stats()
-		return st.RowsPending == 0 && st.LastError == "" && src.mark == src.next
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		if st := sh.Stats(); st.RowsPending != 0 || st.LastError != "" || src.mark != src.next {
+			return fmt.Errorf("the outbox has not drained: %+v", st)
+		}
+		return nil
 	})
 	cancel()
 	if err := <-done; err != nil {

@@ -10,13 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/internal/backoff"
 )
 
 // Outbox is the shipping side of the embedded store (ledger.FileStore).
@@ -174,7 +174,7 @@ func (s *Shipper) Run(ctx context.Context) error {
 		wait := s.opts.Interval
 		switch {
 		case err != nil:
-			wait = backoff(failures, s.opts.RetryBase, s.opts.RetryMax)
+			wait = backoff.Jittered(failures, s.opts.RetryBase, s.opts.RetryMax)
 			failures++
 			s.log.Warn("ledger shipping failed, will retry", "attempt", failures, "wait", wait, "err", err)
 		case s.Stats().RowsPending > 0:
@@ -333,20 +333,4 @@ func (s *Shipper) setLastError(err error) {
 	} else {
 		s.stats.LastError = ""
 	}
-}
-
-// backoff is the wait after the attempt-th consecutive failure:
-// exponential from base, capped at max, half of it random so that a fleet
-// reconnecting after an outage spreads out.
-func backoff(attempt int, base, max time.Duration) time.Duration {
-	d := base
-	for i := 0; i < attempt && d < max; i++ {
-		d *= 2
-	}
-	d = min(d, max)
-	half := d / 2
-	if half <= 0 {
-		return d
-	}
-	return half + rand.N(half+1)
 }

@@ -9,12 +9,15 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/outbox"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/dcgmsource"
 	"github.com/gpuledger/gpuledger/collector/exposition"
@@ -31,8 +34,17 @@ type collectFlags struct {
 	podLabels                                         string
 	teamFromPodLabel                                  bool
 	outboxMaxBytes                                    int64
-	poll, ledgerInterval, retention                   time.Duration
+	poll, ledgerInterval, retention, shutdownTimeout  time.Duration
 }
+
+// defaultListen is the collector's and the demo's port: its own, not
+// dcgm-exporter's 9400, which runs on the same GPU nodes.
+const defaultListen = ":9753"
+
+// maxShutdownTimeout bounds --shutdown-timeout: a pod's grace period is
+// seconds to minutes, and a stuck drain must not hold a node's drain for
+// longer.
+const maxShutdownTimeout = 10 * time.Minute
 
 func parseCollectFlags(args []string) (collectFlags, error) {
 	var f collectFlags
@@ -41,7 +53,7 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	fs.StringVar(&f.kubeletSocket, "kubelet-socket", envDefault("GPULEDGER_KUBELET_SOCKET", podresources.DefaultSocket), "kubelet pod-resources socket (env GPULEDGER_KUBELET_SOCKET)")
 	fs.StringVar(&f.procRoot, "proc-root", envDefault("GPULEDGER_PROC_ROOT", "/proc"), "host procfs root; needs hostPID (env GPULEDGER_PROC_ROOT)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", envDefault("KUBECONFIG", ""), "kubeconfig; empty means in-cluster config")
-	fs.StringVar(&f.listen, "listen", envDefault("GPULEDGER_LISTEN", ":9400"), "address for /metrics and /healthz (env GPULEDGER_LISTEN)")
+	fs.StringVar(&f.listen, "listen", envDefault("GPULEDGER_LISTEN", defaultListen), "address for /metrics and /healthz (env GPULEDGER_LISTEN)")
 	fs.StringVar(&f.dcgmMode, "dcgm", envDefault("GPULEDGER_DCGM", "embedded"), "DCGM mode: embedded, remote or off (env GPULEDGER_DCGM)")
 	fs.StringVar(&f.dcgmAddress, "dcgm-address", envDefault("GPULEDGER_DCGM_ADDRESS", "localhost:5555"), "nv-hostengine address for --dcgm=remote")
 	fs.StringVar(&f.teamLabel, "team-label", envDefault("GPULEDGER_TEAM_LABEL", "team"), "namespace/pod label that names the team")
@@ -55,6 +67,7 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	fs.StringVar(&f.prices, "prices", envDefault("GPULEDGER_PRICES", ""), "price book (prices.yaml) exported as gpuledger_price_per_gpu_hour for live cost panels")
 	fs.StringVar(&f.webConfig, "web.config.file", envDefault("GPULEDGER_WEB_CONFIG", ""), "Prometheus exporter-toolkit web config file for TLS and basic auth on /metrics")
 	fs.StringVar(&f.podLabels, "pod-label-allowlist", envDefault("GPULEDGER_POD_LABEL_ALLOWLIST", ""), "comma-separated pod labels copied onto container series as label_<name> (empty: none, so cardinality stays bounded)")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 25*time.Second, "on SIGTERM, how long to keep shipping pending rows to --ledger before exiting; keep it below the pod's terminationGracePeriodSeconds (25s for the default 30s). What is not shipped stays in the node's ledger and ships on the next start")
 	fs.DurationVar(&f.poll, "poll-interval", time.Second, "collection period")
 	fs.DurationVar(&f.ledgerInterval, "ledger-interval", time.Minute, "ledger row interval")
 	if err := parseFlags(fs, args, ""); err != nil {
@@ -62,6 +75,9 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	}
 	if f.node == "" {
 		return f, errors.New("collect needs --node (or NODE_NAME)")
+	}
+	if f.shutdownTimeout < 0 || f.shutdownTimeout > maxShutdownTimeout {
+		return f, fmt.Errorf("--shutdown-timeout %s must be between 0 and %s", f.shutdownTimeout, maxShutdownTimeout)
 	}
 	if f.poll <= 0 || f.ledgerInterval < f.poll {
 		return f, fmt.Errorf("--poll-interval %s must be positive and at most --ledger-interval %s", f.poll, f.ledgerInterval)
@@ -76,6 +92,34 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	}
 	log := slog.Default().With("node", f.node)
 
+	// Bind first: a port another process holds fails the start at once,
+	// and the probes are answered while the node's ledger migrates.
+	ln, err := bindWithWebConfig(f.listen, f.webConfig)
+	if err != nil {
+		return err
+	}
+	boot := newStartup("starting")
+	srv := &http.Server{Handler: boot.mux(), ReadHeaderTimeout: 5 * time.Second}
+	// A collector whose metrics cannot be served (bad web config) stops
+	// rather than collecting blind.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() {
+		err := serveListener(runCtx, srv, ln, f.webConfig)
+		if err != nil {
+			cancel()
+		}
+		served <- err
+	}()
+	err = runCollector(runCtx, f, boot, log)
+	cancel()
+	return errors.Join(err, <-served)
+}
+
+// runCollector is collect once its HTTP surface is up: it runs until ctx
+// ends, then stops at that instant and drains the outbox.
+func runCollector(ctx context.Context, f collectFlags, boot *startup, log *slog.Logger) error {
 	nv := nvmlsource.New(nvml.New(), log)
 	if err := nv.Init(ctx); err != nil {
 		return fmt.Errorf("cannot initialise NVML (is the NVIDIA driver mounted?): %w", err)
@@ -118,6 +162,7 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	if err := os.MkdirAll(f.dataDir, 0o750); err != nil {
 		return fmt.Errorf("cannot create data directory: %w", err)
 	}
+	boot.setPhase("migrating")
 	out, err := openOutbox(ctx, f, log)
 	if err != nil {
 		return err
@@ -133,7 +178,7 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	engine := attribution.NewEngine(attribution.Config{Node: f.node, LedgerInterval: f.ledgerInterval, PollInterval: f.poll, TeamLabel: f.teamLabel, IgnorePodTeamLabel: !f.teamFromPodLabel})
 	// The annotation values the previous collector on this node pinned: a
 	// tenant's edit while we were down must not move cost.
-	pins, err := out.store.Pins(ctx)
+	pins, err := out.Store().Pins(ctx)
 	if err != nil {
 		return err
 	}
@@ -141,41 +186,63 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	if len(pins) > 0 {
 		log.Info("restored annotation pins from the node's ledger", "pins", len(pins))
 	}
-	c := collector.New(collector.Config{Node: f.node, Outbox: out.status}, collector.WallClock{}, collector.Sources{
+	c := collector.New(collector.Config{Node: f.node, Outbox: outboxStatus(out)}, collector.WallClock{}, collector.Sources{
 		NVML: nv, DCGM: dcgm, Pods: pods, Meta: meta, Procs: procfs.NewResolver(f.procRoot),
-	}, engine, exp, []collector.Sink{pinningOutbox{out}}, log)
+	}, engine, exp, []collector.Sink{out}, log)
+	boot.ready(exp.Handler())
 
-	srv := &http.Server{Handler: serveMux(exp), ReadHeaderTimeout: 5 * time.Second}
-	// A collector whose metrics cannot be served (bad web config, port in
-	// use) stops rather than collecting blind.
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	served := make(chan error, 1)
-	go func() {
-		err := serveWithWebConfig(runCtx, srv, f.listen, f.webConfig)
-		if err != nil {
-			cancel()
-		}
-		served <- err
-	}()
 	log.Info("collecting", "poll", f.poll, "ledger_interval", f.ledgerInterval, "listen", f.listen)
-	err = c.Run(runCtx, f.poll)
-	cancel()
-	return errors.Join(err, <-served)
+	err = c.Run(ctx, f.poll) // on ctx's end: a last cycle and the open interval closed at that instant
+	return errors.Join(err, drainOutbox(ctx, out, f.shutdownTimeout, log))
 }
 
-// pinningOutbox saves annotation pins to the embedded ledger the outbox
-// commits rows to, so the collector hands it the pins before the rows.
-type pinningOutbox struct{ *outbox }
+// The outbox keeps the collector's annotation pins beside its rows, so the
+// collector hands it the pins before the rows.
+var _ collector.PinSink = (*outbox.Outbox)(nil)
 
-var _ collector.PinSink = pinningOutbox{}
-
-func (o pinningOutbox) SavePins(ctx context.Context, pins []attribution.AnnotationPin) error {
-	return o.store.SavePins(ctx, pins)
+// openOutbox opens the node's embedded ledger and, with --ledger, the
+// cluster ledger its rows ship to.
+func openOutbox(ctx context.Context, f collectFlags, log *slog.Logger) (*outbox.Outbox, error) {
+	opts := outbox.Options{Path: filepath.Join(f.dataDir, "ledger.db"), MaxBytes: f.outboxMaxBytes, Retention: f.retention, Logger: log}
+	if f.ledgerDSN != "" {
+		d, err := ledger.ParseDSN(f.ledgerDSN)
+		if err != nil {
+			return nil, err
+		}
+		if d.Scheme != ledger.SchemeClickHouse {
+			return nil, fmt.Errorf("--ledger %s: collect ships to ClickHouse; the node's own ledger is always %s", d.Redacted(), opts.Path)
+		}
+		if opts.Remote, err = openClickHouse(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	return outbox.Open(ctx, opts)
 }
 
-func (o pinningOutbox) ForgetPins(ctx context.Context, keep func(podUID string) bool) (int, error) {
-	return o.store.ForgetPins(ctx, keep)
+func outboxStatus(out *outbox.Outbox) func() collector.OutboxStatus {
+	return func() collector.OutboxStatus {
+		s := out.Status()
+		return collector.OutboxStatus{Pending: s.Pending, OldestAge: s.OldestAge,
+			BatchesShipped: s.BatchesShipped, BatchesFailed: s.BatchesFailed, RowsDropped: s.RowsDropped}
+	}
+}
+
+// drainOutbox is the shutdown path collect and simulate share once their
+// last rows are written: ship what is pending for at most timeout (from
+// now, moments after the signal); what is left stays in the node's file
+// for the next start.
+func drainOutbox(ctx context.Context, out *outbox.Outbox, timeout time.Duration, log *slog.Logger) error {
+	if !out.Shipping() {
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	began := time.Now()
+	if err := out.Drain(dctx); err != nil {
+		return err
+	}
+	log.Info("shipped every pending row before stopping", "took", time.Since(began).Round(time.Millisecond))
+	return nil
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,27 @@ func TestCollectRetentionFlag(t *testing.T) {
 		_, err := parseCollectFlags([]string{"--node", "n", "--ledger-retention", bad})
 		if err == nil || !strings.Contains(err.Error(), "ledger-retention") {
 			t.Errorf("--ledger-retention %q: err %v, want one naming the flag", bad, err)
+		}
+	}
+}
+
+// TestCollectShutdownAndListenFlags: the drain deadline defaults below a
+// 30 s grace period and is bounded; the collector listens on its own port,
+// not dcgm-exporter's 9400.
+func TestCollectShutdownAndListenFlags(t *testing.T) {
+	t.Setenv("GPULEDGER_LISTEN", "") // restored after the test
+	os.Unsetenv("GPULEDGER_LISTEN")
+	f, err := parseCollectFlags([]string{"--node", "n"})
+	if err != nil || f.shutdownTimeout != 25*time.Second || f.listen != ":9753" {
+		t.Fatalf("defaults: shutdown %v, listen %q, %v; want 25s and :9753", f.shutdownTimeout, f.listen, err)
+	}
+	if f, err := parseCollectFlags([]string{"--node", "n", "--shutdown-timeout", "0"}); err != nil || f.shutdownTimeout != 0 {
+		t.Errorf("--shutdown-timeout 0 (ship nothing at exit): %v, %v", f.shutdownTimeout, err)
+	}
+	for _, bad := range []string{"-1s", "11m"} {
+		_, err := parseCollectFlags([]string{"--node", "n", "--shutdown-timeout", bad})
+		if err == nil || !strings.Contains(err.Error(), "--shutdown-timeout") {
+			t.Errorf("--shutdown-timeout %s: err %v, want one naming the flag", bad, err)
 		}
 	}
 }

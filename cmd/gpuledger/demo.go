@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path"
@@ -62,12 +63,22 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	fl := flag.NewFlagSet("demo", flag.ContinueOnError)
 	out := fl.String("out", "out/demo", "directory for the fleet's ledger.db and the chargeback of the backfilled days (chargeback.csv, chargeback.html)")
 	days := fl.Int("days", 30, "days of history to backfill")
-	listen := fl.String("listen", envDefault("GPULEDGER_LISTEN", "127.0.0.1:9400"), "address to serve live /metrics on; empty to exit after the report")
+	listen := fl.String("listen", envDefault("GPULEDGER_LISTEN", "127.0.0.1"+defaultListen), "address to serve live /metrics on; empty to exit after the report")
 	if err := parseFlags(fl, args, ""); err != nil {
 		return err
 	}
 	if *days < 1 {
 		return fmt.Errorf("--days %d: need at least one day", *days)
+	}
+	// Bind before the backfill: an address another process holds is an
+	// error now, not after minutes of work.
+	var ln net.Listener
+	if *listen != "" {
+		var err error
+		if ln, err = listenTCP(*listen); err != nil {
+			return err
+		}
+		defer ln.Close()
 	}
 	book, err := demoPrices()
 	if err != nil {
@@ -111,7 +122,7 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return serveLiveDemo(ctx, scs, *listen, exportedPrices(book), stdout)
+	return serveLiveDemo(ctx, scs, ln, exportedPrices(book), stdout)
 }
 
 // now is the clock the demo's backfill ends on and reports are checked
@@ -168,7 +179,7 @@ func backfill(ctx context.Context, store *ledger.FileStore, from time.Time, days
 
 // serveLiveDemo replays the demo fleet from now on wall time and serves its
 // metrics until interrupted.
-func serveLiveDemo(ctx context.Context, scs []*scenario.Scenario, listen string, prices []exposition.Price, stdout io.Writer) error {
+func serveLiveDemo(ctx context.Context, scs []*scenario.Scenario, ln net.Listener, prices []exposition.Price, stdout io.Writer) error {
 	start := time.Now().UTC().Truncate(time.Second)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -190,13 +201,13 @@ func serveLiveDemo(ctx context.Context, scs []*scenario.Scenario, listen string,
 		}()
 	}
 	mux := metricsMux(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
-	srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		_ = srv.Shutdown(context.WithoutCancel(ctx))
 	}()
-	fmt.Fprintf(stdout, "\nServing live metrics of the simulated fleet on http://%s/metrics (Ctrl-C to stop)\n", listen)
-	err := srv.ListenAndServe()
+	fmt.Fprintf(stdout, "\nServing live metrics of the simulated fleet on http://%s/metrics (Ctrl-C to stop)\n", ln.Addr())
+	err := srv.Serve(ln)
 	wg.Wait()
 	close(errc)
 	if errors.Is(err, http.ErrServerClosed) {

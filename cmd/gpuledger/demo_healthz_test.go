@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/internal/testenv"
 )
 
 // The demo's live server answers /healthz as the collector's does, beside
@@ -36,13 +39,11 @@ func TestDemoServesHealthzAndMetrics(t *testing.T) {
 
 // waitForGet gets url once the demo listens (after its backfill), failing
 // if the demo ends first.
-func waitForGet(t *testing.T, url string, done chan error) (int, string) {
+func waitForGet(t *testing.T, url string, done chan error) (code int, body string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		code, body := get(t, http.DefaultClient, url, "", "")
-		if code != 0 {
-			return code, body
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		if code, body = get(t, http.DefaultClient, url, "", ""); code != 0 {
+			return nil
 		}
 		select {
 		case err := <-done:
@@ -50,9 +51,7 @@ func waitForGet(t *testing.T, url string, done chan error) (int, string) {
 			t.Fatalf("demo ended before serving: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing served %s: %s", url, body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("nothing served %s: %s", url, body)
+	})
+	return code, body
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gpuledger/gpuledger/billing/clickhouse"
 	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/outbox"
 	"github.com/gpuledger/gpuledger/billing/shipper"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/sim/scenario"
@@ -39,12 +40,12 @@ func TestOutboxShipsThroughClickHouseOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer remote.Close()
-	local, err := ledger.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.FileOptions{Sinks: []string{shipSink}})
+	local, err := ledger.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.FileOptions{Sinks: []string{outbox.Sink}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer local.Close()
-	ship := shipper.New(local, remote, shipper.Options{Sink: shipSink, BatchSize: 50, RollupDelay: -1})
+	ship := shipper.New(local, remote, shipper.Options{Sink: outbox.Sink, BatchSize: 50, RollupDelay: -1})
 
 	sc, err := scenario.Load(filepath.Join("..", "..", "testdata", "scenarios", "churn-pidreuse", "scenario.yaml"))
 	if err != nil {

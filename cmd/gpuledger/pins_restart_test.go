@@ -141,7 +141,7 @@ func TestCollectOutboxKeepsPins(t *testing.T) {
 	}
 	pin := attribution.AnnotationPin{PodUID: "u", Container: "main", Key: "hami.io/vgpu-devices-allocated",
 		Value: "GPU-a,NVIDIA,1000,30:;", At: time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)}
-	if err := (pinningOutbox{out}).SavePins(ctx, []attribution.AnnotationPin{pin}); err != nil {
+	if err := out.SavePins(ctx, []attribution.AnnotationPin{pin}); err != nil {
 		t.Fatalf("SavePins: %v", err)
 	}
 	if err := out.Close(); err != nil {
@@ -152,7 +152,7 @@ func TestCollectOutboxKeepsPins(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	got, err := out.store.Pins(ctx)
+	got, err := out.Store().Pins(ctx)
 	if err != nil || len(got) != 1 || got[0] != pin {
 		t.Errorf("pins after reopening the node ledger = %+v, %v; want %+v", got, err, pin)
 	}

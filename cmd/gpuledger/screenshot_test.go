@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/gpuledger/gpuledger/internal/testenv"
 )
 
 // scripts/report-screenshot.sh, which makes the README's screenshot from
@@ -17,10 +19,7 @@ func TestReportScreenshotScriptShootsTheDemoReport(t *testing.T) {
 		t.Skip("builds the binary and runs chromium")
 	}
 	if _, err := exec.LookPath("chromium"); err != nil {
-		if os.Getenv("GPULEDGER_REQUIRE_INTEGRATION") == "1" {
-			t.Fatal("chromium not found and GPULEDGER_REQUIRE_INTEGRATION=1")
-		}
-		t.Skip("chromium not installed")
+		testenv.RequireIntegration(t, "chromium not found", "apt-get install chromium")
 	}
 	shot := filepath.Join(t.TempDir(), "shot.png")
 	cmd := exec.Command(filepath.Join("..", "..", "scripts", "report-screenshot.sh"))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/outbox"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/dcgmsource"
 	"github.com/gpuledger/gpuledger/collector/exposition"
@@ -37,12 +38,25 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	speed := fs.Float64("speed", 0, "pace the virtual clock at this many simulated seconds per wall second (0: as fast as possible)")
 	linger := fs.Duration("linger", 0, "with --listen, keep serving this long after the scenario ends")
 	prices := fs.String("prices", envDefault("GPULEDGER_PRICES", ""), "price book whose rates /metrics exports as gpuledger_price_per_gpu_hour (with --listen)")
-	ledgerDSN := fs.String("ledger", envDefault("GPULEDGER_LEDGER", ""), "also send the rows to this ledger (file path, file:PATH or clickhouse://...)")
+	ledgerDSN := fs.String("ledger", envDefault("GPULEDGER_LEDGER", ""), "also send the rows to this ledger (file path, file:PATH or clickhouse://...); ClickHouse is shipped to through --out's ledger.db as the collector's outbox")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 25*time.Second, "at the end or on SIGTERM, how long to keep shipping pending rows to a ClickHouse --ledger; what is not shipped stays in --out's ledger.db and ships on the next run")
 	if err := parseFlags(fs, args, ""); err != nil {
 		return err
 	}
 	if *path == "" || *out == "" {
 		return fmt.Errorf("simulate needs --scenario and --out")
+	}
+	if *shutdownTimeout < 0 || *shutdownTimeout > maxShutdownTimeout {
+		return fmt.Errorf("--shutdown-timeout %s must be between 0 and %s", *shutdownTimeout, maxShutdownTimeout)
+	}
+	// Bind first, so a taken address fails before a long run.
+	var ln net.Listener
+	if *listen != "" {
+		var err error
+		if ln, err = listenTCP(*listen); err != nil {
+			return err
+		}
+		defer ln.Close()
 	}
 	sc, err := scenario.Load(*path)
 	if err != nil {
@@ -63,11 +77,41 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer files.Close()
-	store, err := ledger.OpenFile(ctx, filepath.Join(*out, "ledger.db"), ledger.FileOptions{})
-	if err != nil {
-		return err
+	// A ClickHouse ledger is shipped to as the collector does: through the
+	// node file as its outbox, drained at the end and on SIGTERM.
+	var ship *outbox.Outbox
+	var extra ledger.Store
+	if *ledgerDSN != "" {
+		d, err := ledger.ParseDSN(*ledgerDSN)
+		if err != nil {
+			return err
+		}
+		if d.Scheme == ledger.SchemeClickHouse {
+			remote, err := openClickHouse(ctx, d)
+			if err != nil {
+				return err
+			}
+			if ship, err = outbox.Open(ctx, outbox.Options{Path: filepath.Join(*out, "ledger.db"), Remote: remote}); err != nil {
+				return err
+			}
+			defer ship.Close()
+		} else {
+			if extra, err = ledger.Open(ctx, *ledgerDSN, storeOpenersForWrite()); err != nil {
+				return err
+			}
+			defer extra.Close()
+		}
 	}
-	defer store.Close()
+	var store *ledger.FileStore
+	if ship != nil {
+		store = ship.Store()
+	} else {
+		var err error
+		if store, err = ledger.OpenFile(ctx, filepath.Join(*out, "ledger.db"), ledger.FileOptions{}); err != nil {
+			return err
+		}
+		defer store.Close()
+	}
 	// A ledger left by an earlier run holds the annotation values that run
 	// pinned: a rerun into the same directory is a restarted collector.
 	pins, err := store.Pins(ctx)
@@ -75,12 +119,10 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	sinks := []collector.Sink{files, store}
-	if *ledgerDSN != "" {
-		extra, err := ledger.Open(ctx, *ledgerDSN, storeOpenersForWrite())
-		if err != nil {
-			return err
-		}
-		defer extra.Close()
+	switch {
+	case ship != nil:
+		sinks = []collector.Sink{files, ship}
+	case extra != nil:
 		sinks = append(sinks, storeSink{extra})
 	}
 	book, err := loadPrices(*prices)
@@ -90,18 +132,26 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	var exp *exposition.Exporter
 	if *listen != "" {
 		exp = exposition.New(sc.Node.Name, exposition.Options{BuildVersion: version, BuildRevision: revision, Prices: exportedPrices(book)})
-		stop, err := serveMetrics(ctx, *listen, exp)
-		if err != nil {
-			return err
-		}
-		defer stop()
+		defer serveMetrics(ctx, ln, exp)()
 	}
 	started := time.Now()
 	opt := simOptions{TeamLabel: *teamLabel, IgnorePodTeamLabel: !*teamFromPod, Speed: *speed, Pins: pins}
-	if err := simulateScenario(ctx, sc, opt, sinks, exp); err != nil {
+	err = simulateScenario(ctx, sc, opt, sinks, exp)
+	stopped := err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
+	if err != nil && !stopped {
 		return err
 	}
-	if *listen != "" && *linger > 0 {
+	if stopped {
+		// SIGTERM: the open interval is closed at the signal's instant;
+		// ship it and stop as a collector does.
+		slog.Info("simulation stopped by signal", "scenario", sc.Name)
+	}
+	if ship != nil {
+		if err := drainOutbox(ctx, ship, *shutdownTimeout, slog.Default()); err != nil {
+			return err
+		}
+	}
+	if *listen != "" && *linger > 0 && !stopped {
 		select {
 		case <-ctx.Done():
 		case <-time.After(*linger):
@@ -110,7 +160,12 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := files.Close(); err != nil {
 		return err
 	}
-	if err := store.Close(); err != nil {
+	if ship != nil {
+		err = ship.Close()
+	} else {
+		err = store.Close()
+	}
+	if err != nil {
 		return err
 	}
 	slog.Info("simulation done", "scenario", sc.Name, "simulated", sc.Duration, "took", time.Since(started).Round(time.Millisecond),
@@ -153,6 +208,28 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, opt simOptions
 	defer closeSrc()
 	end := sc.Start.Add(sc.Duration)
 	wallStart := time.Now()
+	var lastCycle time.Time // the last cycle's virtual time
+	// stop ends a run cut short by ctx: paced, the virtual clock stands
+	// where the wall clock says it is (between two cycles), and the
+	// collector stops at that instant, closing the open interval there,
+	// as collect does on SIGTERM.
+	stop := func() error {
+		if opt.Speed > 0 && !lastCycle.IsZero() {
+			at := sc.Start.Add(time.Duration(float64(time.Since(wallStart)) * opt.Speed)).Truncate(time.Microsecond)
+			if at.After(end) {
+				at = end
+			}
+			if at.After(lastCycle) {
+				if err := node.Advance(at); err != nil {
+					return fmt.Errorf("cannot advance simulated node: %w", err)
+				}
+			}
+		}
+		if _, err := c.Stop(context.WithoutCancel(ctx)); err != nil {
+			return err
+		}
+		return ctx.Err()
+	}
 	// Cycles run every pollInterval from the start and once more exactly at
 	// the end when pollInterval does not divide the duration, so the last
 	// (duration mod pollInterval) seconds are covered too.
@@ -160,14 +237,14 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, opt simOptions
 		if !t.Before(end) {
 			t, last = end, true
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			return stop()
 		}
 		if opt.Speed > 0 {
 			due := wallStart.Add(time.Duration(float64(t.Sub(sc.Start)) / opt.Speed))
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return stop()
 			case <-time.After(time.Until(due)):
 			}
 		}
@@ -177,6 +254,7 @@ func simulateScenario(ctx context.Context, sc *scenario.Scenario, opt simOptions
 		if _, err := c.Cycle(ctx); err != nil {
 			return err
 		}
+		lastCycle = t
 		if opt.Progress != nil {
 			opt.Progress(t.Sub(sc.Start), sc.Duration)
 		}
@@ -284,20 +362,16 @@ func (s *csvSink) Close() error {
 	return errors.Join(errs...)
 }
 
-// serveMetrics serves exp's /metrics (and /healthz) on addr until stop is
-// called or ctx ends.
-func serveMetrics(ctx context.Context, addr string, exp *exposition.Exporter) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("cannot listen on %s: %w", addr, err)
-	}
+// serveMetrics serves exp's /metrics (and /healthz) on the bound ln until
+// stop is called.
+func serveMetrics(ctx context.Context, ln net.Listener, exp *exposition.Exporter) (stop func()) {
 	srv := &http.Server{Handler: serveMux(exp), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			slog.Error("metrics server failed", "err", err)
 		}
 	}()
-	return func() { _ = srv.Shutdown(context.WithoutCancel(ctx)) }, nil
+	return func() { _ = srv.Shutdown(context.WithoutCancel(ctx)) }
 }
 
 // storeSink adapts any ledger.Store to a collector sink.

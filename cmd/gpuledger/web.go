@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
@@ -18,16 +20,45 @@ import (
 // auth come from a Prometheus exporter-toolkit web config file (the
 // --web.config.file of node_exporter and Prometheus: tls_server_config,
 // basic_auth_users with bcrypt hashes, http_server_config); an empty
-// webConfigFile serves plain HTTP. The file is validated before listening,
-// and re-read by the toolkit on each TLS handshake and request, so
-// rotated certificates and changed users apply without a restart.
+// webConfigFile serves plain HTTP. The file is validated and the address
+// bound before anything is served, so a bad file or a port another process
+// holds fails at once; the toolkit re-reads the file on each TLS handshake
+// and request, so rotated certificates and changed users apply without a
+// restart.
 //
 // It returns nil once ctx has ended and the server has shut down, and the
 // listening or serving error otherwise.
 func serveWithWebConfig(ctx context.Context, srv *http.Server, listen, webConfigFile string) error {
-	if err := web.Validate(webConfigFile); err != nil {
-		return fmt.Errorf("cannot use web config file %s: %w", webConfigFile, err)
+	ln, err := bindWithWebConfig(listen, webConfigFile)
+	if err != nil {
+		return err
 	}
+	return serveListener(ctx, srv, ln, webConfigFile)
+}
+
+// bindWithWebConfig validates the web config file and binds listen.
+func bindWithWebConfig(listen, webConfigFile string) (net.Listener, error) {
+	if err := web.Validate(webConfigFile); err != nil {
+		return nil, fmt.Errorf("cannot use web config file %s: %w", webConfigFile, err)
+	}
+	return listenTCP(listen)
+}
+
+// listenTCP binds addr. Every command that serves binds before it does
+// anything else, so an address another process holds is an error at
+// start, not a server that never answers.
+func listenTCP(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s (is another process using it? choose another address with --listen): %w", addr, err)
+	}
+	return ln, nil
+}
+
+// serveListener serves srv on the bound ln until ctx ends, with TLS and
+// basic auth from webConfigFile (validated by bindWithWebConfig).
+func serveListener(ctx context.Context, srv *http.Server, ln net.Listener, webConfigFile string) error {
+	listen := ln.Addr().String()
 	systemdSocket := false
 	flags := &web.FlagConfig{
 		WebListenAddresses: &[]string{listen},
@@ -36,7 +67,7 @@ func serveWithWebConfig(ctx context.Context, srv *http.Server, listen, webConfig
 	}
 	log := slog.Default().With("component", "web")
 	errc := make(chan error, 1)
-	go func() { errc <- web.ListenAndServe(srv, flags, log) }()
+	go func() { errc <- web.Serve(ln, srv, flags, log) }()
 	select {
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {
@@ -70,6 +101,54 @@ func metricsMux(metrics http.Handler) *http.ServeMux {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "ok\n")
+	})
+	return mux
+}
+
+// startup is the collector's HTTP surface while it starts: the listener is
+// bound first, and until ready is called /healthz answers alive with the
+// phase ("migrating" while the node's ledger migrates, 36 s measured on a
+// 100-GPU month), /readyz and /metrics answer 503 with it, so a liveness
+// probe does not kill a collector that is busy migrating.
+type startup struct {
+	phase   atomic.Pointer[string]
+	metrics atomic.Pointer[http.Handler]
+}
+
+func newStartup(phase string) *startup {
+	s := &startup{}
+	s.setPhase(phase)
+	return s
+}
+
+func (s *startup) setPhase(phase string) { s.phase.Store(&phase) }
+
+// ready switches /metrics to metrics and the probes to "ok".
+func (s *startup) ready(metrics http.Handler) {
+	s.metrics.Store(&metrics)
+	s.setPhase("ok")
+}
+
+func (s *startup) mux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, *s.phase.Load()+"\n")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if s.metrics.Load() == nil {
+			http.Error(w, "not ready: "+*s.phase.Load(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		h := s.metrics.Load()
+		if h == nil {
+			http.Error(w, "not ready: "+*s.phase.Load(), http.StatusServiceUnavailable)
+			return
+		}
+		(*h).ServeHTTP(w, r)
 	})
 	return mux
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -18,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/internal/testenv"
 )
 
 // scrapeUser's password is scrapePassword; the hash was made once with
@@ -102,18 +105,14 @@ func serve(t *testing.T, addr, webConfig string) <-chan error {
 			t.Error("serveWithWebConfig did not return after cancel")
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return errc
+		if err != nil {
+			return fmt.Errorf("nothing listens on %s: %w", addr, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing listens on %s: %v", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return c.Close()
+	})
+	return errc
 }
 
 func get(t *testing.T, client *http.Client, url, user, password string) (int, string) {

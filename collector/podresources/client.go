@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/internal/backoff"
 )
 
 // ErrBackoff is wrapped by the error List returns while it waits before
@@ -275,16 +275,7 @@ func (c *Client) fail(err error) error {
 // backoff is min x 2^(failures-1), capped at max, drawn uniformly from its
 // upper half so that collectors on many nodes do not reconnect in step.
 func (c *Client) backoff() time.Duration {
-	d := c.minBackoff
-	for i := 1; i < c.failures && d < c.maxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, c.maxBackoff)
-	if d <= 1 {
-		return d
-	}
-	half := d / 2
-	return half + rand.N(d-half+1)
+	return backoff.Jittered(c.failures-1, c.minBackoff, c.maxBackoff)
 }
 
 func (c *Client) closeConn() error {

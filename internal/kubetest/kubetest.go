@@ -33,6 +33,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/gpuledger/gpuledger/internal/testenv"
 )
 
 // The versions scripts/kube-tools.sh builds; they are the pins of the tool
@@ -50,7 +52,7 @@ const (
 	EnvToolsDir = "GPULEDGER_TOOLS_DIR"
 	// EnvRequire=1 turns missing binaries or a control plane that does not
 	// start into a test failure instead of a skip.
-	EnvRequire = "GPULEDGER_REQUIRE_INTEGRATION"
+	EnvRequire = testenv.EnvRequire
 )
 
 // ErrNoBinaries says the tools are not built.
@@ -309,10 +311,8 @@ func Require(t testing.TB, err error) {
 	t.Helper()
 	switch {
 	case err == nil:
-	case errors.Is(err, ErrNoBinaries) && os.Getenv(EnvRequire) != "1":
-		t.Skipf("skipping real API server test: %v", err)
 	case errors.Is(err, ErrNoBinaries):
-		t.Fatalf("real API server required (%s=1): %v", EnvRequire, err)
+		testenv.RequireIntegration(t, "no kube-apiserver and etcd to run: "+err.Error(), "scripts/kube-tools.sh builds them")
 	default:
 		t.Fatalf("cannot start the test control plane: %v", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"sync/atomic"
 	"testing"
+
+	"github.com/gpuledger/gpuledger/internal/testenv"
 )
 
 // Environment variables the harness reads.
@@ -18,7 +20,7 @@ const (
 	// replaced per test).
 	EnvDSN = "GPULEDGER_TEST_CLICKHOUSE_DSN"
 	// EnvRequire=1 turns a missing server into a test failure.
-	EnvRequire = "GPULEDGER_REQUIRE_INTEGRATION"
+	EnvRequire = testenv.EnvRequire
 )
 
 // Harness is the one server a test package shares (set up in TestMain).
@@ -70,13 +72,11 @@ func (h *Harness) Require(t testing.TB) {
 	if h.err == nil {
 		return
 	}
-	if os.Getenv(EnvRequire) == "1" {
-		t.Fatalf("ClickHouse integration required (%s=1) but unavailable: %v", EnvRequire, h.err)
-	}
+	how := "see the error"
 	if errors.Is(h.err, ErrNoServer) {
-		t.Skipf("skipping ClickHouse integration test: %v (set %s or install clickhouse-server)", h.err, EnvDSN)
+		how = "set " + EnvDSN + " or install clickhouse-server"
 	}
-	t.Skipf("skipping ClickHouse integration test: %v", h.err)
+	testenv.RequireIntegration(t, "ClickHouse unavailable: "+h.err.Error(), how)
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_]`)

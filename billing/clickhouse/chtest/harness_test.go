@@ -29,7 +29,7 @@ func TestRequire(t *testing.T) {
 		t.Errorf("without %s: want a skip, got err %v:\n%s", EnvRequire, err, out)
 	}
 	out, err = run("1")
-	if err == nil || !strings.Contains(out, "integration required") {
+	if err == nil || !strings.Contains(out, EnvRequire+"=1 requires it") {
 		t.Errorf("with %s=1: want a failure naming the requirement, got err %v:\n%s", EnvRequire, err, out)
 	}
 }

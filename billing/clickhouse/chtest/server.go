@@ -169,16 +169,76 @@ func (s *Server) waitReady(ctx context.Context, exited <-chan struct{}) error {
 // logTail returns the end of the server's error log for failure messages.
 func (s *Server) logTail() string {
 	for _, name := range []string{"server.err.log", "stdout.log"} {
-		b, err := os.ReadFile(filepath.Join(s.dir, name))
-		if err != nil || len(b) == 0 {
-			continue
+		if t := fileTail(filepath.Join(s.dir, name), 2000); t != "" {
+			return name + ": " + t
 		}
-		if len(b) > 2000 {
-			b = b[len(b)-2000:]
-		}
-		return name + ": " + string(b)
 	}
 	return "(no server log)"
+}
+
+// Logs returns the ends of the server's logs (errors, the full log, and
+// what the process printed), newest last: what a failed test prints to say
+// why a server stopped answering.
+func (s *Server) Logs() string {
+	var b strings.Builder
+	for _, f := range []struct {
+		name string
+		max  int
+	}{{"server.err.log", 6000}, {"server.log", 8000}, {"stdout.log", 2000}} {
+		path := filepath.Join(s.dir, f.name)
+		if t := fileTail(path, f.max); t != "" {
+			fmt.Fprintf(&b, "--- %s (end) ---\n%s\n", path, t)
+		}
+	}
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	if cmd != nil && exited != nil {
+		select {
+		case <-exited:
+			fmt.Fprintf(&b, "--- the server process has exited: %v ---\n", cmd.ProcessState)
+		default:
+			fmt.Fprintf(&b, "--- the server process (pid %d) is running ---\n", cmd.Process.Pid)
+		}
+	}
+	return b.String()
+}
+
+// fileTail is the last max bytes of path, or "" when it is missing or
+// empty.
+func fileTail(path string, max int) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
+
+// httpQuery runs query as the default user over the HTTP interface and
+// returns its output without the trailing newline.
+func (s *Server) httpQuery(ctx context.Context, query string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.HTTPAddr()+"/", strings.NewReader(query))
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return strings.TrimSuffix(string(body), "\n"), nil
 }
 
 // Addr is the native protocol address.
