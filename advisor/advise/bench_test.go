@@ -43,3 +43,26 @@ func BenchmarkAdviseFleetMonth(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAdviseHostileServiceTime: a month of the seven light replicas
+// (TestSevenIdleishReplicas) whose pods declare a 1µs service time, the
+// annotation's smallest value: from rows in memory to the plan, the
+// latency simulation included.
+func BenchmarkAdviseHostileServiceTime(b *testing.B) {
+	rs, pods := annotated("1us")
+	bk := book(b)
+	for b.Loop() {
+		a, err := New(nov, dec, pods, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for r := range rowsOf(rs) {
+			if err := a.AddRow(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := a.Plan(bk); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
