@@ -136,3 +136,13 @@ func TestFileSizeBounds(t *testing.T) {
 	_, err = Parse([]byte(y), dir)
 	wantErr(t, err, "pods[1].containers[1].processes[0].busyTrace", "67108865 bytes, larger than 67108864 (64 MiB)")
 }
+
+// TestOneProblemPerBadInterval: a ledger interval below its bound is one
+// problem, not also a poll "longer" than it.
+func TestOneProblemPerBadInterval(t *testing.T) {
+	_, err := Parse([]byte(edit(t, "ledgerInterval: 60s", "ledgerInterval: 1ns")), "")
+	wantErr(t, err, "ledgerInterval: 1ns is outside")
+	if strings.Contains(err.Error(), "longer than ledgerInterval") {
+		t.Errorf("the poll compared with an interval already refused: %v", err)
+	}
+}

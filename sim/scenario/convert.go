@@ -74,7 +74,7 @@ func (c *converter) scenario(r *rawScenario) *Scenario {
 	}
 	s.PollInterval = c.bounded("pollInterval", r.PollInterval, DefaultPollInterval, MinPollInterval, MaxPollInterval)
 	s.LedgerInterval = c.bounded("ledgerInterval", r.LedgerInterval, DefaultLedgerInterval, MinLedgerInterval, MaxLedgerInterval)
-	if s.PollInterval > s.LedgerInterval && s.LedgerInterval > 0 {
+	if s.PollInterval > s.LedgerInterval && s.LedgerInterval >= MinLedgerInterval && s.PollInterval <= MaxPollInterval {
 		// collect refuses --poll-interval above --ledger-interval: a
 		// ledger row would cover a part of one poll.
 		c.p.addf("pollInterval", "%s is longer than ledgerInterval %s", s.PollInterval, s.LedgerInterval)
