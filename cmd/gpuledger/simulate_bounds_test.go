@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 // TestSimulateRefusesHostileScenarios: simulate refuses, before writing
@@ -54,5 +59,39 @@ pods:
 		if _, err := os.Stat(filepath.Join(out, "ledger.csv")); err == nil {
 			t.Errorf("%s: ledger.csv written", c.to)
 		}
+	}
+}
+
+// TestSimulateStopsWhenCancelled: the signal context's cancellation stops
+// a long simulation (366 days at 1 s polls: 31.6 million cycles) at the
+// next cycle, with the context's error.
+func TestSimulateStopsWhenCancelled(t *testing.T) {
+	const yaml = `apiVersion: gpuledger/v1
+kind: Scenario
+name: long
+start: '2026-01-01T00:00:00Z'
+duration: 8784h
+node: {name: n}
+gpus:
+- {index: 0, uuid: GPU-d7200000-0000-4000-8000-000000000000, model: A100-SXM4-80GB, mode: exclusive}
+hostProcesses:
+- {pid: 1, device: GPU-d7200000-0000-4000-8000-000000000000, memoryMiB: 100, busy: [{from: 0s, to: 8784h, fraction: 0.5}]}
+`
+	sc, err := scenario.Parse([]byte(yaml), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cycles := 0
+	opt := simOptions{TeamLabel: "team", Progress: func(time.Duration, time.Duration) {
+		if cycles++; cycles == 3 {
+			cancel()
+		}
+	}}
+	var sink memSink
+	err = simulateScenario(ctx, sc, opt, []collector.Sink{&sink}, nil)
+	if !errors.Is(err, context.Canceled) || cycles != 3 {
+		t.Errorf("error %v after %d cycles; want context.Canceled after the third", err, cycles)
 	}
 }
