@@ -52,7 +52,7 @@ const (
 	maxTenants = 1024
 	// MaxRequests bounds the expected requests one Simulate, or one
 	// Compare with all its runs together, may simulate: half a billion,
-	// a minute or so of one core (a month of the seed's seven tenants
+	// a minute or so of one core (a month of seven tenants at 12 rps
 	// is 218 million). Cancelling the context stops any of them sooner.
 	MaxRequests = 5e8
 )
