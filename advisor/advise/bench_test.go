@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,4 +43,39 @@ func BenchmarkAdviseFleetMonth(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkAdviseHostileServiceTime: a month of the seven light replicas
+// (TestSevenIdleishReplicas) whose pods declare a 1µs service time, the
+// annotation's smallest value: from rows in memory to the plan, the
+// latency simulation included.
+func BenchmarkAdviseHostileServiceTime(b *testing.B) {
+	rs, pods := annotated("1us")
+	bk := book(b)
+	cpu := cpuSeconds()
+	for b.Loop() {
+		a, err := New(nov, dec, pods, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for r := range rowsOf(rs) {
+			if err := a.AddRow(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := a.Plan(bk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/op")
+}
+
+// cpuSeconds is the process's user+system CPU time: on a machine shared
+// with other work the wall time moves with the load, the CPU time much
+// less.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
 }

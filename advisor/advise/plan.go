@@ -2,6 +2,7 @@ package advise
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"math/big"
@@ -44,7 +45,25 @@ type Latency struct {
 	Tenants        int     // simulated on the busiest GPU of the layout
 	P50, P99       float64 // seconds, means over the runs; NaN when none served
 	ServedFraction float64
+	// Simulated is the simulated time of each run: latencyDuration, or
+	// less where the requests it would take exceed the cap (Capped).
+	Simulated time.Duration
+	Capped    bool
+	// Requests is the requests simulated, every run together.
+	Requests int64
 }
+
+// The latency simulation: latencyRuns runs of latencyDuration, each
+// expected to simulate at most maxLatencyRequests requests. Rates come
+// from a tenant-written annotation (a 1µs service time makes a busy
+// replica send half a million requests a second), so the cap is what
+// bounds advise's cost: 2 million requests per recommendation, about
+// 0.2 s of one core, whatever the annotation says.
+const (
+	latencyRuns        = 10
+	latencyDuration    = 10 * time.Minute
+	maxLatencyRequests = 200_000
+)
 
 // Recommendation is one proposal for one workload or one team's group.
 type Recommendation struct {
@@ -169,8 +188,19 @@ func histQuantile(h *[usageBins + 1]uint32, n int64, q float64) float64 {
 	return 1
 }
 
-// Plan applies the rules (docs/advisor.md) to what was collected.
+// Plan applies the rules (docs/advisor.md) to what was collected; it is
+// PlanContext without a way to stop it.
 func (a *Advisor) Plan(book *pricebook.Book) (*Plan, error) {
+	return a.PlanContext(context.Background(), book)
+}
+
+// PlanContext applies the rules (docs/advisor.md) to what was collected.
+// When ctx ends it stops within the latency simulation's next chunk of
+// requests and returns ctx's error.
+func (a *Advisor) PlanContext(ctx context.Context, book *pricebook.Book) (*Plan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if book == nil {
 		return nil, fmt.Errorf("cannot advise: no price book")
 	}
@@ -209,7 +239,7 @@ func (a *Advisor) Plan(book *pricebook.Book) (*Plan, error) {
 				fmt.Sprintf("p%g per-replica usage %.3f GPU is %.0f%% of the %.3f GPU each replica holds: no smaller layout fits", a.opt.Percentile*100, s.p99, 100*s.p99/s.share, s.share)))
 		case u.noisy:
 			// Never MPS with others: only a MIG wall, or as it is.
-			if r, ok := a.rightSize(s, book, true); ok {
+			if r, ok := a.rightSize(ctx, s, book, true); ok {
 				r.Evidence = append(r.Evidence, "flagged noisy neighbour in this period: never packed under MPS or time-slicing with other workloads")
 				p.Recommendations = append(p.Recommendations, r)
 			} else {
@@ -224,7 +254,12 @@ func (a *Advisor) Plan(book *pricebook.Book) (*Plan, error) {
 		}
 	}
 	for _, g := range groups {
-		p.Recommendations = append(p.Recommendations, a.teamGroup(pool[g], book)...)
+		p.Recommendations = append(p.Recommendations, a.teamGroup(ctx, pool[g], book)...)
+	}
+	// A latency simulation cut short by ctx left a note, not a figure:
+	// no plan rather than a plan with holes.
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	var err error
 	if p.ChargedMinor, err = minor(charged, book.Currency.MinorUnit); err != nil {
@@ -344,7 +379,7 @@ func migProfile(model string, need, memMiB float64) (scenario.MIGProfile, bool, 
 // rightSize proposes per-replica MIG instances (or, on a model without
 // MIG and when allowed, time-slicing fractions 1/k) sized to the p99 usage
 // with headroom. ok is false when nothing smaller fits.
-func (a *Advisor) rightSize(s stats, book *pricebook.Book, migOnly bool) (Recommendation, bool) {
+func (a *Advisor) rightSize(ctx context.Context, s stats, book *pricebook.Book, migOnly bool) (Recommendation, bool) {
 	need := s.p99 * (1 + a.opt.Headroom)
 	r := a.base(RightSize, []stats{s}, book)
 	pr, found, err := migProfile(s.u.key.model, need, s.u.memPeakMiB)
@@ -360,7 +395,7 @@ func (a *Advisor) rightSize(s stats, book *pricebook.Book, migOnly bool) (Recomm
 		r.Contention = replay([][]float32{s.u.maxRep}, [][]float32{s.u.held}, c)
 		r.Evidence = append(r.Evidence, fmt.Sprintf("p%g per-replica usage %.3f GPU + %.0f%% headroom fits %s (%d/7 GPU, %d MiB); peak memory %.0f MiB",
 			a.opt.Percentile*100, s.p99, a.opt.Headroom*100, pr.Name, pr.Slices, pr.MemoryMiB, s.u.memPeakMiB))
-		a.latency(&r, []stats{s}, whatif.MIG, float64(pr.Slices)/scenario.TotalSlices, min(s.replicas, scenario.TotalSlices/pr.Slices))
+		a.latency(ctx, &r, []stats{s}, whatif.MIG, float64(pr.Slices)/scenario.TotalSlices, min(s.replicas, scenario.TotalSlices/pr.Slices))
 		return r, true
 	case err == nil || migOnly:
 		return r, false
@@ -381,17 +416,17 @@ func (a *Advisor) rightSize(s stats, book *pricebook.Book, migOnly bool) (Recomm
 	r.Contention = replay([][]float32{s.u.maxRep}, [][]float32{s.u.held}, float32(1/float64(k)))
 	r.Evidence = append(r.Evidence, fmt.Sprintf("model %s has no MIG profiles; p%g per-replica usage %.3f GPU + %.0f%% headroom fits 1/%d GPU",
 		s.u.key.model, a.opt.Percentile*100, s.p99, a.opt.Headroom*100, k))
-	a.latency(&r, []stats{s}, whatif.TimeSlicing, 1, k)
+	a.latency(ctx, &r, []stats{s}, whatif.TimeSlicing, 1, k)
 	return r, true
 }
 
 // teamGroup decides between right-sizing each of one team's units on one
 // model and consolidating them onto fewer whole GPUs under MPS.
-func (a *Advisor) teamGroup(ss []stats, book *pricebook.Book) []Recommendation {
+func (a *Advisor) teamGroup(ctx context.Context, ss []stats, book *pricebook.Book) []Recommendation {
 	var individual []Recommendation
 	indivGPUs := 0.0
 	for _, s := range ss {
-		if r, ok := a.rightSize(s, book, false); ok {
+		if r, ok := a.rightSize(ctx, s, book, false); ok {
 			individual = append(individual, r)
 			indivGPUs += r.AfterGPUs
 		} else {
@@ -449,7 +484,7 @@ func (a *Advisor) teamGroup(ss []stats, book *pricebook.Book) []Recommendation {
 			r.Evidence = append(r.Evidence, fmt.Sprintf("alternative with hardware isolation: right-size each replica to MIG, %s GPU", gpus(indivGPUs)))
 		}
 		perGPU := (replicas + g - 1) / g
-		a.latency(&r, ss, whatif.MPS, 1, perGPU)
+		a.latency(ctx, &r, ss, whatif.MPS, 1, perGPU)
 		return []Recommendation{r}
 	}
 	out := individual
@@ -505,7 +540,7 @@ func replay(series, held [][]float32, capacity float32) Contention {
 // latency runs whatif on the proposed layout when every pod declares its
 // service time: tenants replicas with the estimated arrival rate, perGPU
 // of them on the busiest GPU, each with fraction of the card under MIG.
-func (a *Advisor) latency(r *Recommendation, ss []stats, mode whatif.Mode, fraction float64, perGPU int) {
+func (a *Advisor) latency(ctx context.Context, r *Recommendation, ss []stats, mode whatif.Mode, fraction float64, perGPU int) {
 	var svc time.Duration
 	var tenants []whatif.Tenant
 	for _, s := range ss {
@@ -533,23 +568,31 @@ func (a *Advisor) latency(r *Recommendation, ss []stats, mode whatif.Mode, fract
 	for i := 0; i < len(tenants) && len(onOne) < perGPU; i++ {
 		onOne = append(onOne, tenants[i])
 	}
-	cfg := whatif.Config{Tenants: onOne, Duration: 10 * time.Minute, Seed: 1}
+	cfg := whatif.Config{Tenants: onOne, Duration: latencyDuration, Seed: 1}
 	if mode == whatif.MIG {
 		cfg.Layout.MIGFractions = make([]float64, len(onOne))
 		for i := range cfg.Layout.MIGFractions {
 			cfg.Layout.MIGFractions[i] = fraction
 		}
 	}
-	sum, err := whatif.Compare(cfg, 10, mode)
+	cfg, capped := cfg.Capped(maxLatencyRequests)
+	sum, err := whatif.Compare(ctx, cfg, latencyRuns, mode)
 	if err != nil {
 		r.Incomplete = append(r.Incomplete, "latency: "+err.Error())
 		return
 	}
 	s := sum[0]
 	r.Latency = &Latency{Mode: mode, ServiceTime: svc, RatePerReplica: onOne[0].Rate, Tenants: len(onOne),
-		P50: s.P50.Mean, P99: s.P99.Mean, ServedFraction: s.ServedFraction.Mean}
-	r.LatencyNote = fmt.Sprintf("whatif %s, %d tenant(s) per GPU at %.2f rps each (from activity / %s service time), 10 runs of 10 min",
-		mode, len(onOne), onOne[0].Rate, svc)
+		P50: s.P50.Mean, P99: s.P99.Mean, ServedFraction: s.ServedFraction.Mean,
+		Simulated: cfg.Duration, Capped: capped, Requests: s.Requests}
+	r.LatencyNote = fmt.Sprintf("whatif %s, %d tenant(s) per GPU at %.2f rps each (from activity / %s service time), %d runs of 10 min",
+		mode, len(onOne), onOne[0].Rate, svc, latencyRuns)
+	if capped {
+		r.LatencyNote = fmt.Sprintf("whatif %s, %d tenant(s) per GPU at %.2f rps each (from activity / %s service time), %d runs of %s each: "+
+			"capped at %d requests a run (10 min would be %.3g), same rates and service time",
+			mode, len(onOne), onOne[0].Rate, svc, latencyRuns, cfg.Duration.Round(time.Microsecond), maxLatencyRequests,
+			cfg.ExpectedRequests()*latencyDuration.Seconds()/cfg.Duration.Seconds())
+	}
 }
 
 // serviceTime is the workload's declared service time; note says why

@@ -1,10 +1,14 @@
 package advise
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -356,5 +360,128 @@ func TestHourlyRowsMatchMinuteRows(t *testing.T) {
 	if m.Kind != h.Kind || m.Replicas != h.Replicas || m.BeforeGPUs != h.BeforeGPUs || m.AfterGPUs != h.AfterGPUs ||
 		m.SavingMinor != h.SavingMinor || m.Contention != h.Contention || h.SavingMinor != 1036800 {
 		t.Errorf("minute rows %+v\nhourly rows %+v", m, h)
+	}
+}
+
+// annotated is the seven light replicas with every pod declaring svc.
+func annotated(svc string) ([]replica, []Pod) {
+	rs := sevenReplicas("search", "search")
+	var pods []Pod
+	for _, r := range rs {
+		pods = append(pods, Pod{Namespace: r.ns, Name: r.pod, Owner: "ReplicaSet/infer-7d4b9c8f6d",
+			Annotations: map[string]string{ServiceTimeAnnotation: svc}})
+	}
+	return rs, pods
+}
+
+// TestHostileServiceTimeBounded: a tenant's 1µs service time (inside the
+// annotation's range) makes each replica send 5.5% / 1µs = 55,000 rps:
+// seven on one GPU for 10 runs of 10 minutes would be 2.31 billion
+// simulated requests. The simulation is capped at 200,000 requests a
+// run, at the same rates and service time, and the note says so; 10ms
+// stays uncapped.
+func TestHostileServiceTimeBounded(t *testing.T) {
+	rs, pods := annotated("1us")
+	r := find(advise(t, rs, pods, nil), "search/infer")[0]
+	l := r.Latency
+	if l == nil {
+		t.Fatalf("no latency: %q %v", r.LatencyNote, r.Incomplete)
+	}
+	if math.Abs(l.RatePerReplica-55000) > 1e-6 || l.Tenants != 7 || !l.Capped {
+		t.Errorf("latency %+v: want 55,000 rps, 7 tenants, capped", l)
+	}
+	// Poisson counts: 2 million expected, standard deviation 1,414.
+	if l.Requests > 10*200_000+10*1414 || l.Requests < 10*200_000-10*1414 {
+		t.Errorf("simulated %d requests, want about 2,000,000 (uncapped: 2.31e9)", l.Requests)
+	}
+	// 200,000 / (7 x 55,000 rps) = 519.48 ms a run.
+	perRun := 200_000 / (7 * 55000.0)
+	if want := time.Duration(perRun * float64(time.Second)); l.Simulated < want-time.Microsecond || l.Simulated > want+time.Microsecond {
+		t.Errorf("simulated %s a run, want %s", l.Simulated, want)
+	}
+	if !strings.Contains(r.LatencyNote, "capped at 200000 requests a run") || !strings.Contains(r.LatencyNote, "2.31e+08") {
+		t.Errorf("note %q does not say the simulation was capped", r.LatencyNote)
+	}
+	// MPS: every request takes at least its service time.
+	if !(l.P50 >= 1e-6 && l.P99 >= l.P50) || l.ServedFraction < 0.99 {
+		t.Errorf("p50 %v p99 %v served %v", l.P50, l.P99, l.ServedFraction)
+	}
+	rs, pods = annotated("10ms")
+	r = find(advise(t, rs, pods, nil), "search/infer")[0]
+	// 7 x 5.5 rps x 600 s x 10 runs = 231,000 expected.
+	if r.Latency == nil || r.Latency.Capped || r.Latency.Simulated != 10*time.Minute || math.Abs(float64(r.Latency.Requests)-231000) > 10*481 ||
+		strings.Contains(r.LatencyNote, "capped") {
+		t.Errorf("10ms: latency %+v note %q: want 10 uncapped minutes", r.Latency, r.LatencyNote)
+	}
+}
+
+// countdown is a context that ends after its Err has been asked n times:
+// the simulation asks once a chunk, so it counts the work done.
+type countdown struct {
+	context.Context
+	mu     sync.Mutex
+	n, of  int
+	done   chan struct{}
+	closed bool
+}
+
+func newCountdown(n int) *countdown {
+	return &countdown{Context: context.Background(), n: n, done: make(chan struct{})}
+}
+
+func (c *countdown) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.of++
+	if c.of > c.n {
+		if !c.closed {
+			close(c.done)
+			c.closed = true
+		}
+		return context.Canceled
+	}
+	return nil
+}
+
+func (c *countdown) Done() <-chan struct{} { return c.done }
+
+func (c *countdown) asked() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.of
+}
+
+// TestPlanStopsWhenCancelled: a context that ends part-way through the
+// latency simulation (after 20 checks; the whole plan makes about 250)
+// stops the plan with the context's error, after a few more checks at
+// most (one per run in flight), and a context already done plans
+// nothing.
+func TestPlanStopsWhenCancelled(t *testing.T) {
+	rs, pods := annotated("1us")
+	a, err := New(nov, dec, pods, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range rowsOf(rs) {
+		if err := a.AddRow(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole := newCountdown(1 << 30)
+	if _, err := a.PlanContext(whole, book(t)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := newCountdown(20)
+	p, err := a.PlanContext(ctx, book(t))
+	if !errors.Is(err, context.Canceled) || p != nil {
+		t.Fatalf("plan %v, error %v: want context.Canceled", p != nil, err)
+	}
+	if n := ctx.asked(); n > 20+4*runtime.GOMAXPROCS(0)+4 || n >= whole.asked() {
+		t.Errorf("the plan checked the context %d times after it ended at the 20th (the whole plan: %d)", n, whole.asked())
+	}
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := a.PlanContext(done, book(t)); !errors.Is(err, context.Canceled) {
+		t.Errorf("done context: %v", err)
 	}
 }

@@ -24,7 +24,7 @@ func BenchmarkMonth(b *testing.B) {
 	cfg.Duration = 30 * 24 * time.Hour
 	cpu := cpuSeconds()
 	for b.Loop() {
-		res, err := Simulate(cfg, 0)
+		res, err := Simulate(b.Context(), cfg, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func BenchmarkMonthPerMode(b *testing.B) {
 		b.Run(string(m), func(b *testing.B) {
 			cpu := cpuSeconds()
 			for b.Loop() {
-				if _, err := Simulate(cfg, 0, m); err != nil {
+				if _, err := Simulate(b.Context(), cfg, 0, m); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -22,8 +23,11 @@ type Stat struct {
 
 // Summary is one mode over many runs; latencies in seconds.
 type Summary struct {
-	Mode                           Mode
-	Runs                           int
+	Mode Mode
+	Runs int
+	// Requests is the requests simulated, every run together (the
+	// simulation's work).
+	Requests                       int64
 	ServedFraction                 Stat
 	P50, P99, MeanLatency          Stat
 	WellBehavedP50, WellBehavedP99 Stat
@@ -41,12 +45,19 @@ type TenantSummary struct {
 // Compare simulates runs independent runs (run r uses streams r of
 // cfg.Seed) of the modes (all three when none is given) and averages
 // them. Runs go in parallel; the result does not depend on scheduling.
-func Compare(cfg Config, runs int, modes ...Mode) ([]Summary, error) {
+// The runs together may expect at most MaxRequests requests. When ctx
+// ends, every run stops at its next chunk and Compare returns ctx's
+// error.
+func Compare(ctx context.Context, cfg Config, runs int, modes ...Mode) ([]Summary, error) {
 	if runs < 1 || runs > maxRuns {
 		return nil, fmt.Errorf("cannot simulate: %d runs, want 1 to %d", runs, maxRuns)
 	}
 	if _, err := cfg.params(); err != nil {
 		return nil, err
+	}
+	if n := cfg.ExpectedRequests() * float64(runs); n > MaxRequests {
+		return nil, fmt.Errorf("cannot simulate: %d runs of %.3g expected requests each, %.3g in all, at most %.0g: fewer runs, a shorter duration or lower rates",
+			runs, cfg.ExpectedRequests(), n, MaxRequests)
 	}
 	results := make([][]ModeResult, runs)
 	errs := make([]error, runs)
@@ -59,15 +70,21 @@ func Compare(cfg Config, runs int, modes ...Mode) ([]Summary, error) {
 	for range min(runs, cpus) {
 		wg.Go(func() {
 			for r := range work {
-				results[r], errs[r] = simulate(cfg, r, parallelModes, modes...)
+				results[r], errs[r] = simulate(ctx, cfg, r, parallelModes, modes...)
 			}
 		})
 	}
 	for r := range runs {
+		if ctx.Err() != nil {
+			break
+		}
 		work <- r
 	}
 	close(work)
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -80,6 +97,9 @@ func summarise(results [][]ModeResult) []Summary {
 	for k := range out {
 		first := results[0][k]
 		s := Summary{Mode: first.Mode, Runs: runs, Tenants: make([]TenantSummary, len(first.Tenants))}
+		for r := range results {
+			s.Requests += results[r][k].Offered
+		}
 		pick := func(f func(ModeResult) float64) Stat {
 			xs := make([]float64, runs)
 			for r := range results {
@@ -173,7 +193,7 @@ type HostileReport struct {
 
 // HostileExercise runs cfg as given and with tenant index made hostile,
 // runs times each, under MIG and MPS (and time-slicing, for the table).
-func HostileExercise(cfg Config, index, runs int) (HostileReport, error) {
+func HostileExercise(ctx context.Context, cfg Config, index, runs int) (HostileReport, error) {
 	if index < 0 || index >= len(cfg.Tenants) {
 		return HostileReport{}, fmt.Errorf("cannot run the hostile exercise: tenant %d of %d", index, len(cfg.Tenants))
 	}
@@ -182,11 +202,11 @@ func HostileExercise(cfg Config, index, runs int) (HostileReport, error) {
 	hcfg.leaveOut = 0
 	hcfg.Tenants = append([]Tenant(nil), cfg.Tenants...)
 	hcfg.Tenants[index] = Hostile(hcfg.Tenants[index])
-	benign, err := Compare(cfg, runs)
+	benign, err := Compare(ctx, cfg, runs)
 	if err != nil {
 		return HostileReport{}, err
 	}
-	hostile, err := Compare(hcfg, runs)
+	hostile, err := Compare(ctx, hcfg, runs)
 	if err != nil {
 		return HostileReport{}, err
 	}
@@ -203,11 +223,11 @@ func HostileExercise(cfg Config, index, runs int) (HostileReport, error) {
 	// MIG isolation, checked run by run rather than on means (ten runs
 	// are evidence enough; the means above cover the rest).
 	for r := range min(runs, 10) {
-		b, err := Simulate(cfg, r, MIG)
+		b, err := Simulate(ctx, cfg, r, MIG)
 		if err != nil {
 			return HostileReport{}, err
 		}
-		h, err := Simulate(hcfg, r, MIG)
+		h, err := Simulate(ctx, hcfg, r, MIG)
 		if err != nil {
 			return HostileReport{}, err
 		}

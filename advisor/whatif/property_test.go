@@ -59,11 +59,11 @@ func TestProperties(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Simulate(cfg, trial)
+		res, err := Simulate(t.Context(), cfg, trial)
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, _ := Simulate(cfg, trial)
+		again, _ := Simulate(t.Context(), cfg, trial)
 		if !sameResults(res, again) {
 			t.Fatalf("trial %d: same seed, different results", trial)
 		}
@@ -109,8 +109,8 @@ func TestMIGIsolationProperty(t *testing.T) {
 			other.Tenants[i].Rate *= 3
 			other.Tenants[i].Hostile = !other.Tenants[i].Hostile
 		}
-		a, _ := Simulate(cfg, 0, MIG)
-		b, _ := Simulate(other, 0, MIG)
+		a, _ := Simulate(t.Context(), cfg, 0, MIG)
+		b, _ := Simulate(t.Context(), other, 0, MIG)
 		if x, y := a[0].Tenants[0], b[0].Tenants[0]; x != y && !(x.Served == 0 && y.Served == 0) {
 			t.Fatalf("trial %d: tenant 0 %+v, with other neighbours %+v", trial, x, y)
 		}
@@ -139,15 +139,15 @@ func TestBadInput(t *testing.T) {
 		{Config{Tenants: []Tenant{{Rate: 1e6, Service: time.Millisecond}}, Duration: 24 * time.Hour}, "expected requests"},
 	}
 	for _, c := range cases {
-		_, err := Simulate(c.cfg, 0)
+		_, err := Simulate(t.Context(), c.cfg, 0)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one mentioning %q", c.cfg, err, c.want)
 		}
 	}
-	if _, err := Compare(Config{Tenants: []Tenant{ok}, Duration: time.Second}, 0); err == nil {
+	if _, err := Compare(t.Context(), Config{Tenants: []Tenant{ok}, Duration: time.Second}, 0); err == nil {
 		t.Error("0 runs accepted")
 	}
-	if _, err := HostileExercise(Config{Tenants: []Tenant{ok}, Duration: time.Second}, 1, 1); err == nil {
+	if _, err := HostileExercise(t.Context(), Config{Tenants: []Tenant{ok}, Duration: time.Second}, 1, 1); err == nil {
 		t.Error("hostile tenant out of range accepted")
 	}
 	if _, err := ParseMode("MIG"); err == nil {
@@ -162,11 +162,11 @@ func TestPipelineMatchesSequential(t *testing.T) {
 	for trial := range 10 {
 		cfg := randomConfig(rng)
 		cfg.Duration = time.Duration(200+rng.IntN(2000)) * time.Second
-		a, err := simulate(cfg, trial, true)
+		a, err := simulate(t.Context(), cfg, trial, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := simulate(cfg, trial, false)
+		b, _ := simulate(t.Context(), cfg, trial, false)
 		for k := range a {
 			if a[k].Offered != b[k].Offered || a[k].Served != b[k].Served || a[k].P99 != b[k].P99 || a[k].MeanLatency != b[k].MeanLatency {
 				t.Fatalf("trial %d %s: pipelined %+v, sequential %+v", trial, a[k].Mode, a[k], b[k])

@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -49,12 +50,13 @@ func (r ModeResult) ServedFraction() float64 {
 // arrivals: run r of seed s draws tenant i's arrivals from PCG stream
 // (s, r<<20 | i). With several modes and several CPUs the mechanisms run
 // on their own goroutines over the shared arrivals (results do not
-// depend on it).
-func Simulate(cfg Config, run int, modes ...Mode) ([]ModeResult, error) {
-	return simulate(cfg, run, runtime.GOMAXPROCS(0) > 1, modes...)
+// depend on it). It stops with ctx's error when ctx ends: the context is
+// checked between chunks of arrivals, a few milliseconds of work apart.
+func Simulate(ctx context.Context, cfg Config, run int, modes ...Mode) ([]ModeResult, error) {
+	return simulate(ctx, cfg, run, runtime.GOMAXPROCS(0) > 1, modes...)
 }
 
-func simulate(cfg Config, run int, parallel bool, modes ...Mode) ([]ModeResult, error) {
+func simulate(ctx context.Context, cfg Config, run int, parallel bool, modes ...Mode) ([]ModeResult, error) {
 	p, err := cfg.params()
 	if err != nil {
 		return nil, err
@@ -65,10 +67,13 @@ func simulate(cfg Config, run int, parallel bool, modes ...Mode) ([]ModeResult, 
 	e := newEngine(p, modes)
 	g := newArrivals(p, cfg.Seed, run)
 	if n := len(e.modes()); parallel && n > 1 {
-		e.pipeline(g)
+		err = e.pipeline(ctx, g, cfg.onChunk)
 	} else {
 		at, who := make([]float64, 0, chunk), make([]int32, 0, chunk)
 		for {
+			if err = ctx.Err(); err != nil {
+				break
+			}
 			at, who = g.fill(at[:0], who[:0])
 			if len(at) == 0 {
 				break
@@ -77,7 +82,13 @@ func simulate(cfg Config, run int, parallel bool, modes ...Mode) ([]ModeResult, 
 			for _, m := range e.modes() {
 				e.run(m, at, who)
 			}
+			if cfg.onChunk != nil {
+				cfg.onChunk()
+			}
 		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	return e.results(cfg.Tenants, cfg.leaveOut-1), nil
 }
@@ -160,8 +171,9 @@ func (g *arrivals) fill(at []float64, who []int32) ([]float64, []int32) {
 
 // pipeline merges arrivals on this goroutine while each mechanism runs on
 // its own over the same chunks, depth chunks in flight. Mechanisms share
-// no state, so nothing but the chunks needs ordering.
-func (e *engine) pipeline(g *arrivals) {
+// no state, so nothing but the chunks needs ordering. When ctx ends it
+// stops merging, lets the chunks in flight drain and returns ctx's error.
+func (e *engine) pipeline(ctx context.Context, g *arrivals, onChunk func()) error {
 	const depth = 4
 	type buf struct {
 		at   []float64
@@ -190,7 +202,11 @@ func (e *engine) pipeline(g *arrivals) {
 			}
 		})
 	}
+	var err error
 	for {
+		if err = ctx.Err(); err != nil {
+			break
+		}
 		slot := <-free
 		b := &bufs[slot]
 		b.at, b.who = g.fill(b.at[:0], b.who[:0])
@@ -202,11 +218,15 @@ func (e *engine) pipeline(g *arrivals) {
 		for _, ch := range chans {
 			ch <- slot
 		}
+		if onChunk != nil {
+			onChunk()
+		}
 	}
 	for _, ch := range chans {
 		close(ch)
 	}
 	wg.Wait()
+	return err
 }
 
 // engine holds the three mechanisms' state; arrivals must come in time

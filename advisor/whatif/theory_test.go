@@ -34,7 +34,7 @@ func TestMIGInstanceIsMD1(t *testing.T) {
 		want := rho * s / (2 * (1 - rho))
 		cfg := Config{Tenants: []Tenant{{Rate: c.rate, Service: c.service}}, Duration: c.duration, Seed: 11,
 			Layout: Layout{MIGFractions: []float64{c.fraction}}}
-		sum, err := Compare(cfg, runs, MIG)
+		sum, err := Compare(t.Context(), cfg, runs, MIG)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func seedConfig() Config {
 // histogram's resolution (MPS's p50 does not vary from run to run). The bands this gives are
 // printed by -v and written in docs/advisor.md.
 func TestSeedTable(t *testing.T) {
-	sums, err := Compare(seedConfig(), 400)
+	sums, err := Compare(t.Context(), seedConfig(), 400)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestSeedTable(t *testing.T) {
 // unchanged, run by run; under MPS it degrades by far more than the
 // run-to-run noise.
 func TestHostileTenant(t *testing.T) {
-	rep, err := HostileExercise(seedConfig(), 6, 100)
+	rep, err := HostileExercise(t.Context(), seedConfig(), 6, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -206,7 +206,7 @@ func adviceFor(ctx context.Context, st ledger.Store, book *pricebook.Book, rep *
 	if err := st.Findings(ctx, rep.From, rep.To, a.AddFinding); err != nil {
 		return nil, fmt.Errorf("cannot read ledger findings: %w", err)
 	}
-	plan, err := a.Plan(book)
+	plan, err := a.PlanContext(ctx, book)
 	if err != nil {
 		return nil, err
 	}

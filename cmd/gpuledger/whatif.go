@@ -93,6 +93,9 @@ func parseWhatifFlags(args []string) (whatifFlags, whatif.Config, []whatif.Mode,
 	if f.sw < 0 {
 		return f, whatif.Config{}, nil, fmt.Errorf("whatif: --switch %s is negative", f.sw)
 	}
+	if err := f.checkBounds(); err != nil {
+		return f, whatif.Config{}, nil, err
+	}
 	var modes []whatif.Mode
 	if f.mode != "all" {
 		m, err := whatif.ParseMode(f.mode)
@@ -125,6 +128,50 @@ func parseWhatifFlags(args []string) (whatifFlags, whatif.Config, []whatif.Mode,
 	return f, cfg, modes, nil
 }
 
+// Bounds of the whatif flags: each keeps one figure sane, and together
+// they keep the simulated requests, every run and the hostile exercise
+// included, within whatif.MaxRequests (about a minute of work).
+const (
+	maxWhatifRate     = 1e6 // requests per second per tenant
+	maxWhatifService  = time.Hour
+	maxWhatifDuration = 366 * 24 * time.Hour
+	maxWhatifRuns     = 100_000
+	maxWhatifSwitch   = time.Hour
+	maxWhatifCoeff    = 100.0
+)
+
+// checkBounds refuses a flag outside its bounds, naming it, and a
+// combination that would simulate more than whatif.MaxRequests.
+func (f *whatifFlags) checkBounds() error {
+	switch {
+	case !(f.rate > 0 && f.rate <= maxWhatifRate):
+		return fmt.Errorf("whatif: --rate %v: the arrival rate must be above 0 and at most %g requests per second", f.rate, maxWhatifRate)
+	case f.service <= 0 || f.service > maxWhatifService:
+		return fmt.Errorf("whatif: --service %s: the service time must be above 0 and at most %s", f.service, maxWhatifService)
+	case f.duration <= 0 || f.duration > maxWhatifDuration:
+		return fmt.Errorf("whatif: --duration %s: the duration must be above 0 and at most 366 days (%s)", f.duration, maxWhatifDuration)
+	case f.runs < 1 || f.runs > maxWhatifRuns:
+		return fmt.Errorf("whatif: --runs %d: want 1 to %d runs", f.runs, maxWhatifRuns)
+	case f.sw > maxWhatifSwitch:
+		return fmt.Errorf("whatif: --switch %s: at most %s", f.sw, maxWhatifSwitch)
+	case f.contention > maxWhatifCoeff || f.hostC > maxWhatifCoeff:
+		return fmt.Errorf("whatif: contention coefficients %v and %v: at most %g", f.contention, f.hostC, maxWhatifCoeff)
+	}
+	// The hostile exercise runs the tenants twice more, one of them at
+	// twice the rate.
+	per := float64(f.tenants) * f.rate * f.duration.Seconds() * float64(f.runs)
+	total, with := per, ""
+	if f.hostile {
+		total += 2*per + per*(whatif.HostileRateFactor-1)/float64(f.tenants)
+		with = " with --hostile"
+	}
+	if total > whatif.MaxRequests {
+		return fmt.Errorf("whatif: --tenants %d x --rate %g x --duration %s x --runs %d is %.3g simulated requests%s, at most %.0g: lower one of them",
+			f.tenants, f.rate, f.duration, f.runs, total, with, whatif.MaxRequests)
+	}
+	return nil
+}
+
 func runWhatif(ctx context.Context, args []string, stdout io.Writer) error {
 	f, cfg, modes, err := parseWhatifFlags(args)
 	if err != nil {
@@ -133,13 +180,13 @@ func runWhatif(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	sums, err := whatif.Compare(cfg, f.runs, modes...)
+	sums, err := whatif.Compare(ctx, cfg, f.runs, modes...)
 	if err != nil {
 		return fmt.Errorf("whatif: %w", err)
 	}
 	var hostile *whatif.HostileReport
 	if f.hostile {
-		rep, err := whatif.HostileExercise(cfg, len(cfg.Tenants)-1, f.runs)
+		rep, err := whatif.HostileExercise(ctx, cfg, len(cfg.Tenants)-1, f.runs)
 		if err != nil {
 			return fmt.Errorf("whatif: %w", err)
 		}

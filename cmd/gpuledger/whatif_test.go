@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestWhatifJSON: the command line prints the three modes in the
@@ -89,10 +91,44 @@ func TestWhatifBadFlags(t *testing.T) {
 		{[]string{"--mps-contention", "0"}, "positive"},
 		{[]string{"--tenants", "1", "--hostile"}, "at least 2"},
 		{[]string{"extra"}, "unexpected argument"},
+		// Hostile sizes: each flag bounded, and their product.
+		{[]string{"--rate", "1e7"}, "--rate 1e+07: the arrival rate must be above 0 and at most 1e+06"},
+		{[]string{"--rate", "NaN"}, "--rate NaN"},
+		{[]string{"--service", "2h"}, "--service 2h0m0s"},
+		{[]string{"--duration", "9000h"}, "--duration 9000h0m0s"},
+		{[]string{"--runs", "100001"}, "--runs 100001"},
+		{[]string{"--switch", "2h"}, "--switch 2h0m0s"},
+		{[]string{"--mps-contention", "1e9"}, "at most 100"},
+		{[]string{"--rate", "1000000"}, "--tenants 7 x --rate 1e+06 x --duration 1m0s x --runs 50 is 2.1e+10 simulated requests, at most 5e+08"},
+		{[]string{"--rate", "1000", "--duration", "720h", "--runs", "1"}, "1.81e+10 simulated requests"},
+		{[]string{"--rate", "300", "--duration", "24h", "--runs", "1", "--hostile"}, "5.7e+08 simulated requests with --hostile"},
 	} {
 		err := run(context.Background(), append([]string{"whatif"}, c.args...), &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestWhatifStopsWhenCancelled: the signal context's cancellation stops a
+// long whatif (7 x 100,000 rps for 700 s: 490 million requests, a minute
+// or more of work) with the context's error instead of finishing it.
+func TestWhatifStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	args := []string{"whatif", "--rate", "100000", "--service", "1us", "--duration", "700s", "--runs", "1", "--mode", "mps"}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, &bytes.Buffer{}) }()
+	// Cancel once the run has started (a moment in, not a synchronisation:
+	// cancelling earlier is caught by the same checks).
+	stop := time.AfterFunc(50*time.Millisecond, cancel)
+	defer stop.Stop()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("error %v, want context.Canceled", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("whatif still running a minute after its context was cancelled")
 	}
 }

@@ -97,7 +97,7 @@ func edit(t *testing.T, pairs ...string) string {
 }
 
 // editText applies literal replacements to any scenario text, like edit.
-func editText(t *testing.T, s string, pairs ...string) string {
+func editText(t testing.TB, s string, pairs ...string) string {
 	t.Helper()
 	if len(pairs)%2 != 0 {
 		t.Fatalf("edit needs old/new pairs, got %d strings", len(pairs))

@@ -44,28 +44,42 @@ type converter struct {
 }
 
 func (c *converter) scenario(r *rawScenario) *Scenario {
-	s := &Scenario{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, Dir: c.dir}
+	s := &Scenario{APIVersion: r.APIVersion, Kind: r.Kind, Name: c.text("name", r.Name, MaxNameLen, "a name"), Dir: c.dir}
 	if r.APIVersion != APIVersion {
-		c.p.addf("apiVersion", "%q is not %s", r.APIVersion, APIVersion)
+		c.p.addf("apiVersion", "%q is not %s", shortText(r.APIVersion), APIVersion)
 	}
 	if r.Kind != KindScenario {
-		c.p.addf("kind", "%q is not %s", r.Kind, KindScenario)
+		c.p.addf("kind", "%q is not %s", shortText(r.Kind), KindScenario)
 	}
-	s.Start = timeField(&c.p, "start", r.Start)
+	var startOK bool
+	s.Start, startOK = timeField(&c.p, "start", r.Start)
+	if startOK && (s.Start.Before(MinStart) || !s.Start.Before(MaxStart)) {
+		c.p.addf("start", "%s is outside [%s,%s): ledger times are Unix nanoseconds from 1970",
+			s.Start.Format(time.RFC3339Nano), MinStart.Format(time.RFC3339), MaxStart.Format(time.RFC3339))
+	}
 	if r.Duration.set() {
 		s.Duration = c.positive("duration", r.Duration, 0)
+		if s.Duration > MaxDuration {
+			c.p.addf("duration", "%s is longer than %s (366 days)", s.Duration, MaxDuration)
+			s.Duration = 0
+		}
 	} else {
 		c.p.addf("duration", "is required")
 	}
 	c.dur = s.Duration
-	if c.dur <= 0 {
+	if c.dur <= 0 || !c.sizes(r) {
 		// Every lifetime default and bound derives from the duration;
 		// checking them against a missing one would only add noise.
 		return s
 	}
-	s.PollInterval = c.positive("pollInterval", r.PollInterval, DefaultPollInterval)
-	s.LedgerInterval = c.positive("ledgerInterval", r.LedgerInterval, DefaultLedgerInterval)
-	s.DriverSamplePeriod = c.positive("driverSamplePeriod", r.DriverSamplePeriod, DefaultDriverSamplePeriod)
+	s.PollInterval = c.bounded("pollInterval", r.PollInterval, DefaultPollInterval, MinPollInterval, MaxPollInterval)
+	s.LedgerInterval = c.bounded("ledgerInterval", r.LedgerInterval, DefaultLedgerInterval, MinLedgerInterval, MaxLedgerInterval)
+	if s.PollInterval > s.LedgerInterval && s.LedgerInterval >= MinLedgerInterval && s.PollInterval <= MaxPollInterval {
+		// collect refuses --poll-interval above --ledger-interval: a
+		// ledger row would cover a part of one poll.
+		c.p.addf("pollInterval", "%s is longer than ledgerInterval %s", s.PollInterval, s.LedgerInterval)
+	}
+	s.DriverSamplePeriod = c.bounded("driverSamplePeriod", r.DriverSamplePeriod, DefaultDriverSamplePeriod, MinDriverSamplePeriod, MaxDriverSamplePeriod)
 	s.Detection = c.detection(r.Detection)
 	s.Node = c.node(r.Node)
 	for i, ns := range r.Namespaces {
@@ -94,10 +108,10 @@ func (c *converter) positive(path string, v rawValue, def time.Duration) time.Du
 
 func (c *converter) detection(r rawDetection) Detection {
 	d := Detection{
-		IdleWindow:    c.positive("detection.idleWindow", r.IdleWindow, DefaultIdleWindow),
+		IdleWindow:    c.bounded("detection.idleWindow", r.IdleWindow, DefaultIdleWindow, MinWindow, MaxWindow),
 		IdleThreshold: DefaultIdleThreshold,
-		NoisyWindow:   c.positive("detection.noisyWindow", r.NoisyWindow, DefaultNoisyWindow),
-		MemoryWindow:  c.positive("detection.memoryWindow", r.MemoryWindow, DefaultMemoryWindow),
+		NoisyWindow:   c.bounded("detection.noisyWindow", r.NoisyWindow, DefaultNoisyWindow, MinWindow, MaxWindow),
+		MemoryWindow:  c.bounded("detection.memoryWindow", r.MemoryWindow, DefaultMemoryWindow, MinWindow, MaxWindow),
 	}
 	if r.IdleThreshold != nil {
 		d.IdleThreshold = *r.IdleThreshold
@@ -112,14 +126,16 @@ func (c *converter) node(r rawNode) Node {
 	if r.Name == "" {
 		c.p.addf("node.name", "is required")
 	}
-	return Node{Name: r.Name, Labels: r.Labels, ResourceSlices: c.resourceSlices("node.resourceSlices", r.ResourceSlices)}
+	c.labels("node.labels", r.Labels)
+	return Node{Name: c.text("node.name", r.Name, MaxNameLen, "a Kubernetes name"), Labels: r.Labels, ResourceSlices: c.resourceSlices("node.resourceSlices", r.ResourceSlices)}
 }
 
 func (c *converter) namespace(path string, r rawNS) Namespace {
 	if r.Name == "" {
 		c.p.addf(field(path, "name"), "is required")
 	}
-	return Namespace{Name: r.Name, Labels: r.Labels}
+	c.labels(field(path, "labels"), r.Labels)
+	return Namespace{Name: c.text(field(path, "name"), r.Name, MaxLabelLen, "a namespace name"), Labels: r.Labels}
 }
 
 func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
@@ -137,38 +153,38 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 	minor, _ := intField(&c.p, field(path, "minor"), r.Minor, idx, 0, math.MaxInt32)
 	g.Minor = int(minor)
 	if !gpuUUIDRE.MatchString(r.UUID) {
-		c.p.addf(field(path, "uuid"), "%q is not GPU-<8-4-4-4-12 hex>", r.UUID)
+		c.p.addf(field(path, "uuid"), "%q is not GPU-<8-4-4-4-12 hex>", shortText(r.UUID))
 	}
 	_, knownModel := models[r.Model]
 	if !knownModel {
-		c.p.addf(field(path, "model"), "%q is not one of %s", r.Model, modelNames)
+		c.p.addf(field(path, "model"), "%q is not one of %s", shortText(r.Model), modelNames)
 	}
 	switch r.Mode {
 	case ModeExclusive, ModeTimeslicing, ModeMPS, ModeMIG, ModeHAMi:
 	default:
-		c.p.addf(field(path, "mode"), "%q is not one of %s", r.Mode, modeNames)
+		c.p.addf(field(path, "mode"), "%q is not one of %s", shortText(r.Mode), modeNames)
 	}
 	switch g.MPSProcessView {
 	case "":
 		g.MPSProcessView = MPSViewClients
 	case MPSViewClients, MPSViewServer:
 	default:
-		c.p.addf(field(path, "mps.processView"), "%q is not one of clients|server", g.MPSProcessView)
+		c.p.addf(field(path, "mps.processView"), "%q is not one of clients|server", shortText(g.MPSProcessView))
 	}
 	c.power(field(path, "power"), r.Power, &g)
 	if len(r.MIGInstances) > 0 && r.Mode != ModeMIG {
-		c.p.addf(field(path, "migInstances"), "given for mode %q; MIG instances need mode mig", r.Mode)
+		c.p.addf(field(path, "migInstances"), "given for mode %q; MIG instances need mode mig", shortText(r.Mode))
 	}
 	slices := 0
 	for i, m := range r.MIGInstances {
 		mp := index(field(path, "migInstances"), i)
 		if !migUUIDRE.MatchString(m.UUID) {
-			c.p.addf(field(mp, "uuid"), "%q is not MIG-<8-4-4-4-12 hex>", m.UUID)
+			c.p.addf(field(mp, "uuid"), "%q is not MIG-<8-4-4-4-12 hex>", shortText(m.UUID))
 		}
 		if prof, ok := lookupProfile(r.Model, m.Profile); ok {
 			slices += prof.Slices
 		} else if knownModel {
-			c.p.addf(field(mp, "profile"), "%q is not a MIG profile of %s", m.Profile, r.Model)
+			c.p.addf(field(mp, "profile"), "%q is not a MIG profile of %s", shortText(m.Profile), shortText(r.Model))
 		}
 		gi, _ := intField(&c.p, field(mp, "gi"), m.GI, int64(i), 0, math.MaxInt32)
 		g.MIGInstances = append(g.MIGInstances, MIGInstance{UUID: m.UUID, Profile: m.Profile, GI: int(gi)})
@@ -203,9 +219,14 @@ func (c *converter) power(path string, r rawPower, g *GPU) {
 
 func (c *converter) pod(path string, r rawPod) Pod {
 	pod := Pod{
-		UID: r.UID, Namespace: r.Namespace, Name: r.Name,
-		Labels: r.Labels, Annotations: r.Annotations,
+		UID:         c.text(field(path, "uid"), r.UID, MaxNameLen, "a pod UID"),
+		Namespace:   c.text(field(path, "namespace"), r.Namespace, MaxLabelLen, "a namespace name"),
+		Name:        c.text(field(path, "name"), r.Name, MaxNameLen, "a Kubernetes name"),
+		Labels:      r.Labels,
+		Annotations: r.Annotations,
 	}
+	c.labels(field(path, "labels"), r.Labels)
+	c.annotations(field(path, "annotations"), r.Annotations)
 	var okStart, okEnd bool
 	pod.Start, okStart = durationField(&c.p, field(path, "start"), r.Start, 0)
 	pod.End, okEnd = durationField(&c.p, field(path, "end"), r.End, c.dur)
@@ -236,20 +257,21 @@ func (c *converter) pod(path string, r rawPod) Pod {
 }
 
 func (c *converter) container(path, podUID string, r rawContainer, life span) Container {
-	ct := Container{Name: r.Name, ID: r.ID}
+	ct := Container{Name: c.text(field(path, "name"), r.Name, MaxLabelLen, "a container name"), ID: r.ID}
 	if r.Name == "" {
 		c.p.addf(field(path, "name"), "is required")
 	}
 	if ct.ID == "" {
 		ct.ID = ContainerID(podUID, r.Name)
 	} else if !containerIDRE.MatchString(ct.ID) {
-		c.p.addf(field(path, "id"), "%q is not 64 lowercase hex digits", ct.ID)
+		c.p.addf(field(path, "id"), "%q is not 64 lowercase hex digits", shortText(ct.ID))
 	}
 	for i, d := range r.Devices {
 		dp := index(field(path, "devices"), i)
 		if d.Resource == "" {
 			c.p.addf(field(dp, "resource"), "is required")
 		}
+		d.Resource = c.text(field(dp, "resource"), d.Resource, MaxLabelKeyLen, "a resource name")
 		if len(d.IDs) == 0 {
 			c.p.addf(field(dp, "ids"), "must list at least one device ID")
 		}
@@ -257,6 +279,7 @@ func (c *converter) container(path, podUID string, r rawContainer, life span) Co
 			if id == "" {
 				c.p.addf(index(field(dp, "ids"), j), "%q is empty", id)
 			}
+			c.text(index(field(dp, "ids"), j), id, MaxNameLen, "a device ID")
 		}
 		ct.Devices = append(ct.Devices, DeviceRequest(d))
 	}

@@ -65,22 +65,23 @@ func durationField(p *problems, path string, v rawValue, def time.Duration) (d t
 	return d, true
 }
 
-// timeField parses an RFC 3339 time. The field is required.
-func timeField(p *problems, path string, v rawValue) time.Time {
+// timeField parses an RFC 3339 time. The field is required; ok is false
+// when it is missing or invalid (the problem is recorded).
+func timeField(p *problems, path string, v rawValue) (t time.Time, ok bool) {
 	if !v.set() {
 		p.addf(path, "is required (an RFC 3339 time such as 2026-11-01T00:00:00Z)")
-		return time.Time{}
+		return time.Time{}, false
 	}
 	s, ok := scalarText(p, path, v.node)
 	if !ok {
-		return time.Time{}
+		return time.Time{}, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		p.addf(path, "%q is not an RFC 3339 time", s)
-		return time.Time{}
+		return time.Time{}, false
 	}
-	return t.UTC()
+	return t.UTC(), true
 }
 
 // intField parses an optional integer field within [lo,hi].
@@ -109,6 +110,10 @@ func intField(p *problems, path string, v rawValue, def, lo, hi int64) (int64, b
 func scalarText(p *problems, path string, n *yaml.Node) (string, bool) {
 	if n.Kind != yaml.ScalarNode {
 		p.addf(path, "expected a scalar, got a %s (line %d)", kindName(n.Kind), n.Line)
+		return "", false
+	}
+	if len(n.Value) > maxQuoted {
+		p.addf(path, "%q is %d bytes long: too long for a number, a duration or a time", shortText(n.Value), len(n.Value))
 		return "", false
 	}
 	return n.Value, true

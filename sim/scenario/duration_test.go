@@ -22,8 +22,12 @@ func TestDurationField(t *testing.T) {
 		{"'1.5'", 1500 * time.Millisecond, ""},
 		{"166ms", 166 * time.Millisecond, ""},
 		{"46.5s", 46500 * time.Millisecond, ""},
-		{"0.000001", time.Microsecond, ""},
-		{"1h2m3s", time.Hour + 2*time.Minute + 3*time.Second, ""},
+		{"0.25", 250 * time.Millisecond, ""},
+		{"59m58.5s", 59*time.Minute + 58500*time.Millisecond, ""},
+		{"1h", time.Hour, ""},
+		// Parsed, then outside pollInterval's bounds.
+		{"0.000001", 0, "1µs is outside [100ms,1h0m0s]"},
+		{"1h2m3s", 0, "1h2m3s is outside [100ms,1h0m0s]"},
 		{"-1s", 0, `"-1s" is negative`},
 		{"-1.5", 0, "-1.5 is negative"},
 		{"abc", 0, `"abc" is neither`},
@@ -35,7 +39,8 @@ func TestDurationField(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.yaml, func(t *testing.T) {
-			y := edit(t, "pollInterval: 1s", "pollInterval: "+tc.yaml)
+			// A day of ledger interval: any valid poll fits under it.
+			y := edit(t, "pollInterval: 1s", "pollInterval: "+tc.yaml, "ledgerInterval: 60s", "ledgerInterval: 24h")
 			s, err := Parse([]byte(y), "")
 			if tc.wantErr != "" {
 				wantErr(t, err, "pollInterval", tc.wantErr)

@@ -76,6 +76,13 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(strings.Replace(baseYAML, mem, mem+"            memory: [{from: 0s, to: 2m, mib: 4096}, {from: 1m, to: 3m, mib: 1}]\n", 1)))
 	f.Add([]byte(strings.Replace(baseYAML, mem, mem+"            memory: [{from: 1m, to: 2m, mib: 80700}]\n", 1)))
 	f.Add([]byte(strings.Replace(baseYAML, mem, mem+"            memoryTrace: traces/m.csv\n", 1)))
+	// The hostile intervals, dates, names and counts (the small ones:
+	// large seeds slow every mutation).
+	for _, tc := range hostileCases {
+		if y := editText(f, baseYAML, tc.edits...); len(y) < 64<<10 {
+			f.Add([]byte(y))
+		}
+	}
 	f.Add([]byte("apiVersion: gpuledger/v1\nkind: Scenario\n"))
 	f.Add([]byte("a: &a [*a]"))
 	f.Add([]byte("{{{"))

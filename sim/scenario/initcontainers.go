@@ -34,7 +34,7 @@ func (c *converter) initContainers(path string, r rawPod, podStart, podEnd time.
 				c.p.addf(field(ip, "end"), "given for a sidecar (restartPolicy %s), which runs to the pod's end; end is for plain init containers", RestartAlways)
 			}
 		default:
-			c.p.addf(field(ip, "restartPolicy"), "%q is not %s, the only restart policy of an init container (leave it out for a plain one)", ri.RestartPolicy, RestartAlways)
+			c.p.addf(field(ip, "restartPolicy"), "%q is not %s, the only restart policy of an init container (leave it out for a plain one)", shortText(ri.RestartPolicy), RestartAlways)
 		}
 		ct := c.container(ip, r.UID, ri.rawContainer, lifetimeOf(podStart, podEnd, "the pod's").defaulting(start, end))
 		ct.RestartPolicy = ri.RestartPolicy

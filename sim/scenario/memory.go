@@ -26,7 +26,7 @@ func (c *converter) memory(path string, r rawProcess, pr Process, lifeOK bool) [
 	var pending []pendingMemory
 	switch {
 	case len(r.Memory) > 0 && r.MemoryTrace != "":
-		c.p.addf(field(path, "memoryTrace"), "%q given together with memory; give one of them", r.MemoryTrace)
+		c.p.addf(field(path, "memoryTrace"), "%q given together with memory; give one of them", shortText(r.MemoryTrace))
 		return nil
 	case r.MemoryTrace != "":
 		pending = c.traceMemory(field(path, "memoryTrace"), r.MemoryTrace)
@@ -59,7 +59,7 @@ func (c *converter) inlineMemory(path string, raw []rawMemorySegment) []pendingM
 func (c *converter) traceMemory(path, name string) []pendingMemory {
 	rows, err := readTraceRows(tracePath(c.dir, name), "memory trace", memoryTraceHeader)
 	if err != nil {
-		c.p.addf(path, "%q: %v", name, err)
+		c.p.addf(path, "%q: %v", shortText(name), err)
 		return nil
 	}
 	out := make([]pendingMemory, 0, len(rows))

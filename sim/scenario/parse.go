@@ -14,9 +14,9 @@ import (
 // Load reads a scenario file, loads its busy traces (relative to the file's
 // directory) and validates it.
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := readCapped(path, "scenario", MaxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read scenario: %w", err)
+		return nil, err
 	}
 	s, err := Parse(data, filepath.Dir(path))
 	if err != nil {
@@ -28,6 +28,9 @@ func Load(path string) (*Scenario, error) {
 // Parse reads a scenario from YAML. dir is where busyTrace paths are
 // resolved from ("" means the working directory).
 func Parse(data []byte, dir string) (*Scenario, error) {
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("scenario of %d bytes is larger than %d (16 MiB): put long busy lists in busyTrace files", len(data), MaxFileBytes)
+	}
 	var raw rawScenario
 	if err := decode(data, &raw); err != nil {
 		return nil, err
@@ -63,4 +66,22 @@ func decode(data []byte, raw *rawScenario) error {
 		return fmt.Errorf("line %d: a scenario file holds one YAML document, found another", extra.Line)
 	}
 	return nil
+}
+
+// readCapped reads at most limit bytes of a regular file, and fails
+// naming the file when it holds more: the whole file is never read.
+func readCapped(path, what string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", what, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s %s: %w", what, path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s %s is larger than %d bytes (%d MiB): refused", what, path, limit, limit>>20)
+	}
+	return data, nil
 }

@@ -16,7 +16,7 @@ type pendingSegment struct {
 }
 
 func (c *converter) process(path string, r rawProcess, life span) Process {
-	pr := Process{Device: r.Device, Comm: r.Comm}
+	pr := Process{Device: r.Device, Comm: c.text(field(path, "comm"), r.Comm, MaxNameLen, "a process name")}
 	if !r.PID.set() {
 		c.p.addf(field(path, "pid"), "is required")
 	} else if pid, ok := intField(&c.p, field(path, "pid"), r.PID, 0, 1, math.MaxUint32); ok {
@@ -32,7 +32,7 @@ func (c *converter) process(path string, r rawProcess, life span) Process {
 	var pending []pendingSegment
 	switch {
 	case len(r.Busy) > 0 && r.BusyTrace != "":
-		c.p.addf(field(path, "busyTrace"), "%q given together with busy; give one of them", r.BusyTrace)
+		c.p.addf(field(path, "busyTrace"), "%q given together with busy; give one of them", shortText(r.BusyTrace))
 		return pr
 	case r.BusyTrace != "":
 		pending = c.traceSegments(field(path, "busyTrace"), r.BusyTrace)
@@ -98,7 +98,7 @@ func (c *converter) requiredDuration(path string, v rawValue) (time.Duration, bo
 func (c *converter) traceSegments(path, name string) []pendingSegment {
 	rows, err := readTrace(tracePath(c.dir, name))
 	if err != nil {
-		c.p.addf(path, "%q: %v", name, err)
+		c.p.addf(path, "%q: %v", shortText(name), err)
 		return nil
 	}
 	out := make([]pendingSegment, 0, len(rows))

@@ -48,7 +48,7 @@ func (c *converter) sliceDevice(path string, r rawSliceDevice) SliceDevice {
 		v := r.Attributes[k]
 		switch {
 		case strings.TrimSpace(k) == "":
-			c.p.addf(field(path, "attributes"), "%q is not an attribute name", k)
+			c.p.addf(field(path, "attributes"), "%q is not an attribute name", shortText(k))
 		case !v.set():
 			c.p.addf(ap, "has no value (give a string, an integer or a bool)")
 		default:
@@ -101,7 +101,7 @@ func attributeText(p *problems, path string, n *yaml.Node) (string, bool) {
 			return "", false
 		}
 	default:
-		p.addf(path, "%q is not an attribute type: give string, int, bool or version (line %d)", key.Value, key.Line)
+		p.addf(path, "%q is not an attribute type: give string, int, bool or version (line %d)", shortText(key.Value), key.Line)
 		return "", false
 	}
 	return text, true
@@ -123,7 +123,7 @@ func (c *converter) claims(path string, raw []rawClaim) []Claim {
 		}
 		cl := Claim(r)
 		if j, dup := seen[cl]; dup {
-			c.p.addf(cp, "claim %q device %s/%s/%s is already listed by claims[%d] of this container", r.Claim, r.Driver, r.Pool, r.Device, j)
+			c.p.addf(cp, "claim %q device %s/%s/%s is already listed by claims[%d] of this container", shortText(r.Claim), shortText(r.Driver), shortText(r.Pool), shortText(r.Device), j)
 			continue
 		}
 		seen[cl] = i
@@ -155,6 +155,7 @@ func (c *converter) annotationChanges(path string, raw []rawAnnotationChange, po
 		if len(r.Annotations) == 0 {
 			c.p.addf(field(cp, "annotations"), "must give at least one annotation")
 		}
+		c.annotations(field(cp, "annotations"), r.Annotations)
 		out = append(out, AnnotationChange{At: at, Annotations: r.Annotations})
 	}
 	return out

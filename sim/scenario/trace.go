@@ -55,10 +55,21 @@ func readTraceRows(path, what, header string) ([]traceRow, error) {
 		return nil, fmt.Errorf("cannot open %s: %w", what, err)
 	}
 	defer f.Close()
-	if err := requireRegular(what)(f.Stat()); err != nil {
+	st, err := f.Stat()
+	if err := requireRegular(what)(st, err); err != nil {
 		return nil, err
 	}
-	return parseTraceRows(bufio.NewReader(f), header)
+	if st.Size() > MaxTraceBytes {
+		return nil, fmt.Errorf("%s is %d bytes, larger than %d (%d MiB)", what, st.Size(), MaxTraceBytes, MaxTraceBytes>>20)
+	}
+	// The limit holds for a file that grows while it is read, too.
+	rows, err := parseTraceRows(bufio.NewReader(io.LimitReader(f, MaxTraceBytes+1)), header)
+	if err == nil {
+		if pos, serr := f.Seek(0, io.SeekCurrent); serr == nil && pos > MaxTraceBytes {
+			return nil, fmt.Errorf("%s grew past %d bytes (%d MiB) while read", what, MaxTraceBytes, MaxTraceBytes>>20)
+		}
+	}
+	return rows, err
 }
 
 // requireRegular returns a check taking Stat's results directly.
@@ -99,7 +110,7 @@ func parseTraceRows(r io.Reader, header string) ([]traceRow, error) {
 		return nil, fmt.Errorf("cannot read header: %w", err)
 	}
 	if g := strings.Join(got, ","); g != header {
-		return nil, fmt.Errorf("header is %q, want %q", g, header)
+		return nil, fmt.Errorf("header is %q, want %q", shortText(g), header)
 	}
 	var out []traceRow
 	for {
@@ -124,7 +135,7 @@ func parseTraceRow(rec, names []string, line int) (traceRow, error) {
 	for i, name := range names {
 		f, err := strconv.ParseFloat(strings.TrimSpace(rec[i]), 64)
 		if err != nil {
-			return traceRow{}, fmt.Errorf("line %d: %s %q is not a number", line, name, rec[i])
+			return traceRow{}, fmt.Errorf("line %d: %s %q is not a number", line, name, shortText(rec[i]))
 		}
 		row.v[i] = f
 	}

@@ -89,14 +89,14 @@ func checkGPUs(p *problems, gpus []GPU) map[string]deviceRef {
 		}
 		checkGIs(p, path, g.MIGInstances)
 		if d, dup := devices[g.UUID]; dup {
-			p.addf(field(path, "uuid"), "%q is already used by %s", g.UUID, d.path())
+			p.addf(field(path, "uuid"), "%q is already used by %s", shortText(g.UUID), d.path())
 		} else {
 			devices[g.UUID] = deviceRef{gpu: i, mig: -1}
 		}
 		for j, m := range g.MIGInstances {
 			mp := index(field(path, "migInstances"), j)
 			if d, dup := devices[m.UUID]; dup {
-				p.addf(field(mp, "uuid"), "%q is already used by %s", m.UUID, d.path())
+				p.addf(field(mp, "uuid"), "%q is already used by %s", shortText(m.UUID), d.path())
 			} else {
 				devices[m.UUID] = deviceRef{gpu: i, mig: j}
 			}
@@ -129,7 +129,7 @@ func checkResourceSlices(p *problems, rss []ResourceSlice) {
 			path := index(field(index("node.resourceSlices", i), "devices"), j)
 			k := key{rs.Driver, rs.Pool, d.Name}
 			if other, dup := seen[k]; dup {
-				p.addf(field(path, "name"), "%q is already published in pool %q of driver %q by %s", d.Name, rs.Pool, rs.Driver, other)
+				p.addf(field(path, "name"), "%q is already published in pool %q of driver %q by %s", shortText(d.Name), shortText(rs.Pool), shortText(rs.Driver), other)
 			} else {
 				seen[k] = path
 			}
@@ -175,7 +175,7 @@ func checkPods(p *problems, s *Scenario) {
 					names[ct.Name] = index(list.name, j)
 				}
 				if other, dup := ids[ct.ID]; dup {
-					p.addf(field(cp, "id"), "%q is already used by %s", ct.ID, other)
+					p.addf(field(cp, "id"), "%q is already used by %s", shortText(ct.ID), other)
 				} else {
 					ids[ct.ID] = cp
 				}
@@ -194,9 +194,9 @@ func checkDevices(p *problems, s *Scenario, devices map[string]deviceRef, procs 
 		case pr.p.Device == "":
 			// Reported by the converter.
 		case !ok:
-			p.addf(path, "%q is not a GPU or MIG instance of this node", pr.p.Device)
+			p.addf(path, "%q is not a GPU or MIG instance of this node", shortText(pr.p.Device))
 		case d.mig < 0 && s.GPUs[d.gpu].Mode == ModeMIG:
-			p.addf(path, "%q is a GPU in mig mode; name one of its MIG instances", pr.p.Device)
+			p.addf(path, "%q is a GPU in mig mode; name one of its MIG instances", shortText(pr.p.Device))
 		}
 	}
 }
