@@ -79,8 +79,16 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	if f.shutdownTimeout < 0 || f.shutdownTimeout > maxShutdownTimeout {
 		return f, fmt.Errorf("--shutdown-timeout %s must be between 0 and %s", f.shutdownTimeout, maxShutdownTimeout)
 	}
-	if f.poll <= 0 || f.ledgerInterval < f.poll {
-		return f, fmt.Errorf("--poll-interval %s must be positive and at most --ledger-interval %s", f.poll, f.ledgerInterval)
+	// The same bounds as a scenario's: DCGM watches no faster than 100 ms,
+	// and ledger rows are written to the second.
+	if f.poll < 100*time.Millisecond || f.poll > time.Hour {
+		return f, fmt.Errorf("--poll-interval %s must be between 100ms and 1h", f.poll)
+	}
+	if f.ledgerInterval < time.Second || f.ledgerInterval > 24*time.Hour {
+		return f, fmt.Errorf("--ledger-interval %s must be between 1s and 24h", f.ledgerInterval)
+	}
+	if f.ledgerInterval < f.poll {
+		return f, fmt.Errorf("--poll-interval %s must be at most --ledger-interval %s", f.poll, f.ledgerInterval)
 	}
 	return f, nil
 }

@@ -49,3 +49,25 @@ func TestCollectShutdownAndListenFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectIntervalBounds: a poll of a nanosecond (which would spin) or a
+// ledger interval outside 1s..24h is refused with the flag named, as a
+// scenario's intervals are.
+func TestCollectIntervalBounds(t *testing.T) {
+	for _, args := range [][]string{
+		{"--poll-interval", "1ns"},
+		{"--poll-interval", "99ms"},
+		{"--poll-interval", "2h", "--ledger-interval", "3h"},
+		{"--ledger-interval", "500ms", "--poll-interval", "100ms"},
+		{"--ledger-interval", "25h"},
+		{"--poll-interval", "2m", "--ledger-interval", "1m"},
+	} {
+		_, err := parseCollectFlags(append([]string{"--node", "n"}, args...))
+		if err == nil || !strings.Contains(err.Error(), "interval") {
+			t.Errorf("%v: err %v, want one naming the interval flag", args, err)
+		}
+	}
+	if _, err := parseCollectFlags([]string{"--node", "n", "--poll-interval", "100ms", "--ledger-interval", "1s"}); err != nil {
+		t.Errorf("the bounds themselves are allowed: %v", err)
+	}
+}
