@@ -44,6 +44,7 @@ var stories = []story{
 	{"memory-flat-large", memoryFlatLarge},
 	{"memory-sawtooth", memorySawtooth},
 	{"memory-leak-mig", memoryLeakMIG},
+	{"memory-leak-late-pod", memoryLeakLatePod},
 }
 
 // exclusiveBasic: a trainer keeps its GPU ~90% busy, a notebook holds a
