@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpuledger/gpuledger/gpu"
 )
 
 // FindingMemoryGrowth is a container whose GPU memory keeps growing on a
@@ -250,25 +252,17 @@ func (c *cycle) deviceMemory(gi, inst int) float64 {
 }
 
 // migMemoryMiB reads an instance's framebuffer from its profile name
-// ("3g.40gb": 40 GiB), capped at the GPU's: NVML names profiles by their
-// rounded size, so this may be a few percent above the instance's real
-// size on some models (1g.18gb of an H200 holds 17,971 MiB, not 18,432).
-// 0 when the name does not say.
+// ("3g.40gb" and "1c.3g.40gb": 40 GiB, the compute instances of a GPU
+// instance sharing its memory), capped at the GPU's: NVML names profiles
+// by their rounded size, so this may be a few percent above the
+// instance's real size on some models (1g.18gb of an H200 holds 17,971
+// MiB, not 18,432). 0 when the name does not say.
 func migMemoryMiB(profile string, gpuMiB uint64) float64 {
-	_, rest, ok := strings.Cut(profile, ".")
-	if !ok {
+	p, err := gpu.ParseProfile(profile)
+	if err != nil {
 		return 0
 	}
-	rest, _, _ = strings.Cut(rest, "+")
-	gb, ok := strings.CutSuffix(rest, "gb")
-	if !ok {
-		return 0
-	}
-	n, err := strconv.ParseUint(gb, 10, 32)
-	if err != nil || n == 0 {
-		return 0
-	}
-	size := float64(n) * 1024
+	size := float64(p.MemoryGB) * 1024
 	if gpuMiB > 0 {
 		size = min(size, float64(gpuMiB))
 	}

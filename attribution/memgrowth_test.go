@@ -162,7 +162,7 @@ func TestMIGMemoryFromProfile(t *testing.T) {
 		want    float64
 	}{
 		{"1g.10gb", 81920, 10240}, {"3g.40gb", 81920, 40960}, {"1g.10gb+me", 81920, 10240},
-		{"7g.141gb", 143771, 143771}, {"x", 81920, 0}, {"1g.gb", 81920, 0}, {"1g.0gb", 81920, 0},
+		{"7g.141gb", 143771, 143771}, {"1c.3g.40gb", 81920, 40960}, {"x", 81920, 0}, {"1g.gb", 81920, 0}, {"1g.0gb", 81920, 0},
 	} {
 		if got := migMemoryMiB(c.profile, c.gpu); got != c.want {
 			t.Errorf("migMemoryMiB(%q, %d) = %v, want %v", c.profile, c.gpu, got, c.want)

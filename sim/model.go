@@ -9,6 +9,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	gpucat "github.com/gpuledger/gpuledger/gpu"
 	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
@@ -57,7 +58,7 @@ type migInst struct {
 }
 
 // giProfileIDs are the NVML GPU instance profiles of the seven profile
-// shapes, in the order scenario.MIGProfiles lists them.
+// shapes, in the order gpucat.MIGProfiles lists them.
 var giProfileIDs = [7]int{
 	nvml.GPU_INSTANCE_PROFILE_1_SLICE,
 	nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1,
@@ -71,7 +72,7 @@ var giProfileIDs = [7]int{
 // migProfile looks a profile up in the model's table: compute slices,
 // instance memory and NVML profile ID.
 func migProfile(model, profile string) (slices int, memMiB uint64, profileID int, err error) {
-	profiles, err := scenario.MIGProfiles(model)
+	profiles, err := gpucat.MIGProfiles(model)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -87,7 +88,7 @@ func migProfile(model, profile string) (slices int, memMiB uint64, profileID int
 func (n *Node) buildGPUs(sc *scenario.Scenario) error {
 	n.devByUUID = make(map[string]*device)
 	for i, sg := range sc.GPUs {
-		mem, err := scenario.ModelMemoryMiB(sg.Model)
+		mem, err := gpucat.ModelMemoryMiB(sg.Model)
 		if err != nil {
 			return fmt.Errorf("gpus[%d] (%s): %w", i, sg.UUID, err)
 		}

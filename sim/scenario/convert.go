@@ -6,6 +6,8 @@ import (
 	"math"
 	"regexp"
 	"time"
+
+	"github.com/gpuledger/gpuledger/gpu"
 )
 
 // Defaults the contract gives (or the product uses) for optional fields.
@@ -139,9 +141,9 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 	if !gpuUUIDRE.MatchString(r.UUID) {
 		c.p.addf(field(path, "uuid"), "%q is not GPU-<8-4-4-4-12 hex>", r.UUID)
 	}
-	_, knownModel := models[r.Model]
+	knownModel := gpu.KnownModel(r.Model)
 	if !knownModel {
-		c.p.addf(field(path, "model"), "%q is not one of %s", r.Model, modelNames)
+		c.p.addf(field(path, "model"), "%q is not one of %s", r.Model, gpu.ModelNames())
 	}
 	switch r.Mode {
 	case ModeExclusive, ModeTimeslicing, ModeMPS, ModeMIG, ModeHAMi:
@@ -165,7 +167,7 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 		if !migUUIDRE.MatchString(m.UUID) {
 			c.p.addf(field(mp, "uuid"), "%q is not MIG-<8-4-4-4-12 hex>", m.UUID)
 		}
-		if prof, ok := lookupProfile(r.Model, m.Profile); ok {
+		if prof, ok := gpu.LookupProfile(r.Model, m.Profile); ok {
 			slices += prof.Slices
 		} else if knownModel {
 			c.p.addf(field(mp, "profile"), "%q is not a MIG profile of %s", m.Profile, r.Model)
@@ -173,8 +175,8 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 		gi, _ := intField(&c.p, field(mp, "gi"), m.GI, int64(i), 0, math.MaxInt32)
 		g.MIGInstances = append(g.MIGInstances, MIGInstance{UUID: m.UUID, Profile: m.Profile, GI: int(gi)})
 	}
-	if slices > TotalSlices {
-		c.p.addf(field(path, "migInstances"), "profiles use %d compute slices, more than the %d a GPU has", slices, TotalSlices)
+	if slices > gpu.TotalSlices {
+		c.p.addf(field(path, "migInstances"), "profiles use %d compute slices, more than the %d a GPU has", slices, gpu.TotalSlices)
 	}
 	return g
 }
