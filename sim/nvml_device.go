@@ -145,7 +145,10 @@ func (d *device) GetComputeInstanceId() (int, nvml.Return) {
 }
 
 // GetAttributes returns slice counts and memory of a MIG device (the whole
-// GPU's memory on a GPU handle).
+// GPU's memory on a GPU handle). A scenario's MIG instance is a GPU
+// instance whose one compute instance spans it, so the compute and GPU
+// instance slice counts are both the profile's: what the collector
+// charges from either (package gpu), as from the device's name.
 func (d *device) GetAttributes() (nvml.DeviceAttributes, nvml.Return) {
 	if d.mig == nil {
 		return nvml.DeviceAttributes{MemorySizeMB: d.g.totalMiB}, nvml.SUCCESS
