@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -159,3 +160,30 @@ func FuzzProfileFromName(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseProfile: profile names come from drivers, device plugins and
+// scenario files. Any text parses to a profile that writes back as
+// itself and is charged 1 to 7 slices, at most its GPU instance's, or
+// gives an error naming the text; never a panic.
+func FuzzParseProfile(f *testing.F) {
+	for _, s := range []string{"3g.40gb", "1c.3g.40gb", "1g.10gb+me", "1g.10gb+me.all", "4c.3g.40gb", "0g.1gb", "9999g.9999gb", "+", "..", "1c..gb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParseProfile(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), strconvQuote(s)) {
+				t.Fatalf("error %q does not name %q", err, s)
+			}
+			return
+		}
+		if p.String() != s {
+			t.Fatalf("%q writes back as %q", s, p.String())
+		}
+		if n := p.Slices(); n < 1 || n > p.GPUSlices || p.GPUSlices > TotalSlices {
+			t.Fatalf("%q: %d slices of a %d-slice GPU instance", s, n, p.GPUSlices)
+		}
+	})
+}
+
+func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
