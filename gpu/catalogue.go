@@ -86,6 +86,8 @@ func ModelMemoryMiB(modelName string) (uint64, error) {
 }
 
 // LookupProfile finds a GPU-instance profile of a model by name.
+// Compute-instance profiles are not in the catalogue: look up their
+// GPUInstance.
 func LookupProfile(modelName, profile string) (MIGProfile, bool) {
 	profiles, err := MIGProfiles(modelName)
 	if err != nil {

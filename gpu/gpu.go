@@ -83,6 +83,13 @@ func (p Profile) Slices() int {
 	return p.GPUSlices
 }
 
+// GPUInstance is the profile of the GPU instance a compute instance lives
+// in ("3g.40gb" for "1c.3g.40gb"); a plain profile is its own.
+func (p Profile) GPUInstance() Profile {
+	p.Compute = 0
+	return p
+}
+
 // Weight is Slices over TotalSlices.
 func (p Profile) Weight() float64 { return float64(p.Slices()) / TotalSlices }
 

@@ -60,6 +60,9 @@ func TestComputeInstancesShareTheirGPUInstance(t *testing.T) {
 	if w := p.Weight(); w != 1.0/7 {
 		t.Errorf("weight %v, want 1/7", w)
 	}
+	if gi := p.GPUInstance(); gi.String() != "3g.40gb" || gi.Slices() != 3 {
+		t.Errorf("GPU instance of 1c.3g.40gb: %v (%d slices), want 3g.40gb", gi, gi.Slices())
+	}
 }
 
 func TestProfileFromDeviceName(t *testing.T) {

@@ -167,7 +167,9 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 		if !migUUIDRE.MatchString(m.UUID) {
 			c.p.addf(field(mp, "uuid"), "%q is not MIG-<8-4-4-4-12 hex>", m.UUID)
 		}
-		if prof, ok := gpu.LookupProfile(r.Model, m.Profile); ok {
+		// A compute-instance profile (1c.3g.40gb) is one compute instance
+		// alone in its GPU instance (3g.40gb), which it fills.
+		if prof, ok := lookupGPUInstance(r.Model, m.Profile); ok {
 			slices += prof.Slices
 		} else if knownModel {
 			c.p.addf(field(mp, "profile"), "%q is not a MIG profile of %s", m.Profile, r.Model)
@@ -299,4 +301,15 @@ func lifetimeOf(start, end time.Duration, whose string) span {
 func (s span) defaulting(start, end time.Duration) span {
 	s.defStart, s.defEnd = start, end
 	return s
+}
+
+// lookupGPUInstance finds the model's GPU-instance profile of a MIG
+// instance: the profile itself, or for a compute-instance profile
+// (1c.3g.40gb) the GPU instance it lives in (3g.40gb).
+func lookupGPUInstance(model, profile string) (gpu.MIGProfile, bool) {
+	p, err := gpu.ParseProfile(profile)
+	if err != nil {
+		return gpu.MIGProfile{}, false
+	}
+	return gpu.LookupProfile(model, p.GPUInstance().String())
 }

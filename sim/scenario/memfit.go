@@ -55,7 +55,7 @@ func deviceMemoryMiB(s *Scenario, ref deviceRef) (uint64, bool) {
 		mem, err := gpu.ModelMemoryMiB(g.Model)
 		return mem, err == nil
 	}
-	prof, ok := gpu.LookupProfile(g.Model, g.MIGInstances[ref.mig].Profile)
+	prof, ok := lookupGPUInstance(g.Model, g.MIGInstances[ref.mig].Profile)
 	return prof.MemoryMiB, ok
 }
 
