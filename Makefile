@@ -15,7 +15,7 @@ PKGS      := ./...
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: screenshot all build demo test unit race contract lint fmt vet bench fuzz dashboards clean
+.PHONY: screenshot all build demo test unit race contract lint arch fmt vet bench fuzz dashboards clean
 
 all: build
 
@@ -48,9 +48,13 @@ contract: build
 	$(SCORECARD) $(BIN) testdata/scenarios out/contract/scenarios
 	$(SCORECARD) $(BIN) testdata/review out/contract/review
 
-lint: fmt vet
+lint: fmt vet arch
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./...; \
 	else echo "golangci-lint not installed; ran gofmt and go vet only"; fi
+
+## arch: every package's imports follow the table in docs/ARCHITECTURE.md.
+arch:
+	$(GO) test -count=1 ./internal/archtest/
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

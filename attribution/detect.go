@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -229,9 +230,14 @@ func (d *detectors) ingest(prev, now int64, gc *GPUCycle) {
 		for _, p := range d.noisyP {
 			ent.noisy[mod(p.k, d.noisy.slots())].add(p.k, p.f, ent)
 		}
-		ent.mem.sample(d.memK, d.memR.n)
+		ent.mem.sample(d.memK, d.memR, now-heldNs(ent.held, now-prev), now)
 	}
 	d.seen = seen[:0]
+}
+
+// heldNs converts a cycle's held seconds to ns, at most the cycle's span.
+func heldNs(held float64, span int64) int64 {
+	return min(int64(math.Round(held*1e9)), span)
 }
 
 // noBucket marks a bucket slot that holds nothing yet.

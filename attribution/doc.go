@@ -4,7 +4,8 @@
 // over aligned intervals, and runs the idle-allocation and noisy-neighbour
 // detectors.
 //
-// It imports the standard library only and does no I/O: no clocks, no
+// It imports the standard library and package gpu (the MIG profile
+// catalogue, itself standard library only) and does no I/O: no clocks, no
 // logging, no device access. Everything it knows arrives in an Observation
 // (observation.go) and everything it says leaves in a CycleResult (row.go),
 // so the same code runs in the DaemonSet, in the simulator and in tests.

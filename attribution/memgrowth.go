@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpuledger/gpuledger/gpu"
 )
 
 // FindingMemoryGrowth is a container whose GPU memory keeps growing on a
@@ -64,13 +66,16 @@ type memEnt struct {
 	cur              float64 // MiB its rows hold this cycle
 	openMin, openMax float64
 	openK            int64 // noBucket until the first sample
+	openHeld         int64 // ns of the open bucket the container held the device
 	env              []memBucket
 }
 
-// memBucket is the lowest and highest memory sampled in bucket k.
+// memBucket is the lowest and highest memory sampled in bucket k, and how
+// long (ns) the container held the device within it.
 type memBucket struct {
 	k        int64
 	min, max float64
+	held     int64
 }
 
 // memPiece finds the bucket the memory read at the end of the cycle
@@ -79,42 +84,61 @@ func (d *detectors) memPiece(now int64) {
 	d.memK = floorDiv(now-1, d.memR.b)
 }
 
-// sample records this cycle's memory in bucket k of a ring of n.
-func (m *memEnt) sample(k int64, n int) {
+// sample records this cycle's memory in bucket k of ring r, and that the
+// container held the device over (heldFrom, now]: the end of the cycle,
+// as the allocation's overlap is the window clipped to the pod's start.
+// A cycle straddling a bucket boundary gives each bucket its part.
+func (m *memEnt) sample(k int64, r ringSpec, heldFrom, now int64) {
 	if m.openK == k {
 		m.openMin, m.openMax = min(m.openMin, m.cur), max(m.openMax, m.cur)
+		m.openHeld += heldIn(heldFrom, now, k, r.b)
 		return
 	}
-	if len(m.env) != n {
-		m.env = make([]memBucket, n)
+	if len(m.env) != r.n {
+		m.env = make([]memBucket, r.n)
 		for i := range m.env {
 			m.env[i].k = noBucket
 		}
 	}
 	if m.openK != noBucket {
-		m.env[mod(m.openK, n)] = memBucket{k: m.openK, min: m.openMin, max: m.openMax}
+		m.env[mod(m.openK, r.n)] = memBucket{k: m.openK, min: m.openMin, max: m.openMax,
+			held: m.openHeld + heldIn(heldFrom, now, m.openK, r.b)}
 	}
 	m.openK, m.openMin, m.openMax = k, m.cur, m.cur
+	m.openHeld = heldIn(heldFrom, now, k, r.b)
 }
 
-// bucket returns bucket k, open or past; false when it holds nothing.
-func (m *memEnt) bucket(k int64, n int) (memBucket, bool) {
-	if m.openK == k {
-		return memBucket{k: k, min: m.openMin, max: m.openMax}, true
-	}
-	if len(m.env) != n {
-		return memBucket{}, false
-	}
-	b := m.env[mod(k, n)]
-	return b, b.k == k
+// heldIn is how much of (from, to] falls in bucket k of length b (ns).
+func heldIn(from, to, k, b int64) int64 {
+	return max(min(to, (k+1)*b)-max(from, k*b), 0)
 }
+
+// bucket returns bucket k, open or past; false when it holds nothing or
+// the container did not hold the device for all of it. A partly held
+// bucket would let a window start before the pod existed: a sample taken
+// at the pod's first instant lands in the bucket ending then.
+func (m *memEnt) bucket(k int64, r ringSpec) (memBucket, bool) {
+	b := memBucket{k: k, min: m.openMin, max: m.openMax, held: m.openHeld}
+	if m.openK != k {
+		if len(m.env) != r.n {
+			return memBucket{}, false
+		}
+		b = m.env[mod(k, r.n)]
+	}
+	return b, b.k == k && b.held >= r.b-heldSlack(r.b)
+}
+
+// heldSlack is what the held time of a whole bucket may miss by: the
+// allocation's overlap reaches the detector as float seconds, so a
+// bucket held throughout may sum to a few ns short.
+func heldSlack(b int64) int64 { return max(b/1_000_000, 1_000) }
 
 // rose reports whether the lowest memory of the last bucket before end is
 // at least minGrowth above that of the window's first, both present.
 func (m *memEnt) rose(end int64, r ringSpec, minGrowth float64) bool {
 	kEnd := floorDiv(end, r.b)
-	first, ok1 := m.bucket(kEnd-int64(r.n), r.n)
-	last, ok2 := m.bucket(kEnd-1, r.n)
+	first, ok1 := m.bucket(kEnd-int64(r.n), r)
+	last, ok2 := m.bucket(kEnd-1, r)
 	return ok1 && ok2 && last.min-first.min >= minGrowth
 }
 
@@ -126,7 +150,7 @@ func (m *memEnt) envelope(end int64, r ringSpec, env, spread []float64) ([]float
 	env, spread = env[:0], spread[:0]
 	kEnd := floorDiv(end, r.b)
 	for j := int64(r.n); j >= 1; j-- {
-		b, ok := m.bucket(kEnd-j, r.n)
+		b, ok := m.bucket(kEnd-j, r)
 		if !ok {
 			return env, spread, false
 		}
@@ -228,25 +252,17 @@ func (c *cycle) deviceMemory(gi, inst int) float64 {
 }
 
 // migMemoryMiB reads an instance's framebuffer from its profile name
-// ("3g.40gb": 40 GiB), capped at the GPU's: NVML names profiles by their
-// rounded size, so this may be a few percent above the instance's real
-// size on some models (1g.18gb of an H200 holds 17,971 MiB, not 18,432).
-// 0 when the name does not say.
+// ("3g.40gb" and "1c.3g.40gb": 40 GiB, the compute instances of a GPU
+// instance sharing its memory), capped at the GPU's: NVML names profiles
+// by their rounded size, so this may be a few percent above the
+// instance's real size on some models (1g.18gb of an H200 holds 17,971
+// MiB, not 18,432). 0 when the name does not say.
 func migMemoryMiB(profile string, gpuMiB uint64) float64 {
-	_, rest, ok := strings.Cut(profile, ".")
-	if !ok {
+	p, err := gpu.ParseProfile(profile)
+	if err != nil {
 		return 0
 	}
-	rest, _, _ = strings.Cut(rest, "+")
-	gb, ok := strings.CutSuffix(rest, "gb")
-	if !ok {
-		return 0
-	}
-	n, err := strconv.ParseUint(gb, 10, 32)
-	if err != nil || n == 0 {
-		return 0
-	}
-	size := float64(n) * 1024
+	size := float64(p.MemoryGB) * 1024
 	if gpuMiB > 0 {
 		size = min(size, float64(gpuMiB))
 	}

@@ -162,10 +162,90 @@ func TestMIGMemoryFromProfile(t *testing.T) {
 		want    float64
 	}{
 		{"1g.10gb", 81920, 10240}, {"3g.40gb", 81920, 40960}, {"1g.10gb+me", 81920, 10240},
-		{"7g.141gb", 143771, 143771}, {"x", 81920, 0}, {"1g.gb", 81920, 0}, {"1g.0gb", 81920, 0},
+		{"7g.141gb", 143771, 143771}, {"1c.3g.40gb", 81920, 40960}, {"x", 81920, 0}, {"1g.gb", 81920, 0}, {"1g.0gb", 81920, 0},
 	} {
 		if got := migMemoryMiB(c.profile, c.gpu); got != c.want {
 			t.Errorf("migMemoryMiB(%q, %d) = %v, want %v", c.profile, c.gpu, got, c.want)
 		}
+	}
+}
+
+// TestMemoryGrowthNotBeforeThePodStarted: a leaker whose pod starts 3
+// minutes into the run on a time-sliced GPU, with the default 30-minute
+// window (3-minute buckets aligned to t0). Its first whole window is
+// (3:00, 33:00]: the episode must start at 3:00, never at 0:00, where the
+// sample taken at the pod's first instant (the cycle ending at 3:00, of
+// which it held nothing) used to file the bucket (0:00, 3:00] as held.
+func TestMemoryGrowthNotBeforeThePodStarted(t *testing.T) {
+	const podStart, end = 180, 2340
+	g := gpuID(1)
+	uid := "00000000-0000-4000-8000-000000000001"
+	obs := func(prev, now float64) Observation {
+		o := newObs(at(prev), at(now)).label(LabelSharingStrategy, "time-slicing").label(LabelReplicas, "4")
+		o.wholeGPU(g, rep(10, int(now-prev))...)
+		if now >= podStart {
+			o.pod("ns", "late-leaker", uid, at(podStart), nil, nil, "main").alloc("ns", "late-leaker", "main", "nvidia.com/gpu", g+"::0")
+			o.proc(100, g, g, leak(4000)(now-podStart), uid, "main", "python")
+		}
+		return o.Observation
+	}
+	e := NewEngine(Config{})
+	e.Observe(obs(0, 0))
+	var all []Finding
+	firstFlag := -1
+	for s := 1; s <= end; s++ {
+		res := e.Observe(obs(float64(s-1), float64(s)))
+		all = append(all, res.Findings...)
+		if firstFlag < 0 && len(memFindings(res.Active)) > 0 {
+			firstFlag = s
+		}
+	}
+	all = append(all, e.Flush(at(end)).Findings...)
+	f, ok := memFindings(all)["late-leaker"]
+	if !ok {
+		t.Fatalf("the leak was not flagged: %+v", all)
+	}
+	if f.Start.Before(at(podStart)) {
+		t.Errorf("episode starts at %v, before its pod started at %v", f.Start, at(podStart))
+	}
+	if !f.Start.Equal(at(podStart)) || !f.End.Equal(at(end)) {
+		t.Errorf("episode [%v, %v], want [%v, %v]", f.Start, f.End, at(podStart), at(end))
+	}
+	// Flagged at the end of its first whole window, 30 minutes after the
+	// pod started, not 27.
+	if want := podStart + 1800; firstFlag != want {
+		t.Errorf("first flagged at %d s, want %d s", firstFlag, want)
+	}
+}
+
+// TestMemoryGrowthNeedsWholeBuckets: a pod starting half a bucket in
+// (1:30) holds the device for half of (0:00, 3:00] only, so its first
+// window is (3:00, 33:00], not (0:00, 30:00].
+func TestMemoryGrowthNeedsWholeBuckets(t *testing.T) {
+	const podStart, end = 90, 2100
+	g := gpuID(1)
+	uid := "00000000-0000-4000-8000-000000000001"
+	obs := func(prev, now float64) Observation {
+		o := newObs(at(prev), at(now)).label(LabelSharingStrategy, "time-slicing").label(LabelReplicas, "4")
+		o.wholeGPU(g, rep(10, int(now-prev))...)
+		if now >= podStart {
+			o.pod("ns", "late-leaker", uid, at(podStart), nil, nil, "main").alloc("ns", "late-leaker", "main", "nvidia.com/gpu", g+"::0")
+			o.proc(100, g, g, leak(4000)(now-podStart), uid, "main", "python")
+		}
+		return o.Observation
+	}
+	e := NewEngine(Config{})
+	e.Observe(obs(0, 0))
+	var all []Finding
+	for s := 1; s <= end; s++ {
+		all = append(all, e.Observe(obs(float64(s-1), float64(s))).Findings...)
+	}
+	all = append(all, e.Flush(at(end)).Findings...)
+	f, ok := memFindings(all)["late-leaker"]
+	if !ok {
+		t.Fatalf("the leak was not flagged: %+v", all)
+	}
+	if !f.Start.Equal(at(180)) {
+		t.Errorf("episode starts at %v, want %v (the first bucket it held whole)", f.Start, at(180))
 	}
 }

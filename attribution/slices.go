@@ -3,6 +3,8 @@ package attribution
 import (
 	"strconv"
 	"strings"
+
+	"github.com/gpuledger/gpuledger/gpu"
 )
 
 // hamiParse is a cached parse of one HAMi annotation value.
@@ -343,26 +345,22 @@ func (e *Engine) replicas(resource, device string) (n int, estimated bool) {
 }
 
 // migWeight is w(i), the instance's compute slices over the GPU's seven.
-// Where NVML gave no slice count the profile name ("3g.40gb") says it.
+// Where NVML gave no slice count the profile name ("3g.40gb") says it; a
+// compute-instance profile ("1c.3g.40gb") counts its own compute slices
+// (package gpu says why).
 func migWeight(m *MIGInstance) float64 {
 	s := m.Slices
-	if s <= 0 || s > 7 {
+	if s <= 0 || s > gpu.TotalSlices {
 		s = profileSlices(m.Profile)
 	}
-	return float64(s) / 7
+	return float64(s) / gpu.TotalSlices
 }
 
+// profileSlices is what a profile name is charged; 1 slice when the name
+// does not parse, the least an instance can be.
 func profileSlices(profile string) int {
-	n, _, ok := strings.Cut(profile, "g.")
-	if !ok {
-		return 1
-	}
-	// Profiles like "1c.3g.40gb" name compute slices in the "c" part.
-	if c, _, ok := strings.Cut(n, "c."); ok {
-		n = c
-	}
-	s, err := strconv.Atoi(n)
-	if err != nil || s <= 0 || s > 7 {
+	s, err := gpu.ProfileSlices(profile)
+	if err != nil {
 		return 1
 	}
 	return s

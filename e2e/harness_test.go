@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuledger/gpuledger/alerts"
 	"github.com/gpuledger/gpuledger/internal/testenv"

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
@@ -112,12 +114,18 @@ func TestMIGProfileLookup(t *testing.T) {
 		{"A100-SXM4-40GB", "1g.5gb+me", 1, 5120, true},
 		{"H200-141GB", "7g.141gb", 7, 143771, true},
 		{"A100-SXM4-80GB", "1g.5gb", 0, 0, false},
+		{"A100-SXM4-80GB", "4c.3g.40gb", 0, 0, false},
 		{"V100", "1g.10gb", 0, 0, false},
 	}
 	for _, c := range cases {
-		s, m, _, err := migProfile(c.model, c.profile)
-		if (err == nil) != c.ok || s != c.slices || m != c.mem {
-			t.Errorf("migProfile(%q, %q) = %d, %d, %v; want %d, %d, ok=%v", c.model, c.profile, s, m, err, c.slices, c.mem, c.ok)
+		s, ci, m, _, err := migProfile(c.model, c.profile)
+		if (err == nil) != c.ok || s != c.slices || ci != c.slices || m != c.mem {
+			t.Errorf("migProfile(%q, %q) = %d, %d, %d, %v; want %d, %d, ok=%v", c.model, c.profile, s, ci, m, err, c.slices, c.mem, c.ok)
 		}
+	}
+	// A compute instance alone in its GPU instance: the GPU instance's
+	// slices and memory, its own compute slice.
+	if s, ci, m, id, err := migProfile("A100-SXM4-80GB", "1c.3g.40gb"); err != nil || s != 3 || ci != 1 || m != 40960 || id != nvml.GPU_INSTANCE_PROFILE_3_SLICE {
+		t.Errorf("migProfile(1c.3g.40gb) = %d, %d, %d, %d, %v; want 3, 1, 40960, the 3-slice profile", s, ci, m, id, err)
 	}
 }

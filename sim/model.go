@@ -9,6 +9,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	gpucat "github.com/gpuledger/gpuledger/gpu"
 	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
@@ -42,22 +43,25 @@ type gpu struct {
 
 func (g *gpu) isMIG() bool { return g.mode == scenario.ModeMIG }
 
-// migInst is one MIG instance (one GPU instance with one compute instance).
+// migInst is one MIG instance: one GPU instance with one compute
+// instance, which spans it (3g.40gb) or, for a compute-instance profile
+// (1c.3g.40gb), takes part of its compute slices.
 type migInst struct {
 	gpu       *gpu
 	giID      int // the scenario's gi: NVML's and DCGM's GPU-instance ID
 	uuid      string
 	profile   string
-	slices    int
+	slices    int // the GPU instance's
+	ciSlices  int // the compute instance's: what it is charged
 	memMiB    uint64
 	profileID int
-	weight    float64 // slices / 7
+	weight    float64 // ciSlices / 7
 	grp       *group
 	dev       *device
 }
 
 // giProfileIDs are the NVML GPU instance profiles of the seven profile
-// shapes, in the order scenario.MIGProfiles lists them.
+// shapes, in the order gpucat.MIGProfiles lists them.
 var giProfileIDs = [7]int{
 	nvml.GPU_INSTANCE_PROFILE_1_SLICE,
 	nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1,
@@ -68,26 +72,33 @@ var giProfileIDs = [7]int{
 	nvml.GPU_INSTANCE_PROFILE_7_SLICE,
 }
 
-// migProfile looks a profile up in the model's table: compute slices,
-// instance memory and NVML profile ID.
-func migProfile(model, profile string) (slices int, memMiB uint64, profileID int, err error) {
-	profiles, err := scenario.MIGProfiles(model)
+// migProfile looks a profile up in the model's table: the GPU instance's
+// slices, the compute instance's (the same but for a compute-instance
+// profile such as 1c.3g.40gb), the instance's memory and NVML's GPU
+// instance profile ID.
+func migProfile(model, profile string) (giSlices, ciSlices int, memMiB uint64, profileID int, err error) {
+	parsed, err := gpucat.ParseProfile(profile)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
+	profiles, err := gpucat.MIGProfiles(model)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	giName := parsed.GPUInstance().String()
 	for i, p := range profiles {
-		if p.Name == profile && i < len(giProfileIDs) {
-			return p.Slices, p.MemoryMiB, giProfileIDs[i], nil
+		if p.Name == giName && i < len(giProfileIDs) {
+			return p.Slices, parsed.Slices(), p.MemoryMiB, giProfileIDs[i], nil
 		}
 	}
-	return 0, 0, 0, fmt.Errorf("MIG profile %q does not exist on %s", profile, model)
+	return 0, 0, 0, 0, fmt.Errorf("MIG profile %q does not exist on %s", profile, model)
 }
 
 // buildGPUs creates the GPUs and MIG instances and indexes them by UUID.
 func (n *Node) buildGPUs(sc *scenario.Scenario) error {
 	n.devByUUID = make(map[string]*device)
 	for i, sg := range sc.GPUs {
-		mem, err := scenario.ModelMemoryMiB(sg.Model)
+		mem, err := gpucat.ModelMemoryMiB(sg.Model)
 		if err != nil {
 			return fmt.Errorf("gpus[%d] (%s): %w", i, sg.UUID, err)
 		}
@@ -125,13 +136,13 @@ func (n *Node) buildGPUs(sc *scenario.Scenario) error {
 }
 
 func (n *Node) buildMIG(g *gpu, sm scenario.MIGInstance) (*migInst, error) {
-	slices, mem, id, err := migProfile(g.model, sm.Profile)
+	slices, ciSlices, mem, id, err := migProfile(g.model, sm.Profile)
 	if err != nil {
 		return nil, err
 	}
 	m := &migInst{
 		gpu: g, giID: sm.GI, uuid: sm.UUID, profile: sm.Profile,
-		slices: slices, memMiB: mem, profileID: id, weight: float64(slices) / 7,
+		slices: slices, ciSlices: ciSlices, memMiB: mem, profileID: id, weight: float64(ciSlices) / gpucat.TotalSlices,
 		grp: &group{},
 	}
 	m.dev = n.newDevice(g, m)

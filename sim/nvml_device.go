@@ -145,15 +145,19 @@ func (d *device) GetComputeInstanceId() (int, nvml.Return) {
 }
 
 // GetAttributes returns slice counts and memory of a MIG device (the whole
-// GPU's memory on a GPU handle).
+// GPU's memory on a GPU handle). A scenario's MIG instance is a GPU
+// instance with one compute instance: spanning it (3g.40gb: both counts
+// 3) or, for a compute-instance profile, part of it (1c.3g.40gb: GPU
+// instance 3, compute instance 1). The collector charges the compute
+// count, as it does the device's name (package gpu).
 func (d *device) GetAttributes() (nvml.DeviceAttributes, nvml.Return) {
 	if d.mig == nil {
 		return nvml.DeviceAttributes{MemorySizeMB: d.g.totalMiB}, nvml.SUCCESS
 	}
-	s := uint32(d.mig.slices)
+	s, c := uint32(d.mig.slices), uint32(d.mig.ciSlices)
 	return nvml.DeviceAttributes{
-		GpuInstanceSliceCount: s, ComputeInstanceSliceCount: s,
-		MultiprocessorCount: 14 * s, SharedCopyEngineCount: s,
+		GpuInstanceSliceCount: s, ComputeInstanceSliceCount: c,
+		MultiprocessorCount: 14 * c, SharedCopyEngineCount: s,
 		MemorySizeMB: d.mig.memMiB,
 	}, nvml.SUCCESS
 }

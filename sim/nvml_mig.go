@@ -61,8 +61,8 @@ func (gi *gpuInstance) GetComputeInstanceById(id int) (nvml.ComputeInstance, nvm
 // GetInfo describes the compute instance.
 func (ci *computeInstance) GetInfo() (nvml.ComputeInstanceInfo, nvml.Return) {
 	return nvml.ComputeInstanceInfo{
-		Device: ci.gi.m.gpu.dev, GpuInstance: ci.gi, Id: 0, ProfileId: uint32(computeProfileID(ci.gi.m.slices)),
-		Placement: nvml.ComputeInstancePlacement{Size: uint32(ci.gi.m.slices)},
+		Device: ci.gi.m.gpu.dev, GpuInstance: ci.gi, Id: 0, ProfileId: uint32(computeProfileID(ci.gi.m.ciSlices)),
+		Placement: nvml.ComputeInstancePlacement{Size: uint32(ci.gi.m.ciSlices)},
 	}, nvml.SUCCESS
 }
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/advisor/whatif"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
-	"github.com/gpuledger/gpuledger/sim/scenario"
+	"github.com/gpuledger/gpuledger/gpu"
 )
 
 // Kind is what a recommendation proposes.
@@ -363,17 +363,17 @@ func (a *Advisor) keep(s stats, book *pricebook.Book, why string) Recommendation
 
 // migProfile is the smallest profile of model with at least need GPUs of
 // compute and memMiB of memory.
-func migProfile(model string, need, memMiB float64) (scenario.MIGProfile, bool, error) {
-	profiles, err := scenario.MIGProfiles(model)
+func migProfile(model string, need, memMiB float64) (gpu.MIGProfile, bool, error) {
+	profiles, err := gpu.MIGProfiles(model)
 	if err != nil {
-		return scenario.MIGProfile{}, false, err
+		return gpu.MIGProfile{}, false, err
 	}
 	for _, pr := range profiles { // ordered by size
-		if float64(pr.Slices)/scenario.TotalSlices+1e-12 >= need && float64(pr.MemoryMiB) >= memMiB {
+		if float64(pr.Slices)/gpu.TotalSlices+1e-12 >= need && float64(pr.MemoryMiB) >= memMiB {
 			return pr, true, nil
 		}
 	}
-	return scenario.MIGProfile{}, false, nil
+	return gpu.MIGProfile{}, false, nil
 }
 
 // rightSize proposes per-replica MIG instances (or, on a model without
@@ -385,17 +385,17 @@ func (a *Advisor) rightSize(ctx context.Context, s stats, book *pricebook.Book, 
 	pr, found, err := migProfile(s.u.key.model, need, s.u.memPeakMiB)
 	switch {
 	case err == nil && found:
-		after := big.NewRat(int64(s.replicas*pr.Slices), scenario.TotalSlices)
+		after := big.NewRat(int64(s.replicas*pr.Slices), gpu.TotalSlices)
 		if f, _ := after.Float64(); !smaller(f, s.beforeGPUs) {
 			return r, false
 		}
 		r.After = fmt.Sprintf("%d × MIG %s (%d/7 GPU each, %s GPU)", s.replicas, pr.Name, pr.Slices, after.FloatString(3))
 		finish(&r, []stats{s}, after)
-		c := float32(float64(pr.Slices) / scenario.TotalSlices)
+		c := float32(float64(pr.Slices) / gpu.TotalSlices)
 		r.Contention = replay([][]float32{s.u.maxRep}, [][]float32{s.u.held}, c)
 		r.Evidence = append(r.Evidence, fmt.Sprintf("p%g per-replica usage %.3f GPU + %.0f%% headroom fits %s (%d/7 GPU, %d MiB); peak memory %.0f MiB",
 			a.opt.Percentile*100, s.p99, a.opt.Headroom*100, pr.Name, pr.Slices, pr.MemoryMiB, s.u.memPeakMiB))
-		a.latency(ctx, &r, []stats{s}, whatif.MIG, float64(pr.Slices)/scenario.TotalSlices, min(s.replicas, scenario.TotalSlices/pr.Slices))
+		a.latency(ctx, &r, []stats{s}, whatif.MIG, float64(pr.Slices)/gpu.TotalSlices, min(s.replicas, gpu.TotalSlices/pr.Slices))
 		return r, true
 	case err == nil || migOnly:
 		return r, false
@@ -405,7 +405,7 @@ func (a *Advisor) rightSize(ctx context.Context, s stats, book *pricebook.Book, 
 	if k < 2 || !smaller(1/float64(k), s.share) {
 		return r, false
 	}
-	if mem, err := scenario.ModelMemoryMiB(s.u.key.model); err == nil && float64(k)*s.u.memPeakMiB > float64(mem) {
+	if mem, err := gpu.ModelMemoryMiB(s.u.key.model); err == nil && float64(k)*s.u.memPeakMiB > float64(mem) {
 		return r, false
 	} else if err != nil {
 		r.Incomplete = append(r.Incomplete, fmt.Sprintf("GPU model %s has no known memory size: memory fit of %d replicas per GPU not checked", s.u.key.model, k))
@@ -466,7 +466,7 @@ func (a *Advisor) teamGroup(ctx context.Context, ss []stats, book *pricebook.Boo
 	}
 	g := max(1, int(math.Ceil(p99*(1+a.opt.Headroom)-1e-9)))
 	var memNote string
-	if mem, err := scenario.ModelMemoryMiB(ss[0].u.key.model); err == nil {
+	if mem, err := gpu.ModelMemoryMiB(ss[0].u.key.model); err == nil {
 		if m := int(math.Ceil(memNeed / float64(mem))); m > g {
 			g, memNote = m, fmt.Sprintf("; memory: %d replicas at their peak need %.0f MiB, %d GPU(s)", replicas, memNeed, m)
 		}
@@ -633,14 +633,14 @@ func migPacking(rs []Recommendation) []MIGPacking {
 			by[r.Model] = m
 		}
 		m.Instances += r.Replicas
-		m.Slices += int(math.Round(r.AfterGPUs * scenario.TotalSlices))
+		m.Slices += int(math.Round(r.AfterGPUs * gpu.TotalSlices))
 	}
 	var out []MIGPacking
 	for _, k := range sortedSet(by) {
 		m := by[k]
 		// Slices of different profiles pack onto 7-slice GPUs; first-fit
 		// is not always exact, the ceiling is the lower bound.
-		m.GPUs = (m.Slices + scenario.TotalSlices - 1) / scenario.TotalSlices
+		m.GPUs = (m.Slices + gpu.TotalSlices - 1) / gpu.TotalSlices
 		out = append(out, *m)
 	}
 	return out

@@ -2,9 +2,10 @@ package advise
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/gpuledger/gpuledger/workload"
 )
 
 // ServiceTimeAnnotation declares the compute time of one request on a
@@ -47,42 +48,15 @@ type Pod struct {
 	Annotations map[string]string
 }
 
-// Owner resolution without pod metadata: the name a controller gives its
-// pods, minus the suffix it adds. Kubernetes draws generated suffixes and
-// pod-template hashes from an alphabet without vowels or 0, 1, 3 (so they
-// never spell words): "llm-serve" keeps its "-serve".
-const safe = `[bcdfghjklmnpqrstvwxz2456789]`
-
-var (
-	// Deployment -> ReplicaSet -> pod: <deploy>-<template hash>-<5 chars>.
-	replicaSetPod = regexp.MustCompile(`^(.+)-` + safe + `{6,10}-` + safe + `{5}$`)
-	// StatefulSet: <name>-<ordinal>.
-	statefulSetPod = regexp.MustCompile(`^(.+)-[0-9]+$`)
-	// Job, DaemonSet, bare ReplicaSet: <name>-<5 chars>.
-	generatedPod = regexp.MustCompile(`^(.+)-` + safe + `{5}$`)
-	// Deployment's ReplicaSet name: <deploy>-<template hash>.
-	replicaSetName = regexp.MustCompile(`^(.+)-` + safe + `{6,10}$`)
-)
-
 // WorkloadName names the workload a pod belongs to: its owning
-// controller when known (a ReplicaSet is named after its Deployment),
-// else the pod name minus a controller's suffix (a heuristic: it can
-// merge a pod that merely looks generated with its namesakes), else the
-// pod.
+// controller when known (a Deployment's ReplicaSet and a CronJob's Job are
+// named after the Deployment and the CronJob), else the pod name minus a
+// controller's suffix (package workload, the one heuristic the FOCUS
+// export uses too), else the pod.
 func WorkloadName(pod string, meta *Pod) string {
 	if meta != nil && meta.Owner != "" {
 		kind, name, _ := strings.Cut(meta.Owner, "/")
-		if kind == "ReplicaSet" {
-			if m := replicaSetName.FindStringSubmatch(name); m != nil {
-				return m[1]
-			}
-		}
-		return name
+		return workload.FromOwner(kind, name)
 	}
-	for _, re := range []*regexp.Regexp{replicaSetPod, statefulSetPod, generatedPod} {
-		if m := re.FindStringSubmatch(pod); m != nil {
-			return m[1]
-		}
-	}
-	return pod
+	return workload.FromPod(pod)
 }

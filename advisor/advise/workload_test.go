@@ -19,13 +19,16 @@ func TestWorkloadName(t *testing.T) {
 		{"db-0", nil, "db"},                             // StatefulSet
 		{"trainer-12", nil, "trainer"},                  // StatefulSet
 		{"backfill-x2q4z", nil, "backfill"},             // Job
+		{"train-28391230-x7k2p", nil, "train"},          // CronJob's Job
+		{"agent-x7k2p", nil, "agent"},                   // DaemonSet
 		{"llm-serve", nil, "llm-serve"},                 // "serve" has a vowel: not generated
 		{"notebook-alice", nil, "notebook-alice"},       // a person's name stays
 		{"solo", nil, "solo"},                           // bare pod
 		{"web-7d4b9c8f6d-x2q4z", &Pod{Owner: "ReplicaSet/web-7d4b9c8f6d"}, "web"},
 		{"whatever", &Pod{Owner: "StatefulSet/db"}, "db"},
 		{"batch-abc", &Pod{Owner: "Job/batch"}, "batch"},
-		{"x", &Pod{}, "x"}, // metadata without an owner
+		{"train-28391230-x7k2p", &Pod{Owner: "Job/train-28391230"}, "train"}, // a CronJob's Job
+		{"x", &Pod{}, "x"},                                                   // metadata without an owner
 	} {
 		if got := WorkloadName(c.pod, c.meta); got != c.want {
 			t.Errorf("WorkloadName(%q, %+v) = %q, want %q", c.pod, c.meta, got, c.want)

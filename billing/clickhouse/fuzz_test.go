@@ -68,7 +68,7 @@ func FuzzBuckets(f *testing.F) {
 		}
 		loc, err := time.LoadLocation(fuzzZones[int(zone)%len(fuzzZones)])
 		if err != nil {
-			t.Skip(err)
+			t.Fatal(err)
 		}
 		sizes := []string{ledger.BucketNone, ledger.BucketHour, ledger.BucketDay, ledger.BucketMonth}
 		sz := sizes[int(size)%len(sizes)]

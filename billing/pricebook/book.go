@@ -76,8 +76,7 @@ func (b *Book) MemoryMiBFor(model string) (int64, bool) {
 	if m, ok := b.MemoryMiB[model]; ok {
 		return m, true
 	}
-	m, ok := builtinMemoryMiB[model]
-	return m, ok
+	return builtinMemoryMiB(model)
 }
 
 // SlotRateFor returns the monthly slot price of a model under policy flat.

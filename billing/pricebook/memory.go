@@ -1,16 +1,18 @@
 package pricebook
 
+import "github.com/gpuledger/gpuledger/gpu"
+
 // builtinMemoryMiB is the device memory NVML reports (MiB) for the models
-// the simulator and the docs use, so a memory-weighted book need not list
-// them. They match sim/scenario's model table (TestBuiltinMemory
-// checks): the report must divide by what the collector's devices hold.
-// Any other model needs a memoryMiB entry once it has memory-weighted
-// charges; guessing a size would misprice every container on it.
-var builtinMemoryMiB = map[string]int64{
-	"A100-SXM4-40GB": 40960,
-	"A100-SXM4-80GB": 81920,
-	"H100-SXM5-80GB": 81920,
-	"H200-141GB":     143771,
+// of the gpu catalogue, so a memory-weighted book need not list them: the
+// report divides by what the collector's devices hold. Any other model
+// needs a memoryMiB entry once it has memory-weighted charges; guessing a
+// size would misprice every container on it.
+func builtinMemoryMiB(model string) (int64, bool) {
+	m, err := gpu.ModelMemoryMiB(model)
+	if err != nil {
+		return 0, false
+	}
+	return int64(m), true
 }
 
 // maxMemoryMiB bounds a memoryMiB entry: 2^30 MiB is an exabyte, far past

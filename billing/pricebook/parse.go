@@ -9,7 +9,7 @@ import (
 	"time"
 	_ "time/tzdata" // invoice periods must not depend on the host's zoneinfo
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // maxFileSize bounds a price book: a few hundred models fit in a few KiB.

@@ -3,8 +3,6 @@ package pricebook
 import (
 	"math/big"
 	"testing"
-
-	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
 func TestParseMemoryWeighted(t *testing.T) {
@@ -96,14 +94,18 @@ func TestParsePolicyErrors(t *testing.T) {
 	runErrorCases(t, cases)
 }
 
-// TestBuiltinMemory: the built-in sizes are the simulator's, so a
-// memory-weighted report divides by what the collector's devices hold.
+// TestBuiltinMemory: a book without memoryMiB entries knows the
+// catalogued models' sizes (NVML's figures, written out here) and no
+// other model's.
 func TestBuiltinMemory(t *testing.T) {
-	for model, mib := range builtinMemoryMiB {
-		want, err := scenario.ModelMemoryMiB(model)
-		if err != nil || int64(want) != mib {
-			t.Errorf("%s: built-in %d MiB, scenario %d (%v)", model, mib, want, err)
+	var b Book
+	for model, want := range map[string]int64{"A100-SXM4-40GB": 40960, "A100-SXM4-80GB": 81920, "H100-SXM5-80GB": 81920, "H200-141GB": 143771} {
+		if got, ok := b.MemoryMiBFor(model); !ok || got != want {
+			t.Errorf("%s: built-in %d MiB (%v), want %d", model, got, ok, want)
 		}
+	}
+	if got, ok := b.MemoryMiBFor("L40S"); ok {
+		t.Errorf("L40S: built-in %d MiB, want none", got)
 	}
 }
 

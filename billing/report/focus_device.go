@@ -11,6 +11,7 @@ import (
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/workload"
 )
 
 // The FOCUS export per device (docs/focus.md, "Row grain"): each finance
@@ -339,59 +340,6 @@ func focusSku(model string, mig bool, profile string) string {
 	return sku
 }
 
-// randAlphabet is what Kubernetes uses for generated name suffixes.
-const randAlphabet = "bcdfghjklmnpqrstvwxz2456789"
-
-func generated(s string, min, max int) bool {
-	if len(s) < min || len(s) > max {
-		return false
-	}
-	for _, c := range s {
-		if !strings.ContainsRune(randAlphabet, c) {
-			return false
-		}
-	}
-	return true
-}
-
-func digits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// Workload guesses the workload a pod belongs to from its name, the way
-// controllers name pods (docs/focus.md): a generated five-character
-// suffix (ReplicaSet, Job, DaemonSet) is dropped, then a pod template
-// hash (Deployment, 6 to 10 characters of the same alphabet) or a number
-// (a StatefulSet ordinal, a CronJob's schedule time). A name with none of
-// them is its own workload.
-func Workload(pod string) string {
-	cut := func(s string) (string, string, bool) {
-		i := strings.LastIndexByte(s, '-')
-		if i <= 0 {
-			return s, "", false
-		}
-		return s[:i], s[i+1:], true
-	}
-	name := pod
-	if head, tail, ok := cut(name); ok && generated(tail, 5, 5) {
-		name = head
-		if head2, tail2, ok := cut(name); ok && (generated(tail2, 6, 10) || digits(tail2)) {
-			name = head2
-		}
-	} else if ok && digits(tail) {
-		name = head
-	}
-	return name
-}
-
 // focusDeviceRows writes each line as its device parts. The rounding line
 // stays one row. A resource's rows are the allocated charges split from
 // one origin charge, what the resource was charged for in the period, so
@@ -491,7 +439,7 @@ func focusDeviceCells(c map[string]string, r *Report, l Line, p devicePart, prof
 	c["AllocatedResourceId"], c["AllocatedResourceName"] = neutralise(res), neutralise(res)
 	c["ChargeDescription"] += ", pod " + p.dev.pod
 	tags := map[string]any{focusTagPrefix + "namespace": l.Namespace, focusTagPrefix + "sharing-mode": l.SharingMode,
-		focusTagPrefix + "workload": Workload(p.dev.pod), focusTagPrefix + "pod": p.dev.pod}
+		focusTagPrefix + "workload": workload.FromPod(p.dev.pod), focusTagPrefix + "pod": p.dev.pod}
 	if l.Team != "" {
 		tags[book.TeamLabel] = l.Team
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/focus"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/workload"
 )
 
 // migFleetSkus are the SkuIds migFleet's MIG instances must get: two
@@ -157,7 +158,7 @@ func TestFOCUSPerDeviceMatchesFinanceCSV(t *testing.T) {
 					if err := json.Unmarshal([]byte(f["AllocatedTags"]), &at); err != nil {
 						t.Fatalf("row %s AllocatedTags %q: %v", k, f["AllocatedTags"], err)
 					}
-					if pod == "" || at["team"] != f["SubAccountId"] || at["gpuledger/namespace"] != ns || at["gpuledger/workload"] != Workload(pod) {
+					if pod == "" || at["team"] != f["SubAccountId"] || at["gpuledger/namespace"] != ns || at["gpuledger/workload"] != workload.FromPod(pod) {
 						t.Errorf("row %s: AllocatedResourceId %q, AllocatedTags %v", k, f["AllocatedResourceId"], at)
 					}
 				}
@@ -186,23 +187,6 @@ func TestFOCUSPerDeviceMatchesFinanceCSV(t *testing.T) {
 				t.Errorf("resource types %v, want GPUs and MIG instances", types)
 			}
 		})
-	}
-}
-
-func TestWorkload(t *testing.T) {
-	for pod, want := range map[string]string{
-		"web-7d4b9c8f6d-x2k9p":  "web",           // Deployment
-		"db-0":                  "db",            // StatefulSet
-		"backup-28934160-kz7qw": "backup",        // CronJob's Job
-		"train-job-5vj2c":       "train-job",     // Job
-		"node-exporter-8zq5x":   "node-exporter", // DaemonSet
-		"jupyter":               "jupyter",       // a bare pod
-		"serve-0":               "serve",
-		"llama-70b-inference":   "llama-70b-inference", // not generated suffixes
-	} {
-		if got := Workload(pod); got != want {
-			t.Errorf("Workload(%q) = %q, want %q", pod, got, want)
-		}
 	}
 }
 

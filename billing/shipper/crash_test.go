@@ -101,7 +101,18 @@ func TestSIGKILLShipperMidBatch(t *testing.T) {
 	}
 	out.Close()
 
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	// The kill offsets are drawn afresh each run; the seed is logged so a
+	// failing run can be replayed with GPULEDGER_CRASH_SEED.
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("GPULEDGER_CRASH_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("GPULEDGER_CRASH_SEED=%q: %v", v, err)
+		}
+		seed = s
+	}
+	t.Logf("kill offsets seeded with %d (GPULEDGER_CRASH_SEED=%d replays them)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
 	for round, killAfter := range []int{3, 8, 5, 6} {
 		delay := time.Duration(rng.IntN(2000)) * time.Microsecond
 		reported := runShipper(t, path, raw, killAfter, delay)

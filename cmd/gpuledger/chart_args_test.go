@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // TestChartCollectorArgsParse: the DaemonSet the chart renders by default

@@ -3,95 +3,38 @@ package nvmlsource
 import (
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuledger/gpuledger/gpu"
 )
 
-// migProfile tells a MIG device's profile and compute slices, preferring
-// the profile in its name ("NVIDIA A100-SXM4-80GB MIG 3g.40gb") and the
-// slice count in its attributes, each standing in for the other when
-// missing.
+// migProfile tells a MIG device's profile and the compute slices it is
+// charged (package gpu says why a compute instance counts its own slices),
+// preferring the profile in its name ("NVIDIA A100-SXM4-80GB MIG 3g.40gb")
+// and the slice counts in its attributes, each standing in for the other
+// when missing. Of the attributes, the compute instance's slice count
+// wins; the GPU instance's stands in where a driver leaves it 0.
 func migProfile(name string, attrs nvml.DeviceAttributes, attrsOK bool, totalBytes uint64) (profile string, slices int) {
-	profile = profileFromName(name)
-	if attrsOK && attrs.GpuInstanceSliceCount > 0 {
+	profile = gpu.ProfileFromDeviceName(name)
+	giSlices := 0
+	switch {
+	case attrsOK && attrs.ComputeInstanceSliceCount > 0:
+		slices = int(attrs.ComputeInstanceSliceCount)
+		giSlices = int(attrs.GpuInstanceSliceCount)
+	case attrsOK && attrs.GpuInstanceSliceCount > 0:
 		slices = int(attrs.GpuInstanceSliceCount)
-	} else {
-		slices = slicesFromProfile(profile)
+	case profile != "":
+		slices, _ = gpu.ProfileSlices(profile) // it parsed in ProfileFromDeviceName
 	}
 	if profile == "" && attrsOK && slices > 0 && attrs.MemorySizeMB > 0 {
 		profile = fmt.Sprintf("%dg.%dgb", slices, migMemoryGB(attrs.MemorySizeMB, totalBytes))
+		if giSlices > slices {
+			// A compute instance of part of its GPU instance.
+			profile = fmt.Sprintf("%dc.%dg.%dgb", slices, giSlices, migMemoryGB(attrs.MemorySizeMB, totalBytes))
+		}
 	}
 	return profile, slices
-}
-
-// profileFromName returns the profile after the last " MIG " of a MIG
-// device name, or "" when there is none or it does not look like one.
-func profileFromName(name string) string {
-	const marker = "MIG "
-	i := strings.LastIndex(name, marker)
-	if i < 0 || (i > 0 && name[i-1] != ' ') {
-		return ""
-	}
-	rest := strings.TrimSpace(name[i+len(marker):])
-	if j := strings.IndexByte(rest, ' '); j >= 0 {
-		rest = rest[:j]
-	}
-	if !validProfile(rest) {
-		return ""
-	}
-	return rest
-}
-
-// validProfile accepts "<g>g.<m>gb", "<c>c.<g>g.<m>gb" and either with
-// "+<extension>" suffixes such as "+me".
-func validProfile(p string) bool {
-	base, _, _ := strings.Cut(p, "+")
-	i := strings.LastIndexByte(base, '.')
-	if i < 0 || !numberWithUnit(base[i+1:], "gb") {
-		return false
-	}
-	gi := base[:i]
-	if c, g, ok := strings.Cut(gi, "."); ok {
-		return numberWithUnit(c, "c") && numberWithUnit(g, "g")
-	}
-	return numberWithUnit(gi, "g")
-}
-
-// slicesFromProfile returns the GPU instance slices of a profile name:
-// 3 for "3g.40gb" and "1c.3g.40gb", 0 when it cannot tell.
-func slicesFromProfile(p string) int {
-	if p == "" {
-		return 0
-	}
-	base, _, _ := strings.Cut(p, "+")
-	for part := range strings.SplitSeq(base, ".") {
-		if numberWithUnit(part, "g") {
-			n, err := strconv.Atoi(strings.TrimSuffix(part, "g"))
-			if err == nil && n > 0 {
-				return n
-			}
-		}
-	}
-	return 0
-}
-
-// numberWithUnit reports whether s is a positive decimal number followed
-// by unit.
-func numberWithUnit(s, unit string) bool {
-	digits, ok := strings.CutSuffix(s, unit)
-	if !ok || digits == "" || len(digits) > 4 {
-		return false
-	}
-	positive := false
-	for _, c := range []byte(digits) {
-		if c < '0' || c > '9' {
-			return false
-		}
-		positive = positive || c != '0'
-	}
-	return positive
 }
 
 // migMemoryGB rounds a MIG instance's memory to the GB of its profile name

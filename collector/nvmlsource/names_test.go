@@ -23,30 +23,6 @@ func TestNormaliseModel(t *testing.T) {
 	}
 }
 
-func TestProfileFromName(t *testing.T) {
-	for in, want := range map[string]string{
-		"NVIDIA A100-SXM4-80GB MIG 3g.40gb":       "3g.40gb",
-		"NVIDIA H100 80GB HBM3 MIG 1g.10gb":       "1g.10gb",
-		"NVIDIA A100-SXM4-40GB MIG 1c.3g.20gb":    "1c.3g.20gb",
-		"NVIDIA H100 80GB HBM3 MIG 1g.10gb+me":    "1g.10gb+me",
-		"NVIDIA A100-SXM4-80GB MIG 7g.80gb ":      "7g.80gb",
-		"MIG 2g.20gb":                             "2g.20gb",
-		"NVIDIA A100-SXM4-80GB":                   "",
-		"NVIDIA A100-SXM4-80GB MIG":               "",
-		"NVIDIA A100-SXM4-80GB MIG 3g":            "",
-		"NVIDIA A100-SXM4-80GB MIG g.40gb":        "",
-		"NVIDIA A100-SXM4-80GB MIG 3x.40gb":       "",
-		"NVIDIA A100-SXM4-80GB MIG 3g.40":         "",
-		"NVIDIA A100-SXM4-80GB MIG 0g.10gb":       "",
-		"NVIDIA A100-SXM4-80GB XMIG 3g.40gb":      "",
-		"NVIDIA A100-SXM4-80GB MIG 1c.1c.3g.40gb": "",
-	} {
-		if got := profileFromName(in); got != want {
-			t.Errorf("profileFromName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestMIGProfile(t *testing.T) {
 	const a100_80, a100_40 = 81920 << 20, 40960 << 20 // bytes
 	tests := []struct {
@@ -57,9 +33,17 @@ func TestMIGProfile(t *testing.T) {
 		wantProf   string
 		wantSlices int
 	}{
-		{"NVIDIA A100-SXM4-80GB MIG 3g.40gb", nvml.DeviceAttributes{GpuInstanceSliceCount: 3}, true, a100_80, "3g.40gb", 3},
+		{"NVIDIA A100-SXM4-80GB MIG 3g.40gb", nvml.DeviceAttributes{GpuInstanceSliceCount: 3, ComputeInstanceSliceCount: 3}, true, a100_80, "3g.40gb", 3},
 		{"NVIDIA A100-SXM4-80GB MIG 3g.40gb", nvml.DeviceAttributes{}, false, a100_80, "3g.40gb", 3},
-		{"NVIDIA A100-SXM4-40GB MIG 1c.3g.20gb", nvml.DeviceAttributes{}, false, a100_40, "1c.3g.20gb", 3},
+		// A compute instance is charged its own compute slices, from the
+		// name alone or from the attributes (whose compute-instance
+		// count wins over the GPU instance's).
+		{"NVIDIA A100-SXM4-40GB MIG 1c.3g.20gb", nvml.DeviceAttributes{}, false, a100_40, "1c.3g.20gb", 1},
+		{"NVIDIA A100-SXM4-80GB MIG 1c.3g.40gb", nvml.DeviceAttributes{GpuInstanceSliceCount: 3, ComputeInstanceSliceCount: 1}, true, a100_80, "1c.3g.40gb", 1},
+		{"NVIDIA A100-SXM4-80GB MIG 2c.3g.40gb", nvml.DeviceAttributes{GpuInstanceSliceCount: 3, ComputeInstanceSliceCount: 2}, true, a100_80, "2c.3g.40gb", 2},
+		{"", nvml.DeviceAttributes{GpuInstanceSliceCount: 3, ComputeInstanceSliceCount: 1, MemorySizeMB: 40192}, true, a100_80, "1c.3g.40gb", 1},
+		// A driver that leaves the compute count 0: the GPU instance's.
+		{"NVIDIA A100-SXM4-80GB MIG 3g.40gb", nvml.DeviceAttributes{GpuInstanceSliceCount: 3}, true, a100_80, "3g.40gb", 3},
 		// Built from attributes, rounded as NVIDIA names profiles.
 		{"", nvml.DeviceAttributes{GpuInstanceSliceCount: 3, MemorySizeMB: 40192}, true, a100_80, "3g.40gb", 3},
 		{"", nvml.DeviceAttributes{GpuInstanceSliceCount: 1, MemorySizeMB: 9856}, true, a100_80, "1g.10gb", 1},
@@ -74,27 +58,4 @@ func TestMIGProfile(t *testing.T) {
 			t.Errorf("migProfile(%q, %+v, %v) = %q, %d; want %q, %d", tt.name, tt.attrs, tt.attrsOK, prof, slices, tt.wantProf, tt.wantSlices)
 		}
 	}
-}
-
-func FuzzProfileFromName(f *testing.F) {
-	for _, s := range []string{"NVIDIA A100-SXM4-80GB MIG 3g.40gb", "MIG 1c.3g.20gb+me", "MIG .gb", "MIG 99999g.1gb", "MIG ", "x MIG 1g.5gb MIG 2g.10gb"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, name string) {
-		p := profileFromName(name)
-		if p == "" {
-			return
-		}
-		if !validProfile(p) {
-			t.Fatalf("profileFromName(%q) = %q, which validProfile rejects", name, p)
-		}
-		if n := slicesFromProfile(p); n <= 0 {
-			t.Fatalf("profile %q from %q has %d slices", p, name, n)
-		}
-		for _, c := range p {
-			if c == ' ' {
-				t.Fatalf("profile %q from %q has a space", p, name)
-			}
-		}
-	})
 }

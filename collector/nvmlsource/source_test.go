@@ -539,3 +539,35 @@ func TestFailedRefreshKeepsTopologyAndRetries(t *testing.T) {
 		t.Fatalf("refresh not retried at once: errors %v", r.Errors)
 	}
 }
+
+// TestComputeInstancesReadAsTheirComputeSlices: three compute instances
+// of one 3g GPU instance (1c.3g.40gb each, one MIG device apiece): with
+// the attributes NVML gives, with a driver that leaves the compute count
+// 0 but names the profile, and with no attributes at all. Each is charged
+// its one compute slice, so the three add up to their GPU instance's 3/7.
+func TestComputeInstancesReadAsTheirComputeSlices(t *testing.T) {
+	g := &fakeGPU{
+		uuid: "GPU-c", name: "NVIDIA A100-SXM4-80GB", memBytes: 81920 << 20, mig: true,
+		migs: []*fakeMIG{
+			{uuid: "MIG-c0", name: "NVIDIA A100-SXM4-80GB MIG 1c.3g.40gb", gi: 2,
+				attrs: nvml.DeviceAttributes{GpuInstanceSliceCount: 3, ComputeInstanceSliceCount: 1, MemorySizeMB: 40192}},
+			{uuid: "MIG-c1", name: "NVIDIA A100-SXM4-80GB", gi: 2, // no profile in the name: built from the attributes
+				attrs: nvml.DeviceAttributes{GpuInstanceSliceCount: 3, ComputeInstanceSliceCount: 1, MemorySizeMB: 40192}},
+			{uuid: "MIG-c2", name: "NVIDIA A100-SXM4-80GB MIG 1c.3g.40gb", gi: 2,
+				attrsRet: nvml.ERROR_NOT_SUPPORTED}, // slices from the name
+		},
+	}
+	s, _ := start(t, g)
+	r := read(t, s, 0)
+	if len(r.Errors) != 0 {
+		t.Fatalf("errors: %v", r.Errors)
+	}
+	want := []attribution.MIGInstance{
+		{UUID: "MIG-c0", Profile: "1c.3g.40gb", Slices: 1, GPUInstanceID: 2},
+		{UUID: "MIG-c1", Profile: "1c.3g.40gb", Slices: 1, GPUInstanceID: 2},
+		{UUID: "MIG-c2", Profile: "1c.3g.40gb", Slices: 1, GPUInstanceID: 2},
+	}
+	if got := r.GPUs[0].MIG; !reflect.DeepEqual(got, want) {
+		t.Fatalf("MIG instances:\n got %+v\nwant %+v", got, want)
+	}
+}

@@ -55,10 +55,20 @@ func indexDevices(sc *scenario.Scenario) (*deviceIndex, error) {
 	return idx, nil
 }
 
-// migWeight is the compute slices of a MIG profile (its leading digit, as in
-// "3g.40gb") over the seven slices of a whole GPU.
+// migWeight is the compute slices of a MIG profile over the seven slices
+// of a whole GPU: the leading digit of "3g.40gb", and of a compute
+// instance "1c.3g.40gb" its own compute slices, the "c" number (its
+// GPU instance's other slices are nobody's).
 func migWeight(profile string) (float64, error) {
 	g, _, ok := strings.Cut(profile, "g.")
+	if c, gi, isCI := strings.Cut(g, "c."); isCI {
+		nc, errC := strconv.Atoi(c)
+		ng, errG := strconv.Atoi(gi)
+		if !ok || errC != nil || errG != nil || nc < 1 || nc > ng || ng > 7 {
+			return 0, fmt.Errorf("MIG profile %q: want <c>c.<g>g.<memory> with 1 <= c <= g <= 7", profile)
+		}
+		return float64(nc) / 7, nil
+	}
 	n, err := strconv.Atoi(g)
 	if !ok || err != nil || n < 1 || n > 7 {
 		return 0, fmt.Errorf("MIG profile %q: want <1-7>g.<memory>", profile)

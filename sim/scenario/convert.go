@@ -6,6 +6,8 @@ import (
 	"math"
 	"regexp"
 	"time"
+
+	"github.com/gpuledger/gpuledger/gpu"
 )
 
 // Defaults the contract gives (or the product uses) for optional fields.
@@ -155,9 +157,9 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 	if !gpuUUIDRE.MatchString(r.UUID) {
 		c.p.addf(field(path, "uuid"), "%q is not GPU-<8-4-4-4-12 hex>", shortText(r.UUID))
 	}
-	_, knownModel := models[r.Model]
+	knownModel := gpu.KnownModel(r.Model)
 	if !knownModel {
-		c.p.addf(field(path, "model"), "%q is not one of %s", shortText(r.Model), modelNames)
+		c.p.addf(field(path, "model"), "%q is not one of %s", shortText(r.Model), gpu.ModelNames())
 	}
 	switch r.Mode {
 	case ModeExclusive, ModeTimeslicing, ModeMPS, ModeMIG, ModeHAMi:
@@ -181,7 +183,9 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 		if !migUUIDRE.MatchString(m.UUID) {
 			c.p.addf(field(mp, "uuid"), "%q is not MIG-<8-4-4-4-12 hex>", shortText(m.UUID))
 		}
-		if prof, ok := lookupProfile(r.Model, m.Profile); ok {
+		// A compute-instance profile (1c.3g.40gb) is one compute instance
+		// alone in its GPU instance (3g.40gb), which it fills.
+		if prof, ok := lookupGPUInstance(r.Model, m.Profile); ok {
 			slices += prof.Slices
 		} else if knownModel {
 			c.p.addf(field(mp, "profile"), "%q is not a MIG profile of %s", shortText(m.Profile), shortText(r.Model))
@@ -189,8 +193,8 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 		gi, _ := intField(&c.p, field(mp, "gi"), m.GI, int64(i), 0, math.MaxInt32)
 		g.MIGInstances = append(g.MIGInstances, MIGInstance{UUID: m.UUID, Profile: m.Profile, GI: int(gi)})
 	}
-	if slices > TotalSlices {
-		c.p.addf(field(path, "migInstances"), "profiles use %d compute slices, more than the %d a GPU has", slices, TotalSlices)
+	if slices > gpu.TotalSlices {
+		c.p.addf(field(path, "migInstances"), "profiles use %d compute slices, more than the %d a GPU has", slices, gpu.TotalSlices)
 	}
 	return g
 }
@@ -321,4 +325,15 @@ func lifetimeOf(start, end time.Duration, whose string) span {
 func (s span) defaulting(start, end time.Duration) span {
 	s.defStart, s.defEnd = start, end
 	return s
+}
+
+// lookupGPUInstance finds the model's GPU-instance profile of a MIG
+// instance: the profile itself, or for a compute-instance profile
+// (1c.3g.40gb) the GPU instance it lives in (3g.40gb).
+func lookupGPUInstance(model, profile string) (gpu.MIGProfile, bool) {
+	p, err := gpu.ParseProfile(profile)
+	if err != nil {
+		return gpu.MIGProfile{}, false
+	}
+	return gpu.LookupProfile(model, p.GPUInstance().String())
 }

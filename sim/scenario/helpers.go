@@ -1,6 +1,10 @@
 package scenario
 
-import "time"
+import (
+	"time"
+
+	"github.com/gpuledger/gpuledger/gpu"
+)
 
 // End is the simulated wall-clock time at which the scenario ends.
 func (s *Scenario) End() time.Time { return s.Start.Add(s.Duration) }
@@ -66,10 +70,10 @@ func (s *Scenario) Processes() []ProcessRef {
 	return out
 }
 
-// Slices is the instance's compute slices (of TotalSlices); 0 for a profile
+// Slices is the instance's compute slices (of gpu.TotalSlices); 0 for a profile
 // name that does not parse, which a validated scenario never holds.
 func (m MIGInstance) Slices() int {
-	n, err := ProfileSlices(m.Profile)
+	n, err := gpu.ProfileSlices(m.Profile)
 	if err != nil {
 		return 0
 	}
@@ -77,7 +81,7 @@ func (m MIGInstance) Slices() int {
 }
 
 // Weight is the instance's allocation weight w(i) = slices / 7.
-func (m MIGInstance) Weight() float64 { return float64(m.Slices()) / TotalSlices }
+func (m MIGInstance) Weight() float64 { return float64(m.Slices()) / gpu.TotalSlices }
 
 // AliveAt reports whether the pod is listed at offset t (both ends
 // inclusive, as the simulator lists it).

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gpuledger/gpuledger/gpu"
 )
 
 // checkMemoryFits rejects a scenario in which the processes on one device
@@ -50,10 +52,10 @@ func checkMemoryFits(p *problems, s *Scenario, devices map[string]deviceRef, pro
 func deviceMemoryMiB(s *Scenario, ref deviceRef) (uint64, bool) {
 	g := s.GPUs[ref.gpu]
 	if ref.mig < 0 {
-		mem, err := ModelMemoryMiB(g.Model)
+		mem, err := gpu.ModelMemoryMiB(g.Model)
 		return mem, err == nil
 	}
-	prof, ok := lookupProfile(g.Model, g.MIGInstances[ref.mig].Profile)
+	prof, ok := lookupGPUInstance(g.Model, g.MIGInstances[ref.mig].Profile)
 	return prof.MemoryMiB, ok
 }
 

@@ -1,6 +1,6 @@
 package scenario
 
-import "gopkg.in/yaml.v3"
+import "go.yaml.in/yaml/v3"
 
 // The raw types mirror the YAML file one to one. Decoding goes through them
 // so that the clean types in types.go never carry YAML concerns, and so that

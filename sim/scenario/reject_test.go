@@ -47,6 +47,11 @@ func TestParseRejects(t *testing.T) {
 		{"mig uuid duplicate", []string{"uuid: " + mig2, "uuid: " + mig1}, []string{"gpus[1].migInstances[1].uuid", `"` + mig1 + `" is already used by gpus[1].migInstances[0]`}},
 		{"mig profile of another model", []string{"profile: 1g.10gb", "profile: 1g.5gb"}, []string{"gpus[1].migInstances[1].profile", `"1g.5gb" is not a MIG profile of A100-SXM4-80GB`}},
 		{"mig slices", []string{"profile: 3g.40gb", "profile: 7g.80gb"}, []string{"gpus[1].migInstances", "8 compute slices"}},
+		// A compute instance takes its GPU instance's slices: 1c.7g.80gb
+		// beside a 1g.10gb fills 8.
+		{"mig compute instance slices", []string{"profile: 3g.40gb", "profile: 1c.7g.80gb"}, []string{"gpus[1].migInstances", "8 compute slices"}},
+		{"mig compute instance of no GPU instance", []string{"profile: 1g.10gb", "profile: 1c.2g.40gb"}, []string{"gpus[1].migInstances[1].profile", `"1c.2g.40gb" is not a MIG profile of A100-SXM4-80GB`}},
+		{"mig compute instance above its GPU instance", []string{"profile: 1g.10gb", "profile: 4c.3g.40gb"}, []string{"gpus[1].migInstances[1].profile", `"4c.3g.40gb" is not a MIG profile`}},
 		{"pod uid", []string{"uid: 0b5c6d2e-0000-4000-8000-000000000002", "uid: ''"}, []string{"pods[1].uid", "is required"}},
 		{"pod uid duplicate", []string{"uid: 0b5c6d2e-0000-4000-8000-000000000002", "uid: 0b5c6d2e-0000-4000-8000-000000000001"}, []string{"pods[1].uid", `"0b5c6d2e-0000-4000-8000-000000000001" is already used by pods[0]`}},
 		{"pod namespace", []string{"namespace: team-b", "namespace: ''"}, []string{"pods[1].namespace", "is required"}},

@@ -22,7 +22,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuledger/gpuledger/internal/groundtruth"
 	"github.com/gpuledger/gpuledger/sim/scenario"

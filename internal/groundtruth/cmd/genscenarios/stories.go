@@ -48,6 +48,8 @@ var stories = []story{
 	{"hami-zero-share", hamiZeroShare},
 	{"hami-edit-before-start", hamiEditBeforeStart},
 	{"hami-duplicate-gpu", hamiDuplicateGPU},
+	{"memory-leak-late-pod", memoryLeakLatePod},
+	{"mig-compute-instance", migComputeInstance},
 }
 
 // exclusiveBasic: a trainer keeps its GPU ~90% busy, a notebook holds a
@@ -306,5 +308,27 @@ func noReplicasLabel() *builder {
 	}
 	b.forbid("kind", "noisy_neighbour")
 	b.forbid("kind", "idle_allocation")
+	return b
+}
+
+// migComputeInstance: an A100 cut into a 3g.40gb GPU instance holding one
+// 1-slice compute instance (1c.3g.40gb, as mig-parted can configure it and
+// the device plugin lists it), a plain 3g.40gb and a 1g.10gb. The compute
+// instance is charged its one compute slice, 1/7 of the GPU (the GPU
+// instance's other two slices stay unallocated), whether the collector
+// reads the slice count from NVML's attributes or from the name.
+func migComputeInstance() *builder {
+	b := newBuilder("mig-compute-instance", 300, map[string]string{
+		lProduct: "NVIDIA-A100-SXM4-80GB", lStrategy: "none", lMIG: "mixed"})
+	g := b.gpu(a100, "mig")
+	b.namespace("research", map[string]string{"team": "research"})
+	ci, plain, small := b.mig(g, "1c.3g.40gb"), b.mig(g, "3g.40gb"), b.mig(g, "1g.10gb")
+	probe := b.pod("research", "probe", 0, 0).container("main", "nvidia.com/mig-1c.3g.40gb", ci)
+	probe.process(43000, ci, 12000, 0, 0, b.pattern(0, 300, 30, 0.4, 0.8))
+	train := b.pod("research", "train", 0, 0).container("main", "nvidia.com/mig-3g.40gb", plain)
+	train.process(43001, plain, 30000, 0, 0, b.pattern(0, 300, 30, 0.6, 0.9))
+	nb := b.pod("research", "notebook", 60, 0).container("main", "nvidia.com/mig-1g.10gb", small)
+	nb.process(43002, small, 5000, 0, 0, b.pattern(60, 300, 30, 0.1, 0.3))
+	b.forbid("kind", "noisy_neighbour")
 	return b
 }

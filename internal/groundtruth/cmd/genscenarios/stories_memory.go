@@ -162,3 +162,26 @@ func memoryLeakMIG() *builder {
 	b.forbid("kind", "memory_growth", "namespace", "serving", "pod", "asr")
 	return b
 }
+
+// memoryLeakLatePod: a server whose pod starts 3 minutes in leaks
+// 200 MiB/min beside a flat neighbour that runs from the start (5-minute
+// window, 30-second buckets). The leaker first holds the GPU for a whole
+// window over (3:00, 8:00], so its finding starts at 3:00; one starting
+// at 2:30 names a time its pod did not exist (the sample taken at its
+// first instant belongs to the bucket ending then).
+func memoryLeakLatePod() *builder {
+	const podStart = 180
+	b := newMemoryBuilder("memory-leak-late-pod", map[string]string{
+		lProduct: "NVIDIA-A100-SXM4-80GB", lStrategy: "time-slicing", lReplicas: "2"})
+	b.namespace("serving", map[string]string{"team": "inference"})
+	g := b.gpu(a100, "timeslicing")
+	leaker := b.pod("serving", "late-leaker", podStart, 0).container("server", "nvidia.com/gpu.shared", g.UUID+"::0")
+	leaker.process(98000, g.UUID, 10000, podStart, 0, b.pattern(podStart, memDuration, 30, 0.1, 0.2)).Memory = leakMem(10000, 20, podStart+6, 6)
+	flat := b.pod("serving", "steady", 0, 0).container("server", "nvidia.com/gpu.shared", g.UUID+"::1")
+	flat.process(98001, g.UUID, 20000, 0, 0, b.pattern(0, memDuration, 30, 0.2, 0.3))
+
+	b.expect("kind", "memory_growth", "namespace", "serving", "pod", "late-leaker", "gpu_uuid", g.UUID, "start", "2026-11-03T00:03:00Z")
+	b.forbid("kind", "memory_growth", "namespace", "serving", "pod", "late-leaker", "start", "2026-11-03T00:02:30Z")
+	b.forbid("kind", "memory_growth", "namespace", "serving", "pod", "steady")
+	return b
+}
