@@ -38,7 +38,7 @@ func commands() []command {
 		{"collect", "run the node collector (DaemonSet entry point)", runCollect},
 		{"simulate", "run the collector on a simulated node scenario", runSimulate},
 		{"demo", "simulate a mixed GPU fleet, print a per-team summary, serve /metrics", runDemo},
-		{"report", "chargeback for a period: finance CSV, JSON or HTML from the ledger and a price book", runReport},
+		{"report", "chargeback for a period: finance CSV, JSON, HTML or FOCUS from the ledger and a price book", runReport},
 		{"ledger", "ledger export (csv, jsonl) and migrate, on the embedded store or ClickHouse", runLedger},
 		{"whatif", "simulate MIG, MPS and time-slicing latency for tenants on one GPU", runWhatif},
 		{"advise", "sharing recommendations from the ledger: reclaim, right-size, consolidate, with savings", runAdvise},

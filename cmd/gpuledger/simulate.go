@@ -29,7 +29,7 @@ import (
 
 func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
-	path := fs.String("scenario", "", "scenario file (contract: scenario.md)")
+	path := fs.String("scenario", "", "scenario file (docs/scenario-format.md)")
 	out := fs.String("out", "", "output directory for ledger.csv and flags.csv")
 	teamLabel := fs.String("team-label", envDefault("GPULEDGER_TEAM_LABEL", "team"), "namespace/pod label that names the team")
 	listen := fs.String("listen", "", "serve the collector's /metrics on this address while simulating (with --speed, for a real Prometheus to scrape)")
