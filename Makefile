@@ -15,7 +15,7 @@ PKGS      := ./...
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: screenshot all build demo test unit race contract lint fmt vet bench fuzz dashboards clean
+.PHONY: screenshot all build demo install test unit race contract lint fmt vet bench fuzz dashboards clean
 
 all: build
 
@@ -24,6 +24,15 @@ build:
 
 demo: build
 	$(BIN) demo --out out/demo
+
+## install: copy the binary to $(PREFIX)/bin (default ~/.local/bin, which
+## needs no root; PREFIX=/usr/local for /usr/local/bin). DESTDIR prefixes
+## it for packaging.
+PREFIX ?= $(HOME)/.local
+install: build
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 0755 $(BIN) "$(DESTDIR)$(PREFIX)/bin/gpuledger"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on PATH";; esac
 
 ## test: vet, unit and end-to-end tests (simulator), race tests of the
 ## concurrent parts, then the scorer on the reference examples and on our

@@ -46,6 +46,19 @@ func commands() []command {
 	}
 }
 
+// progName is how the user ran this binary, for the commands it prints
+// for them to run: the path as typed where it was one (bin/gpuledger, so
+// the printed line runs as written from the same directory), else the
+// name, found on PATH.
+var progName = invokedAs(os.Args[0])
+
+func invokedAs(arg0 string) string {
+	if strings.ContainsRune(arg0, '/') {
+		return arg0
+	}
+	return "gpuledger"
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})))
