@@ -15,7 +15,7 @@ PKGS      := ./...
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: screenshot all build demo install test unit race contract lint fmt vet bench fuzz dashboards clean
+.PHONY: screenshot all build demo install deps test unit race contract lint fmt vet bench fuzz dashboards clean
 
 all: build
 
@@ -42,8 +42,17 @@ test: vet unit race contract
 vet:
 	$(GO) vet $(PKGS)
 
+## unit: every package's tests through internal/testsummary, which prints
+## what go test prints and ends with one block naming every integration
+## test that was skipped and how to bring what it lacked (make deps).
 unit: kube-tools tools
-	$(GO) test -count=1 $(PKGS)
+	$(GO) build -o bin/testsummary ./internal/testsummary
+	GO=$(GO) bin/testsummary -count=1 $(PKGS)
+
+## deps: install the Debian packages the integration tests use (the one
+## list, scripts/deps.sh; CI runs it too). Needs root or sudo.
+deps:
+	scripts/deps.sh
 
 race:
 	$(GO) test -count=1 -race ./collector/ ./collector/exposition/ ./collector/podresources/ ./collector/kubemeta/ ./billing/ledger/ ./billing/shipper/

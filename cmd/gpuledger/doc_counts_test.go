@@ -120,3 +120,25 @@ func TestDashboardsPageListsEveryDashboard(t *testing.T) {
 		}
 	}
 }
+
+// The Debian packages the integration tests use have one list,
+// scripts/deps.sh: make deps and CI both install from it, and make test
+// runs the tests through the summary that names what was skipped.
+func TestOneDepsListForMakeAndCI(t *testing.T) {
+	ci, mk := repoFile(t, filepath.Join(".ci", "run")), repoFile(t, "Makefile")
+	if !strings.Contains(ci, "scripts/deps.sh") || strings.Contains(ci, "apt-get") {
+		t.Error(".ci/run does not install through scripts/deps.sh alone")
+	}
+	if !regexp.MustCompile(`(?m)^deps:\n\tscripts/deps.sh$`).MatchString(mk) {
+		t.Error("make deps does not run scripts/deps.sh")
+	}
+	if !regexp.MustCompile(`(?m)^unit:.*\n(\t.*\n)*\t.*bin/testsummary .*\$\(PKGS\)`).MatchString(mk) {
+		t.Error("make unit does not run the tests through internal/testsummary")
+	}
+	list := repoFile(t, filepath.Join("scripts", "deps.sh"))
+	for _, pkg := range []string{"clickhouse-server", "prometheus", "chromium", "zookeeper", "buildah", "podman", "debootstrap", "etcd-server"} {
+		if !strings.Contains(list, pkg) {
+			t.Errorf("scripts/deps.sh lacks %s", pkg)
+		}
+	}
+}
