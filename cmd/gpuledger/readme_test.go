@@ -233,7 +233,7 @@ func checkDemoLog(t *testing.T, demoOut, logged string) {
 func checkSummaryCosts(t *testing.T, demoOut string, financeCSV []byte) {
 	t.Helper()
 	for _, want := range []string{"held GPU-h", "used GPU-h", "held-but-unused episodes", "noisy-neighbour episodes", "starved episodes", "cost USD",
-		"episodes: detector findings", "never allocated", "idle device time"} {
+		"episodes: detector findings", "never allocated", "idle device time", "borrowed time"} {
 		if !strings.Contains(demoOut, want) {
 			t.Errorf("demo summary lacks %q", want)
 		}
