@@ -117,6 +117,23 @@ func summarise(r io.Reader, w io.Writer) ([]Skip, error) {
 				buf[k] = b
 			}
 		case "fail":
+			if e.Test == "" {
+				// The package failed: tests that never finished (a
+				// crash, a timeout) show what they printed.
+				var open []key
+				for bk := range buf {
+					if bk.pkg == e.Package && bk.test != "" {
+						open = append(open, bk)
+					}
+				}
+				sort.Slice(open, func(i, j int) bool { return open[i].test < open[j].test })
+				for _, bk := range open {
+					for _, o := range buf[bk] {
+						io.WriteString(w, o)
+					}
+					delete(buf, bk)
+				}
+			}
 			if e.Test != "" {
 				// -json streams a test's log before its "--- FAIL" line;
 				// plain go test prints that line first.

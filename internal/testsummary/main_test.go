@@ -50,3 +50,21 @@ func TestSummaryPassesOnTextLines(t *testing.T) {
 		t.Errorf("output %q", out.String())
 	}
 }
+
+// A test that never finishes (its binary crashed or timed out) still
+// shows what it printed when its package fails.
+func TestSummaryShowsUnfinishedTestsOfAFailedPackage(t *testing.T) {
+	in := `{"Action":"run","Package":"p","Test":"TestHangs"}
+{"Action":"output","Package":"p","Test":"TestHangs","Output":"=== RUN   TestHangs\n"}
+{"Action":"output","Package":"p","Test":"TestHangs","Output":"panic: test timed out after 1s\n"}
+{"Action":"output","Package":"p","Output":"FAIL\tp\t1.0s\n"}
+{"Action":"fail","Package":"p","Elapsed":1}
+`
+	var out bytes.Buffer
+	if _, err := summarise(bytes.NewBufferString(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "FAIL\tp\t1.0s\npanic: test timed out after 1s\n"; out.String() != want {
+		t.Errorf("output %q, want %q", out.String(), want)
+	}
+}
