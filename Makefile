@@ -15,7 +15,7 @@ PKGS      := ./...
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: screenshot all build demo test unit race contract lint arch fmt vet bench fuzz dashboards clean
+.PHONY: screenshot all build demo install deps test unit race contract lint arch fmt vet bench fuzz dashboards clean
 
 all: build
 
@@ -25,16 +25,34 @@ build:
 demo: build
 	$(BIN) demo --out out/demo
 
+## install: copy the binary to $(PREFIX)/bin (default ~/.local/bin, which
+## needs no root; PREFIX=/usr/local for /usr/local/bin). DESTDIR prefixes
+## it for packaging.
+PREFIX ?= $(HOME)/.local
+install: build
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 0755 $(BIN) "$(DESTDIR)$(PREFIX)/bin/gpuledger"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on PATH";; esac
+
 ## test: vet, unit and end-to-end tests (simulator), race tests of the
 ## concurrent parts, then the scorer on the reference examples and on our
 ## own scenarios.
-test: vet unit race contract
+test: vet race contract unit
 
 vet:
 	$(GO) vet $(PKGS)
 
+## unit: every package's tests through internal/testsummary, which prints
+## what go test prints and ends with one block naming every integration
+## test that was skipped and how to bring what it lacked (make deps).
 unit: kube-tools tools
-	$(GO) test -count=1 $(PKGS)
+	$(GO) build -o bin/testsummary ./internal/testsummary
+	GO=$(GO) bin/testsummary -count=1 $(PKGS)
+
+## deps: install the Debian packages the integration tests use (the one
+## list, scripts/deps.sh; CI runs it too). Needs root or sudo.
+deps:
+	scripts/deps.sh
 
 race:
 	$(GO) test -count=1 -race ./collector/ ./collector/exposition/ ./collector/podresources/ ./collector/kubemeta/ ./billing/ledger/ ./billing/shipper/

@@ -1,4 +1,4 @@
-# Image, chart and rendered manifests (issue 10). Included from the Makefile.
+# Image, chart and rendered manifests. Included from the Makefile.
 #   make tools        build the pinned helm once into the tools cache
 #   make manifests    refresh the chart's file copies, render deploy/gpuledger.yaml
 #   make chart-test   helm lint/template, strict decoding, schema, stale check

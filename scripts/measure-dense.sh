@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# measure-dense.sh: whole-process figures for issue 2 on the dense node.
+# measure-dense.sh: whole-process figures on the dense node (BENCHMARKS.md).
 # Runs `gpuledger simulate` at one simulated second per wall second with
 # /metrics served, lets it warm up, scrapes it SCRAPES times (text, then
 # OpenMetrics+gzip as Prometheus asks) and reads the kernel's RSS figures.

@@ -174,7 +174,7 @@ type HostileMode struct {
 	Change float64
 }
 
-// HostileReport is the seed's exercise: tenant Index turned hostile
+// HostileReport is the reference model's exercise: tenant Index turned hostile
 // (HostileServiceFactor x its service, HostileRateFactor x its rate), the
 // others unchanged (same arrivals).
 type HostileReport struct {

@@ -1,6 +1,6 @@
 // Package whatif is a discrete-event queueing simulator of the three ways
-// one GPU is shared (MIG, MPS, time-slicing), after the model of the seed
-// chapter's Code 33.6.3: tenants send Poisson requests that each need a
+// one GPU is shared (MIG, MPS, time-slicing), after the textbook queueing
+// model of GPU sharing (docs/advisor.md): tenants send Poisson requests that each need a
 // fixed service time on the whole card, and each mechanism turns that into
 // latencies.
 //
@@ -10,7 +10,7 @@
 //   - MPS: every tenant's requests queue FIFO in its own client, all on the
 //     whole card; a request's service time is S(1 + c·k), k the number of
 //     tenants with work in flight when it arrives (its own queue included
-//     when busy, as the seed counts), c the contention coefficient (0.18). While a hostile
+//     when busy, as the reference model counts), c the contention coefficient (0.18). While a hostile
 //     tenant has work in flight its neighbours see the hostile
 //     coefficient instead.
 //   - time-slicing: one FIFO queue for the whole card in arrival order, a

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// The reference below is a line-by-line port of the seed chapter's Code
-// 33.6.3 (lists, a sort of all arrivals, a scan of every tenant's
+// The reference below is a line-by-line port of the reference model's
+// code (lists, a sort of all arrivals, a scan of every tenant's
 // deadline), kept apart from the engine so a slip in either shows.
 
 type refResult struct {
@@ -128,7 +128,7 @@ func poisson(rng *rand.Rand, rate, dur float64) []float64 {
 }
 
 // TestEngineMatchesSeedCode: on the same arrivals, the engine serves the
-// same requests as the seed's code and its percentiles agree within the
+// same requests as the reference model's code and its percentiles agree within the
 // histogram's resolution (half a bucket, 2^-9 relative: 0.2% is the band).
 func TestEngineMatchesSeedCode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -154,7 +154,7 @@ func TestEngineMatchesSeedCode(t *testing.T) {
 		for _, m := range got {
 			ref := refs[m.Mode]
 			if m.Offered != int64(ref.offered) || m.Served != int64(len(ref.lat)) {
-				t.Fatalf("trial %d %s: offered/served %d/%d, seed code %d/%d", trial, m.Mode, m.Offered, m.Served, ref.offered, len(ref.lat))
+				t.Fatalf("trial %d %s: offered/served %d/%d, reference code %d/%d", trial, m.Mode, m.Offered, m.Served, ref.offered, len(ref.lat))
 			}
 			if len(ref.lat) == 0 {
 				continue
@@ -173,7 +173,7 @@ func TestEngineMatchesSeedCode(t *testing.T) {
 				{"mean", m.MeanLatency, sum / float64(len(ref.lat)), 1e-9},
 			} {
 				if math.Abs(c.got-c.want) > c.tol*c.want {
-					t.Errorf("trial %d (%d tenants, %.1f rps, %s) %s %s = %.6f, seed code %.6f", trial, n, rate, svc, m.Mode, c.name, c.got, c.want)
+					t.Errorf("trial %d (%d tenants, %.1f rps, %s) %s %s = %.6f, reference code %.6f", trial, n, rate, svc, m.Mode, c.name, c.got, c.want)
 				}
 			}
 		}

@@ -331,7 +331,7 @@ func (e *engine) migChunk(at []float64, who []int32) {
 	}
 }
 
-// mpsChunk: soft contention; the seed counts the tenants whose queues
+// mpsChunk: soft contention; the reference model counts the tenants whose queues
 // are busy at the arrival, the arriving tenant's own included.
 func (e *engine) mpsChunk(at []float64, who []int32) {
 	p, active, hs, waits := &e.p, e.mpsActive, e.hists[iMPS], e.waits[iMPS]

@@ -22,7 +22,7 @@ func TestMIGInstanceIsMD1(t *testing.T) {
 		fraction float64
 		duration time.Duration
 	}{
-		{12, 10 * time.Millisecond, 1.0 / 7, 2 * time.Hour},   // the seed's slice: rho 0.84
+		{12, 10 * time.Millisecond, 1.0 / 7, 2 * time.Hour},   // the reference model's slice: rho 0.84
 		{20, 10 * time.Millisecond, 3.0 / 7, time.Hour},       // 3g: rho 0.467
 		{5, 50 * time.Millisecond, 1, time.Hour},              // whole card: rho 0.25
 		{30, 5 * time.Millisecond, 2.0 / 7, 90 * time.Minute}, // 2g: rho 0.525
@@ -51,7 +51,7 @@ func TestMIGInstanceIsMD1(t *testing.T) {
 	}
 }
 
-// seedRow is one line of the seed's table (one 60 s run, numpy seed 7).
+// seedRow is one line of the reference model's table (one 60 s run, numpy seed 7).
 type seedRow struct {
 	mode         Mode
 	served       float64 // served / offered
@@ -72,9 +72,9 @@ func seedConfig() Config {
 	return Config{Tenants: ts, Duration: time.Minute, Seed: 7}
 }
 
-// TestSeedTable: the seed's figures are one 60-second run, so they are a
+// TestSeedTable: the reference model's figures are one 60-second run, so they are a
 // single draw from the distribution our runs sample. Band: each of the
-// seed's served fraction, p50 and p99 lies within 2.5 run-to-run standard
+// reference's served fraction, p50 and p99 lies within 2.5 run-to-run standard
 // deviations of our mean over 400 runs (a single run's sampling error;
 // our mean's own error is 20 times smaller), plus 0.2% for the latency
 // histogram's resolution (MPS's p50 does not vary from run to run). The bands this gives are
@@ -100,26 +100,26 @@ func TestSeedTable(t *testing.T) {
 			{"p99", s.P99, row.p99ms / 1e3, 1e3},
 		} {
 			band := 2.5*c.st.SD + 2e-3*c.want
-			t.Logf("%-11s %-6s ours %.3f ± %.3f (run SD), seed %.3f", s.Mode, c.name, c.st.Mean*c.unit, c.st.SD*c.unit, c.want*c.unit)
+			t.Logf("%-11s %-6s ours %.3f ± %.3f (run SD), reference %.3f", s.Mode, c.name, c.st.Mean*c.unit, c.st.SD*c.unit, c.want*c.unit)
 			if math.Abs(c.st.Mean-c.want) > band {
-				t.Errorf("%s %s: ours %.3f, seed %.3f: outside ±%.3f", s.Mode, c.name, c.st.Mean*c.unit, c.want*c.unit, band*c.unit)
+				t.Errorf("%s %s: ours %.3f, reference %.3f: outside ±%.3f", s.Mode, c.name, c.st.Mean*c.unit, c.want*c.unit, band*c.unit)
 			}
 		}
 	}
-	// The ordering the seed draws its conclusion from.
+	// The ordering the reference model draws its conclusion from.
 	mig, mps, ts := sums[0], sums[1], sums[2]
 	if !(mps.P50.Mean < ts.P50.Mean && ts.P50.Mean < mig.P50.Mean && mps.P99.Mean < ts.P99.Mean && ts.P99.Mean < mig.P99.Mean) {
 		t.Errorf("want MPS < time-slicing < MIG at p50 and p99, got p50 %v/%v/%v p99 %v/%v/%v",
 			mps.P50.Mean, ts.P50.Mean, mig.P50.Mean, mps.P99.Mean, ts.P99.Mean, mig.P99.Mean)
 	}
 	// MPS's median request finds exactly one client busy (its own queue
-	// or one neighbour's): S(1 + 0.18) = 11.8 ms, the seed's figure.
+	// or one neighbour's): S(1 + 0.18) = 11.8 ms, the reference model's figure.
 	if math.Abs(mps.P50.Mean-0.0118) > 0.0118*2e-3 {
 		t.Errorf("MPS p50 %.4f ms, want 11.8 ms", mps.P50.Mean*1e3)
 	}
 }
 
-// TestHostileTenant is the seed's exercise: tenant 6 sends twice the
+// TestHostileTenant is the reference model's exercise: tenant 6 sends twice the
 // requests at ten times the service. Under MIG the six others' p99 is
 // unchanged, run by run; under MPS it degrades by far more than the
 // run-to-run noise.

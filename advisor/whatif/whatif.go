@@ -17,7 +17,7 @@ const (
 	TimeSlicing Mode = "timeslicing"
 )
 
-// AllModes in the order the seed's table lists them.
+// AllModes in the order the reference model's table lists them.
 var AllModes = []Mode{MIG, MPS, TimeSlicing}
 
 // ParseMode reads a mode name.
@@ -29,19 +29,19 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("mode %q: want mig, mps or timeslicing", s)
 }
 
-// The seed's parameters.
+// The reference model's parameters.
 const (
-	// DefaultMPSContention is the seed's soft slowdown per concurrently
+	// DefaultMPSContention is the reference model's soft slowdown per concurrently
 	// active MPS tenant.
 	DefaultMPSContention = 0.18
 	// DefaultHostileContention is the coefficient every MPS tenant sees
-	// while a hostile tenant has work in flight. The seed says only "raise
+	// while a hostile tenant has work in flight. The reference model says only "raise
 	// the contention coefficient"; 1.0 (each active co-resident doubles a
 	// kernel's time, a bandwidth-saturating neighbour) is our choice.
 	DefaultHostileContention = 1.0
-	// DefaultSwitch is the seed's time-slicing context-switch cost.
+	// DefaultSwitch is the reference model's time-slicing context-switch cost.
 	DefaultSwitch = 800 * time.Microsecond
-	// HostileServiceFactor and HostileRateFactor make the seed's hostile
+	// HostileServiceFactor and HostileRateFactor make the reference model's hostile
 	// tenant: ten times the service time, twice the arrival rate.
 	HostileServiceFactor = 10
 	HostileRateFactor    = 2
@@ -64,14 +64,14 @@ type Tenant struct {
 	Rate float64
 	// Service is one request's compute time on the whole card (> 0).
 	Service time.Duration
-	// Hostile marks the seed's hostile tenant: under MPS, while it has
+	// Hostile marks the reference model's hostile tenant: under MPS, while it has
 	// work in flight, every tenant's contention coefficient is
 	// Layout.HostileContention. (Give it its 10x service and 2x rate in
 	// Service and Rate; see Hostile.)
 	Hostile bool
 }
 
-// Hostile returns t turned into the seed's hostile tenant.
+// Hostile returns t turned into the reference model's hostile tenant.
 func Hostile(t Tenant) Tenant {
 	t.Hostile = true
 	t.Rate *= HostileRateFactor
@@ -80,7 +80,7 @@ func Hostile(t Tenant) Tenant {
 }
 
 // Layout is how the card is shared. The zero value of each field means
-// the seed's default.
+// the reference model's default.
 type Layout struct {
 	// MIGFractions is each tenant's share of the card under MIG (a
 	// profile's compute slices / 7); nil: 1/N each. They may add up to at

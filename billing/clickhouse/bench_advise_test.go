@@ -14,7 +14,7 @@ import (
 // BenchmarkAdviseClickHouse: what `gpuledger advise --period 2026-03`
 // does against ClickHouse (report.Build, ContainerRows, Findings, the
 // plan), over March of benchFleet at 100 GPUs by default (4.5 M rows;
-// GPULEDGER_BENCH_GPUS scales it). Issue 11 asks for under 30 s.
+// GPULEDGER_BENCH_GPUS scales it). The target is under 30 s.
 //
 //	go test -run '^$' -bench AdviseClickHouse -benchtime 2x -timeout 30m ./billing/clickhouse
 func BenchmarkAdviseClickHouse(b *testing.B) {

@@ -25,7 +25,7 @@ import (
 //     30 s allocated and an idle row taking the rest of the usage.
 //
 // So 1.16 rows per GPU-minute, 51.8 million for 1,000 GPUs over March:
-// the "about 50 million". Exclusive GPUs omit their idle row, so
+// the target's "about 50 million". Exclusive GPUs omit their idle row, so
 // the usage partition only holds on the shared ones; the volume is the
 // point, and the rollups make Aggregate's cost depend on the number of
 // groups, not rows. Tenants (100 namespaces of 20 teams) move daily, so

@@ -1,5 +1,5 @@
 // Package ledger persists and exports ledger rows and findings
-// (contract: shared/contracts/ledger.md). This file holds the CSV forms,
+// (docs/ledger-format.md). This file holds the CSV forms,
 // ledger.csv and flags.csv, written by `simulate` and `ledger export`.
 package ledger
 

@@ -49,6 +49,9 @@ func Build(ctx context.Context, src Source, book *pricebook.Book, from, to time.
 	}
 	r := &Report{From: from, To: to, Book: book}
 	r.DataFrom, r.DataTo = coverage(aggs, from, to, book.Location)
+	if r.DataStart, r.DataEnd, err = dataBounds(ctx, src, r.DataFrom, r.DataTo, from, to, book.Location); err != nil {
+		return nil, err
+	}
 	if err := b.finish(r); err != nil {
 		return nil, err
 	}

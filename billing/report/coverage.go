@@ -1,8 +1,11 @@
 package report
 
 import (
+	"context"
+	"fmt"
 	"time"
 
+	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 )
 
@@ -53,11 +56,23 @@ func (r *Report) PartialNote() string {
 	if !r.Partial() {
 		return ""
 	}
-	end := r.DataTo
-	if !r.GeneratedAt.IsZero() && r.GeneratedAt.Before(end) {
+	start, end := r.DataBounds()
+	return "partial: ledger data " + dayOrInstant(start) + " to " + dayOrInstant(end) + " only"
+}
+
+// DataBounds is what the report's data covers: from the start of the
+// period's first ledger row to the end of its last (DataStart, DataEnd;
+// the day bounds where the source could not say), and no later than
+// GeneratedAt. Zero for an empty period.
+func (r *Report) DataBounds() (start, end time.Time) {
+	start, end = r.DataStart, r.DataEnd
+	if start.IsZero() {
+		start, end = r.DataFrom, r.DataTo
+	}
+	if !r.GeneratedAt.IsZero() && !end.IsZero() && r.GeneratedAt.Before(end) {
 		end = r.GeneratedAt.In(r.Book.Location)
 	}
-	return "partial: ledger data " + dayOrInstant(r.DataFrom) + " to " + dayOrInstant(end) + " only"
+	return start, end
 }
 
 // dayOrInstant writes a local midnight as its date, else to the minute.
@@ -66,4 +81,108 @@ func dayOrInstant(t time.Time) string {
 		return t.Format(time.DateOnly)
 	}
 	return t.Format("2006-01-02 15:04 MST")
+}
+
+// rowReader is the part of a ledger store that streams rows: with it,
+// Build finds the first and last row's own times, not only their days.
+type rowReader interface {
+	Rows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error
+}
+
+// dataBounds refines the day coverage [first, last) to the start of the
+// period's first ledger row and the end of its last, clipped to [from, to):
+// an hour aggregate of the first and last day finds the edge hours, and
+// those two hours' rows give the instants. A source that cannot stream
+// rows keeps the day bounds. The reads are bounded: two days of hour
+// aggregates and two hours of rows, whatever the period's length.
+func dataBounds(ctx context.Context, src Source, first, last, from, to time.Time, loc *time.Location) (start, end time.Time, err error) {
+	rr, ok := src.(rowReader)
+	if !ok || first.IsZero() {
+		return first, last, nil
+	}
+	day := func(t time.Time) (time.Time, time.Time) {
+		y, m, d := t.In(loc).Date()
+		return ledger.DayStart(y, m, d, loc), ledger.DayStart(y, m, d+1, loc)
+	}
+	hours := func(a, b time.Time) ([]time.Time, error) {
+		a, b = maxTime(a, from), minTime(b, to)
+		aggs, err := src.Aggregate(ctx, ledger.AggregateQuery{From: a, To: b, Location: loc, Bucket: ledger.BucketHour})
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the ledger's hours from %s to %s: %w", a.Format(time.RFC3339), b.Format(time.RFC3339), err)
+		}
+		var out []time.Time
+		for _, g := range aggs {
+			if g.Rows > 0 {
+				out = append(out, g.BucketStart)
+			}
+		}
+		return out, nil
+	}
+	edge := func(hs []time.Time, latest bool) (time.Time, bool) {
+		if len(hs) == 0 {
+			return time.Time{}, false
+		}
+		e := hs[0]
+		for _, h := range hs[1:] {
+			if h.After(e) == latest {
+				e = h
+			}
+		}
+		return e, true
+	}
+	start, end = first, last
+	a, b := day(first)
+	hs, err := hours(a, b)
+	if err != nil {
+		return first, last, err
+	}
+	if h, ok := edge(hs, false); ok {
+		var s time.Time
+		err := rr.Rows(ctx, maxTime(h, from), minTime(h.Add(time.Hour), to), func(r attribution.Row) error {
+			if s.IsZero() || r.IntervalStart.Before(s) {
+				s = r.IntervalStart
+			}
+			return nil
+		})
+		if err != nil {
+			return first, last, fmt.Errorf("cannot read the ledger's first rows: %w", err)
+		}
+		if !s.IsZero() {
+			start = maxTime(s, from).In(loc)
+		}
+	}
+	a, b = day(last.Add(-time.Nanosecond))
+	if hs, err = hours(a, b); err != nil {
+		return first, last, err
+	}
+	if h, ok := edge(hs, true); ok {
+		var e time.Time
+		err := rr.Rows(ctx, maxTime(h, from), minTime(h.Add(time.Hour), to), func(r attribution.Row) error {
+			if r.IntervalEnd.After(e) {
+				e = r.IntervalEnd
+			}
+			return nil
+		})
+		if err != nil {
+			return first, last, fmt.Errorf("cannot read the ledger's last rows: %w", err)
+		}
+		if !e.IsZero() {
+			end = minTime(e, to).In(loc)
+		}
+	}
+	return start, end, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

@@ -4,13 +4,22 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math/big"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// CSVHeader is the finance CSV's header row (report.md).
+// CSVHeader is the finance CSV's header row: the contract's columns, then
+// the ones gpuledger appends (docs/report.md), so that a reader of the
+// contract's columns by position reads the same cells: data_start and
+// data_end (what the ledger covers of the period), partial (true when that
+// is less than the period: month to date, not the month's bill) and
+// borrowed_gpu_hours (use beyond the held share, on time others left unused,
+// which is why efficiency can exceed 1).
 var CSVHeader = []string{"period_start", "period_end", "team", "namespace", "gpu_model", "sharing_mode", "line_type",
-	"allocated_gpu_hours", "used_gpu_hours", "efficiency", "energy_kwh", "rate_per_gpu_hour", "amount", "currency"}
+	"allocated_gpu_hours", "used_gpu_hours", "efficiency", "energy_kwh", "rate_per_gpu_hour", "amount", "currency",
+	"data_start", "data_end", "partial", "borrowed_gpu_hours"}
 
 // Decimals of the CSV's (and JSON's) quantities. Hours to 1e-6 (3.6 ms);
 // amounts always to the currency's minor unit.
@@ -44,7 +53,8 @@ func WriteCSV(w io.Writer, r *Report) error {
 func csvRow(r *Report, l Line) []string {
 	f := lineFields(r, l)
 	return []string{f.PeriodStart, f.PeriodEnd, neutralise(l.Team), neutralise(l.Namespace), neutralise(l.GPUModel),
-		neutralise(l.SharingMode), string(l.Type), f.Allocated, f.Used, f.Efficiency, f.Energy, f.Rate, f.Amount, f.Currency}
+		neutralise(l.SharingMode), string(l.Type), f.Allocated, f.Used, f.Efficiency, f.Energy, f.Rate, f.Amount, f.Currency,
+		f.DataStart, f.DataEnd, f.Partial, f.Borrowed}
 }
 
 // fields is a line as text: the CSV, JSON and HTML all print these, so
@@ -53,6 +63,9 @@ type fields struct {
 	PeriodStart, PeriodEnd         string
 	Allocated, Used, Efficiency    string
 	Energy, Rate, Amount, Currency string
+	// DataStart, DataEnd and Partial say what the ledger covers of the
+	// period; Borrowed is a charge line's borrowed GPU-hours.
+	DataStart, DataEnd, Partial, Borrowed string
 }
 
 func lineFields(r *Report, l Line) fields {
@@ -65,7 +78,38 @@ func lineFields(r *Report, l Line) fields {
 	if l.Rate != nil {
 		f.Rate = l.Rate.Format(r.Book.Currency.MinorUnit)
 	}
+	if start, end := r.DataBounds(); !start.IsZero() {
+		f.DataStart, f.DataEnd = start.Format(time.RFC3339), end.Format(time.RFC3339)
+	}
+	f.Partial = strconv.FormatBool(r.Partial())
+	if b := l.Borrowed(); b != nil {
+		f.Borrowed = decimal(b, hoursDecimals)
+	}
 	return f
+}
+
+// Borrowed is a charge line's borrowed GPU-hours: its used hours beyond
+// its allocated hours, zero when it used no more than it held; nil on
+// other lines. Time-slicing and MPS let a container run on time its
+// co-tenants left idle, so used can exceed allocated: Borrowed is that
+// excess, and (Used - Borrowed) / Allocated, the efficiency within the
+// held share, never exceeds 1. It is the line's net over the period: a
+// container that borrowed in one hour and left its share idle in another
+// nets the two.
+func (l Line) Borrowed() *big.Rat {
+	if l.Type != LineCharge || l.UsedHours == nil || l.AllocatedHours == nil {
+		return nil
+	}
+	return borrowed(l.UsedHours, l.AllocatedHours)
+}
+
+// borrowed is max(0, used - allocated).
+func borrowed(used, allocated *big.Rat) *big.Rat {
+	d := new(big.Rat).Sub(used, allocated)
+	if d.Sign() < 0 {
+		return new(big.Rat)
+	}
+	return d
 }
 
 // neutralise keeps a label from being read as a formula by a spreadsheet

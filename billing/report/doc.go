@@ -1,5 +1,5 @@
-// Package report computes the monthly GPU chargeback of the report contract
-// (shared/contracts/report.md) from ledger aggregates and a price book, and
+// Package report computes the monthly GPU chargeback (docs/report.md)
+// from ledger aggregates and a price book, and
 // writes it as the finance CSV, as JSON and as a self-contained HTML page.
 //
 // The report never reads raw ledger rows: it asks the store for day

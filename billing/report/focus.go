@@ -29,7 +29,8 @@ var FOCUSHeader = []string{
 	"PricingCategory", "PricingQuantity", "PricingUnit", "ResourceId", "ResourceName", "ResourceType",
 	"ServiceCategory", "ServiceName", "ServiceProviderName", "ServiceSubcategory",
 	"SkuId", "SkuMeter", "SkuPriceId", "SubAccountId", "SubAccountName", "Tags",
-	"x_AllocatedGpuHours", "x_Efficiency", "x_EnergyKwh", "x_LineType", "x_SharingMode", "x_UsedGpuHours",
+	"x_AllocatedGpuHours", "x_BorrowedGpuHours", "x_DataEnd", "x_DataStart", "x_Efficiency", "x_EnergyKwh", "x_LineType",
+	"x_Partial", "x_SharingMode", "x_UsedGpuHours",
 }
 
 // Fixed values of the export. The chargeback is internal: the GPU
@@ -56,6 +57,14 @@ const (
 
 // focusTime writes an instant as FOCUS wants it: UTC, seconds, a Z.
 func focusTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
+
+// focusTimeOrNull is focusTime, or null (empty) for the zero time.
+func focusTimeOrNull(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return focusTime(t)
+}
 
 // WriteFOCUS writes the report as a FOCUS 1.3 cost and usage CSV. A period
 // with no ledger data is an error: a FOCUS file of no charges would read
@@ -111,6 +120,7 @@ func focusOrder(c map[string]string) []string {
 func focusCells(r *Report, l Line, capacity *big.Rat) (map[string]string, error) {
 	f := lineFields(r, l)
 	book := r.Book
+	start, end := r.DataBounds()
 	c := map[string]string{
 		"BilledCost": f.Amount, "EffectiveCost": f.Amount, "ListCost": f.Amount, "ContractedCost": f.Amount,
 		"BillingAccountId": focusBillingAccount, "BillingAccountName": focusBillingName, "BillingCurrency": f.Currency,
@@ -121,6 +131,10 @@ func focusCells(r *Report, l Line, capacity *big.Rat) (map[string]string, error)
 		"ServiceCategory": focusServiceCategory, "ServiceName": focusServiceName, "ServiceSubcategory": focusServiceSubcat,
 		"x_LineType": string(l.Type), "x_SharingMode": neutralise(l.SharingMode),
 		"x_AllocatedGpuHours": f.Allocated, "x_UsedGpuHours": f.Used, "x_Efficiency": f.Efficiency, "x_EnergyKwh": f.Energy,
+		// What the ledger covers of the billing period: a partial period
+		// (month to date) is marked in the file, not only on stderr.
+		"x_DataStart": focusTimeOrNull(start), "x_DataEnd": focusTimeOrNull(end), "x_Partial": f.Partial,
+		"x_BorrowedGpuHours": f.Borrowed,
 	}
 	if l.Type == LineRounding {
 		// Not usage of any SKU or resource, and not split from a charge:

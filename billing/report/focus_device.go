@@ -401,6 +401,9 @@ func focusDeviceCells(c map[string]string, r *Report, l Line, p devicePart, prof
 	c["PricingQuantity"], c["ConsumedQuantity"] = qty, qty
 	c["x_AllocatedGpuHours"], c["x_UsedGpuHours"] = decimal(p.alloc, hoursDecimals), decimal(p.used, hoursDecimals)
 	c["x_Efficiency"], c["x_EnergyKwh"] = decimal(p.efficiency, efficiencyDecimals), decimal(p.energy, energyDecimals)
+	if l.Type == LineCharge && p.used != nil && p.alloc != nil {
+		c["x_BorrowedGpuHours"] = decimal(borrowed(p.used, p.alloc), hoursDecimals)
+	}
 	if p.dev != (device{}) {
 		id, typ, mig := focusResource(p.dev)
 		sku := focusSku(l.GPUModel, mig, profile)

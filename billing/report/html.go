@@ -72,10 +72,11 @@ type card struct{ Label, Value, Note string }
 type teamRow struct {
 	Team, Namespaces                string
 	Allocated, Used, HeldIdle, Eff  string
+	Borrowed                        string
 	Charge, IdleShare, Total, Share string
 }
 
-type modeRow struct{ Mode, Allocated, Used, Eff, Charge string }
+type modeRow struct{ Mode, Allocated, Used, Borrowed, Eff, Charge string }
 
 type modelRow struct {
 	Model, Rate, Capacity, Unallocated, Idle, Unattributed string
@@ -128,7 +129,7 @@ func newPage(r *Report) page {
 	p.Teams, p.TeamTotals = teamRows(r, money)
 	for _, m := range r.Modes {
 		p.Modes = append(p.Modes, modeRow{Mode: m.Mode, Allocated: hoursText(m.AllocatedHours), Used: hoursText(m.UsedHours),
-			Eff: percent(m.Efficiency), Charge: money(m.Charge)})
+			Borrowed: hoursText(m.BorrowedHours), Eff: percent(m.Efficiency), Charge: money(m.Charge)})
 	}
 	p.Models = modelRows(r, money)
 	p.IdleAllocs, p.IdleMore = findingRows(r, attribution.FindingIdleAllocation)
@@ -189,9 +190,26 @@ func cards(r *Report, money func(int64) string) []card {
 	return []card{
 		{"Total charged", money(r.Total) + " " + r.Book.Currency.Code, fmt.Sprintf("%d teams, %d GPU models", len(r.Teams), len(r.Models))},
 		{"GPU capacity", hoursText(capH) + " h", fmt.Sprintf("%s h allocated, %s h never allocated", hoursText(alloc), hoursText(unalloc))},
-		{"Efficiency", percent(ratio(used, alloc)), fmt.Sprintf("%s of %s allocated GPU-hours used", hoursText(used), hoursText(alloc))},
+		{"Efficiency", percent(ratio(used, alloc)), efficiencyNote(r, used, alloc)},
 		{"Capacity nobody paid for directly", money(unbilled) + " " + r.Book.Currency.Code, note},
 	}
+}
+
+// efficiencyNote explains the efficiency card: used over allocated hours,
+// where used includes time borrowed beyond the held share (time-slicing
+// and MPS lend time co-tenants leave idle), so the part within the held
+// share is shown beside it.
+func efficiencyNote(r *Report, used, alloc *big.Rat) string {
+	lent := new(big.Rat)
+	for _, t := range r.Teams {
+		lent.Add(lent, t.BorrowedHours)
+	}
+	note := fmt.Sprintf("%s of %s allocated GPU-hours used", hoursText(used), hoursText(alloc))
+	if lent.Sign() > 0 {
+		within := new(big.Rat).Sub(used, lent)
+		note += fmt.Sprintf("; %s h of the use was borrowed (beyond the held share, on time others left unused): %s within the held share", hoursText(lent), percent(ratio(within, alloc)))
+	}
+	return note
 }
 
 func costChart(r *Report, money func(int64) string) chart {
@@ -276,19 +294,20 @@ func capacityChart(r *Report) chart {
 
 func teamRows(r *Report, money func(int64) string) ([]teamRow, teamRow) {
 	var rows []teamRow
-	alloc, used, held := new(big.Rat), new(big.Rat), new(big.Rat)
+	alloc, used, held, lent := new(big.Rat), new(big.Rat), new(big.Rat), new(big.Rat)
 	var charge, share int64
 	for _, t := range r.Teams {
 		rows = append(rows, teamRow{Team: t.Team, Namespaces: strings.Join(t.Namespaces, ", "), Allocated: hoursText(t.AllocatedHours),
-			Used: hoursText(t.UsedHours), HeldIdle: hoursText(t.HeldIdleHours), Eff: percent(t.Efficiency), Charge: money(t.Charge),
+			Used: hoursText(t.UsedHours), HeldIdle: hoursText(t.HeldIdleHours), Borrowed: hoursText(t.BorrowedHours), Eff: percent(t.Efficiency), Charge: money(t.Charge),
 			IdleShare: money(t.IdleShare), Total: money(t.Total), Share: shareOf(t.Total, r.Total)})
 		alloc.Add(alloc, t.AllocatedHours)
 		used.Add(used, t.UsedHours)
 		held.Add(held, t.HeldIdleHours)
+		lent.Add(lent, t.BorrowedHours)
 		charge += t.Charge
 		share += t.IdleShare
 	}
-	return rows, teamRow{Allocated: hoursText(alloc), Used: hoursText(used), HeldIdle: hoursText(held), Eff: percent(ratio(used, alloc)),
+	return rows, teamRow{Allocated: hoursText(alloc), Used: hoursText(used), HeldIdle: hoursText(held), Borrowed: hoursText(lent), Eff: percent(ratio(used, alloc)),
 		Charge: money(charge), IdleShare: money(share), Total: money(charge + share), Share: shareOf(charge+share, r.Total)}
 }
 

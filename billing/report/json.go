@@ -44,7 +44,8 @@ type jsonPeriod struct {
 	Start    string `json:"start"`
 	End      string `json:"end"`
 	Timezone string `json:"timezone"`
-	// DataStart and DataEnd bound the days the ledger has data for.
+	// DataStart and DataEnd are the start of the period's first ledger
+	// row and the end of its last (Report.DataBounds).
 	DataStart string `json:"data_start,omitempty"`
 	DataEnd   string `json:"data_end,omitempty"`
 }
@@ -58,6 +59,7 @@ type jsonLine struct {
 	AllocatedHours *json.Number `json:"allocated_gpu_hours"`
 	UsedHours      *json.Number `json:"used_gpu_hours"`
 	Efficiency     *json.Number `json:"efficiency"`
+	BorrowedHours  *json.Number `json:"borrowed_gpu_hours"`
 	EnergyKWh      *json.Number `json:"energy_kwh"`
 	Rate           *json.Number `json:"rate_per_gpu_hour"`
 	Amount         json.Number  `json:"amount"`
@@ -75,6 +77,7 @@ type jsonTeam struct {
 	AllocatedHours json.Number  `json:"allocated_gpu_hours"`
 	UsedHours      json.Number  `json:"used_gpu_hours"`
 	HeldIdleHours  json.Number  `json:"held_idle_gpu_hours"`
+	BorrowedHours  json.Number  `json:"borrowed_gpu_hours"`
 	Efficiency     *json.Number `json:"efficiency"`
 	Charge         json.Number  `json:"charge"`
 	IdleShare      json.Number  `json:"idle_share"`
@@ -85,6 +88,7 @@ type jsonMode struct {
 	Mode           string       `json:"sharing_mode"`
 	AllocatedHours json.Number  `json:"allocated_gpu_hours"`
 	UsedHours      json.Number  `json:"used_gpu_hours"`
+	BorrowedHours  json.Number  `json:"borrowed_gpu_hours"`
 	Efficiency     *json.Number `json:"efficiency"`
 	Charge         json.Number  `json:"charge"`
 }
@@ -152,7 +156,8 @@ func toJSON(r *Report) jsonReport {
 	if r.Empty() {
 		j.Message = NoUsageMessage
 	} else {
-		j.Period.DataStart, j.Period.DataEnd = r.DataFrom.Format(time.RFC3339), r.DataTo.Format(time.RFC3339)
+		start, end := r.DataBounds()
+		j.Period.DataStart, j.Period.DataEnd = start.Format(time.RFC3339), end.Format(time.RFC3339)
 	}
 	if !r.GeneratedAt.IsZero() {
 		j.GeneratedAt = r.GeneratedAt.Format(time.RFC3339)
@@ -161,18 +166,18 @@ func toJSON(r *Report) jsonReport {
 		f := lineFields(r, l)
 		j.Lines = append(j.Lines, jsonLine{Team: l.Team, Namespace: l.Namespace, GPUModel: l.GPUModel, SharingMode: l.SharingMode,
 			LineType: string(l.Type), AllocatedHours: optNum(f.Allocated), UsedHours: optNum(f.Used), Efficiency: optNum(f.Efficiency),
-			EnergyKWh: optNum(f.Energy), Rate: optNum(f.Rate), Amount: num(f.Amount),
+			BorrowedHours: optNum(f.Borrowed), EnergyKWh: optNum(f.Energy), Rate: optNum(f.Rate), Amount: num(f.Amount),
 			ChargedHours: optNum(decimal(l.Charged, hoursDecimals)), MemoryHours: optNum(decimal(l.MemoryHours, hoursDecimals)),
 			SlotMonths: optNum(decimal(l.SlotMonths, slotMonthDecimals)), SlotRate: optRate(l.SlotRate, r.Book.Currency.MinorUnit)})
 	}
 	for _, t := range r.Teams {
 		j.Teams = append(j.Teams, jsonTeam{Team: t.Team, Namespaces: t.Namespaces, AllocatedHours: hoursNum(t.AllocatedHours),
-			UsedHours: hoursNum(t.UsedHours), HeldIdleHours: hoursNum(t.HeldIdleHours), Efficiency: optNum(decimal(t.Efficiency, efficiencyDecimals)),
+			UsedHours: hoursNum(t.UsedHours), HeldIdleHours: hoursNum(t.HeldIdleHours), BorrowedHours: hoursNum(t.BorrowedHours), Efficiency: optNum(decimal(t.Efficiency, efficiencyDecimals)),
 			Charge: num(r.Money(t.Charge)), IdleShare: num(r.Money(t.IdleShare)), Total: num(r.Money(t.Total))})
 	}
 	for _, m := range r.Modes {
 		j.SharingModes = append(j.SharingModes, jsonMode{Mode: m.Mode, AllocatedHours: hoursNum(m.AllocatedHours), UsedHours: hoursNum(m.UsedHours),
-			Efficiency: optNum(decimal(m.Efficiency, efficiencyDecimals)), Charge: num(r.Money(m.Charge))})
+			BorrowedHours: hoursNum(m.BorrowedHours), Efficiency: optNum(decimal(m.Efficiency, efficiencyDecimals)), Charge: num(r.Money(m.Charge))})
 	}
 	for _, m := range r.Models {
 		j.Models = append(j.Models, jsonModel{Model: m.Model, Priced: m.Known, Rate: num(m.Rate.Format(r.Book.Currency.MinorUnit)), Rows: m.Rows,

@@ -110,6 +110,9 @@ type TeamSummary struct {
 	// HeldIdleHours: allocated hours its containers did not use (per line,
 	// never negative).
 	HeldIdleHours *big.Rat
+	// BorrowedHours: used hours beyond allocated hours, summed over its
+	// charge lines (Line.Borrowed).
+	BorrowedHours *big.Rat
 	Efficiency    *big.Rat
 	Charge        int64
 	IdleShare     int64
@@ -120,6 +123,7 @@ type TeamSummary struct {
 type ModeSummary struct {
 	Mode                      string
 	AllocatedHours, UsedHours *big.Rat
+	BorrowedHours             *big.Rat // Line.Borrowed, summed
 	Efficiency                *big.Rat
 	Charge                    int64
 }
@@ -147,6 +151,10 @@ type Report struct {
 	// data for (day buckets in the book's zone, clipped to the period);
 	// zero when the period is empty. See Partial.
 	DataFrom, DataTo time.Time
+	// DataStart and DataEnd are the start of the period's first ledger
+	// row and the end of its last, clipped to the period (see dataBounds);
+	// zero when the period is empty.
+	DataStart, DataEnd time.Time
 	// GeneratedAt is shown when set; Build leaves it zero. A period that
 	// ends after it is partial.
 	GeneratedAt time.Time

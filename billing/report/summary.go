@@ -24,7 +24,7 @@ func summarise(r *Report) {
 		}
 		t := teams[l.Team]
 		if t == nil {
-			t = &TeamSummary{Team: l.Team, AllocatedHours: new(big.Rat), UsedHours: new(big.Rat), HeldIdleHours: new(big.Rat)}
+			t = &TeamSummary{Team: l.Team, AllocatedHours: new(big.Rat), UsedHours: new(big.Rat), HeldIdleHours: new(big.Rat), BorrowedHours: new(big.Rat)}
 			teams[l.Team] = t
 			namespaces[l.Team] = map[string]bool{}
 		}
@@ -40,13 +40,15 @@ func summarise(r *Report) {
 		if idle := new(big.Rat).Sub(l.AllocatedHours, l.UsedHours); idle.Sign() > 0 {
 			t.HeldIdleHours.Add(t.HeldIdleHours, idle)
 		}
+		t.BorrowedHours.Add(t.BorrowedHours, l.Borrowed())
 		m := modes[l.SharingMode]
 		if m == nil {
-			m = &ModeSummary{Mode: l.SharingMode, AllocatedHours: new(big.Rat), UsedHours: new(big.Rat)}
+			m = &ModeSummary{Mode: l.SharingMode, AllocatedHours: new(big.Rat), UsedHours: new(big.Rat), BorrowedHours: new(big.Rat)}
 			modes[l.SharingMode] = m
 		}
 		m.AllocatedHours.Add(m.AllocatedHours, l.AllocatedHours)
 		m.UsedHours.Add(m.UsedHours, l.UsedHours)
+		m.BorrowedHours.Add(m.BorrowedHours, l.Borrowed())
 		m.Charge += l.Amount
 	}
 	for name, t := range teams {

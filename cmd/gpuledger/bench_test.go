@@ -20,7 +20,7 @@ import (
 
 // BenchmarkCycleDenseNode measures one whole collection cycle (NVML read,
 // DCGM join, pod-resources List over gRPC, metadata, procfs, attribution,
-// metrics snapshot) on the dense node of issue 2, simulated. One op is one
+// metrics snapshot) on the dense node (BENCHMARKS.md), simulated. One op is one
 // simulated second: the simulator's own cost (BenchmarkAdvanceDenseNode in
 // sim) is included and reported separately by sim-ns/op.
 //

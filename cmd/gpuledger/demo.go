@@ -87,6 +87,11 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("cannot create %s: %w", *out, err)
 	}
+	logPath, closeLog, err := demoLog(*out)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
 	dbPath := filepath.Join(*out, "ledger.db")
 	_ = os.Remove(dbPath) // a fresh month each run
 	_ = os.Remove(dbPath + "-wal")
@@ -114,6 +119,7 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 		*days, from.Format("2006-01-02"), to.Format("2006-01-02"))
 	sum.print(stdout, rep)
 	fmt.Fprintf(stdout, "\nLedger:            %s\nFinance CSV:       %s\nChargeback report: %s\n", dbPath, csvPath, htmlPath)
+	fmt.Fprintf(stdout, "Diagnostics:       %s\n", logPath)
 	fmt.Fprintf(stdout, "Reproduce the CSV: %s\n", reproduceCommand(dbPath, from, to, book.Location))
 	if *listen == "" {
 		return nil
@@ -125,6 +131,44 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	return serveLiveDemo(ctx, scs, ln, exportedPrices(book), stdout)
 }
 
+// demoLog sends the demo's log (the simulated nodes' start-up lines,
+// what their GPUs do not report) to DIR/demo.log, so that the terminal
+// shows the summary alone; warnings and errors still reach stderr too.
+// The returned func restores the previous logger and closes the file.
+func demoLog(dir string) (string, func(), error) {
+	p := filepath.Join(dir, "demo.log")
+	f, err := os.Create(p)
+	if err != nil {
+		return "", nil, fmt.Errorf("cannot create the demo's log: %w", err)
+	}
+	prev := slog.Default()
+	// A MultiHandler passes a record to each handler that is enabled for
+	// it; the caller's handler only for warnings and up.
+	slog.SetDefault(slog.New(slog.NewMultiHandler(
+		slog.NewTextHandler(f, &slog.HandlerOptions{Level: logLevel()}),
+		minLevel{prev.Handler(), slog.LevelWarn},
+	)))
+	return p, func() { slog.SetDefault(prev); f.Close() }, nil
+}
+
+// minLevel passes on records at or above min only.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(as), m.min}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{m.Handler.WithGroup(name), m.min}
+}
+
 // now is the clock the demo's backfill ends on and reports are checked
 // against; tests fix it.
 var now = time.Now
@@ -133,8 +177,8 @@ var now = time.Now
 // demo's finance CSV again, byte for byte, from its ledger and the shipped
 // price book.
 func reproduceCommand(dbPath string, from, to time.Time, loc *time.Location) string {
-	return fmt.Sprintf("gpuledger report --ledger %s --prices %s --from %s --to %s --format csv",
-		dbPath, deploy.PricesPath, boundArg(from, loc), boundArg(to, loc))
+	return fmt.Sprintf("%s report --ledger %s --prices %s --from %s --to %s --format csv",
+		progName, dbPath, deploy.PricesPath, boundArg(from, loc), boundArg(to, loc))
 }
 
 // boundArg writes a report bound as a date where it is a midnight in the

@@ -54,7 +54,8 @@ const (
 	summaryHeader = "team\theld GPU-h\tused GPU-h\tused/held\theld-but-unused episodes\tnoisy-neighbour episodes\tstarved episodes\tcost %s\t"
 	summaryLegend = `
 held GPU-h: allocated to the team's containers; used GPU-h: the time they kept a GPU busy
-  (time-slicing lends unused time, so used can exceed held).
+  (time-slicing and MPS lend time others leave unused, so used can exceed held: used/held
+  above 100% is borrowed time, the CSV's borrowed_gpu_hours).
 episodes: detector findings on the team's containers: held but unused = a GPU held but
   barely used; noisy neighbour = slowed others on a shared GPU; starved = slowed by one.
 cost: what the chargeback bills the team (chargeback.csv: its charge and idle_share lines).

@@ -77,7 +77,7 @@ func parseExportFlags(args []string) (exportFlags, error) {
 	fs := flag.NewFlagSet("ledger export", flag.ContinueOnError)
 	from := fs.String("from", "", "start of the range, inclusive (RFC 3339 or YYYY-MM-DD)")
 	to := fs.String("to", "", "end of the range, exclusive (RFC 3339 or YYYY-MM-DD)")
-	fs.StringVar(&f.format, "format", ledger.FormatCSV, "csv (the ledger.csv contract) or jsonl")
+	fs.StringVar(&f.format, "format", ledger.FormatCSV, "csv (the ledger CSV, docs/ledger-format.md) or jsonl")
 	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
 	fs.StringVar(&f.out, "out", "", "output file; default stdout")
 	if err := parseFlags(fs, args, ""); err != nil {

@@ -38,12 +38,25 @@ func commands() []command {
 		{"collect", "run the node collector (DaemonSet entry point)", runCollect},
 		{"simulate", "run the collector on a simulated node scenario", runSimulate},
 		{"demo", "simulate a mixed GPU fleet, print a per-team summary, serve /metrics", runDemo},
-		{"report", "chargeback for a period: finance CSV, JSON or HTML from the ledger and a price book", runReport},
+		{"report", "chargeback for a period: finance CSV, JSON, HTML or FOCUS from the ledger and a price book", runReport},
 		{"ledger", "ledger export (csv, jsonl) and migrate, on the embedded store or ClickHouse", runLedger},
 		{"whatif", "simulate MIG, MPS and time-slicing latency for tenants on one GPU", runWhatif},
 		{"advise", "sharing recommendations from the ledger: reclaim, right-size, consolidate, with savings", runAdvise},
 		{"version", "print the version (also --version)", runVersion},
 	}
+}
+
+// progName is how the user ran this binary, for the commands it prints
+// for them to run: the path as typed where it was one (bin/gpuledger, so
+// the printed line runs as written from the same directory), else the
+// name, found on PATH.
+var progName = invokedAs(os.Args[0])
+
+func invokedAs(arg0 string) string {
+	if strings.ContainsRune(arg0, '/') {
+		return arg0
+	}
+	return "gpuledger"
 }
 
 func main() {

@@ -32,9 +32,9 @@ const reportUsageText = `usage: gpuledger report (--period YYYY-MM | --from T --
                         [--advice [--pods FILE]]
 
 Writes the chargeback for one period from the ledger and a price book
-(contract: shared/contracts/report.md): the finance CSV, the same numbers as
-JSON, a self-contained HTML report, or a FOCUS 1.3 cost and usage file (CSV,
-or JSON lines).
+(docs/report.md): the finance CSV, the same numbers as JSON, a
+self-contained HTML report, or a FOCUS 1.3 cost and usage file (CSV, or
+JSON lines; docs/focus.md).
 
   --period   a calendar month in the price book's time zone
   --from/--to  any other range: RFC 3339, or YYYY-MM-DD for the start of that
@@ -50,8 +50,9 @@ or JSON lines).
   --pods     with --advice: kubectl get pods -A -o json output, as for advise
 
 A period the ledger covers only in part (the current month, a collector
-installed mid-month) is partial: a warning on stderr, "partial" in the JSON
-and the HTML title; the finance CSV's columns stay as they are. A period with
+installed mid-month) is partial: every file says so (the finance CSV's partial, data_start and
+data_end columns, appended after the others; FOCUS x_Partial; "partial" in
+the JSON and the HTML title), and so does a warning on stderr. A period with
 no ledger data, or one that has not started, is an error (exit 1).
 `
 

@@ -163,8 +163,9 @@ func TestReportEmptyOrFuturePeriodFails(t *testing.T) {
 	}
 }
 
-// The current month's report says on stderr that it is partial; its CSV
-// keeps the finance columns.
+// The current month's report says on stderr that it is partial, naming
+// the end of the ledger's last row (the scenario runs 8 minutes from
+// midnight); its CSV keeps the finance columns and marks every line.
 func TestReportOfTheCurrentMonthWarnsItIsPartial(t *testing.T) {
 	db := repoScenarioLedger(t)
 	fixNow(t, time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
@@ -176,8 +177,13 @@ func TestReportOfTheCurrentMonthWarnsItIsPartial(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(stdout, strings.Join(report.CSVHeader, ",")+"\n") {
 		t.Fatalf("exit %d, CSV %q", code, stdout)
 	}
-	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "partial: ledger data 2026-11-03 to 2026-11-04 only") {
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "partial: ledger data 2026-11-03 to 2026-11-03 00:08 UTC only") {
 		t.Errorf("no partial warning on stderr: %s", logs.String())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n")[1:] {
+		if !strings.Contains(line, ",2026-11-03T00:00:00Z,2026-11-03T00:08:00Z,true,") {
+			t.Errorf("CSV line not marked partial with the data's bounds: %s", line)
+		}
 	}
 }
 

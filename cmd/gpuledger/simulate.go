@@ -30,7 +30,7 @@ import (
 
 func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
-	path := fs.String("scenario", "", "scenario file (contract: scenario.md)")
+	path := fs.String("scenario", "", "scenario file (docs/scenario-format.md)")
 	out := fs.String("out", "", "output directory for ledger.csv and flags.csv")
 	teamLabel := fs.String("team-label", envDefault("GPULEDGER_TEAM_LABEL", "team"), "namespace/pod label that names the team")
 	teamFromPod := fs.Bool("team-from-pod-label", os.Getenv("GPULEDGER_TEAM_FROM_POD_LABEL") != "false", "where a namespace has no team label, take the pod's own unless it names a team a namespace bills (forgeable; see collect)")

@@ -37,7 +37,7 @@ averaged over --runs independent runs (docs/advisor.md).
   --mig-slices       each tenant's MIG compute slices out of 7 (default 7/N each)
   --mps-contention   MPS slowdown per busy co-tenant (default 0.18)
   --switch           time-slicing context-switch cost (default 0.8ms)
-  --hostile          also run the seed's exercise: the last tenant sends 2x
+  --hostile          also run a hostile tenant: the last tenant sends 2x
                      the requests at 10x the service; report what it does to
                      the others' p99 under each mechanism
   --hostile-contention  MPS coefficient while the hostile tenant is busy (default 1.0)

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// TestWhatifJSON: the command line prints the three modes in the
-// seed's order with served_pct, p50_ms and p99_ms; --seed replays and
+// TestWhatifJSON: the documented command line prints the three modes in the
+// reference model's order with served_pct, p50_ms and p99_ms; --seed replays and
 // another seed does not.
 func TestWhatifJSON(t *testing.T) {
 	args := []string{"whatif", "--tenants", "7", "--rate", "12", "--service", "10ms", "--duration", "60s", "--runs", "8", "--format", "json"}

@@ -2,8 +2,8 @@ package groundtruth
 
 import "testing"
 
-// Hand-worked expectations for the scenarios of real clusters' shapes
-// (issue 9), from each story as the generator writes it.
+// Hand-worked expectations for the scenarios of real clusters' shapes,
+// from each story as the generator writes it.
 
 func wantMethod(t *testing.T, tr *Truth, key, want string) {
 	t.Helper()

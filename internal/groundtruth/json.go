@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-// The wire shape follows shared/contracts/examples/*/truth.json: keys in
+// The wire shape follows testdata/examples/*/truth.json: keys in
 // alphabetical order, method null when measured, residuals only when nonzero.
 type jsonTruth struct {
 	Containers     map[string]jsonContainer `json:"containers"`

@@ -16,7 +16,7 @@ const maxInlineRows = 6
 var busyTraceLine = regexp.MustCompile(`(?m)^(\s*)busyTrace: (\S+)$`)
 
 // inlineTraces rewrites an example's busyTrace lines into inline busy lists
-// so that the seed parses without files.
+// so that the fuzz seed parses without files.
 func inlineTraces(t testing.TB, dir string, yaml string) string {
 	return busyTraceLine.ReplaceAllStringFunc(yaml, func(line string) string {
 		m := busyTraceLine.FindStringSubmatch(line)

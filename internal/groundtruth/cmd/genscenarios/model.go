@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-// The YAML model mirrors shared/contracts/scenario.md field for field; it
+// The YAML model mirrors docs/scenario-format.md field for field; it
 // is this generator's own so that the files are written the way a person
 // would write them, independent of how the parser reads them.
 
