@@ -34,9 +34,10 @@ install: build
 	install -m 0755 $(BIN) "$(DESTDIR)$(PREFIX)/bin/gpuledger"
 	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on PATH";; esac
 
-## test: vet, unit and end-to-end tests (simulator), race tests of the
-## concurrent parts, then the scorer on the reference examples and on our
-## own scenarios.
+## test: vet, race tests of the concurrent parts, the scorer on the
+## reference examples and on our own scenarios, then every unit and
+## end-to-end test (last, so its summary of skipped integration tests is
+## the last thing make test prints).
 test: vet race contract unit
 
 vet:
