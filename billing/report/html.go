@@ -65,6 +65,7 @@ type page struct {
 	Reconcile                  []string
 	Unknown                    []string
 	Savings                    *savingsPage
+	Tokens                     *tokensPage
 }
 
 type card struct{ Label, Value, Note string }
@@ -147,6 +148,7 @@ func newPage(r *Report) page {
 	}
 	p.Reconcile = reconcile(r, money)
 	p.Savings = savingsSection(r, money)
+	p.Tokens = tokensSection(r)
 	return p
 }
 

@@ -36,6 +36,7 @@ type jsonReport struct {
 	Findings        []jsonFinding `json:"findings"`
 	FindingsDropped int           `json:"findings_dropped,omitempty"`
 	Savings         *jsonSavings  `json:"savings,omitempty"`
+	Tokens          *jsonTokens   `json:"tokens,omitempty"`
 	GeneratedAt     string        `json:"generated_at,omitempty"`
 }
 
@@ -149,6 +150,7 @@ func toJSON(r *Report) jsonReport {
 		Lines: []jsonLine{}, Teams: []jsonTeam{}, SharingModes: []jsonMode{}, Models: []jsonModel{},
 		UnknownModels: []string{}, Findings: []jsonFinding{}, FindingsDropped: r.FindingsDropped,
 		Savings: savingsJSON(r),
+		Tokens:  tokensJSON(r),
 	}
 	if r.Book.MemoryWeight != nil {
 		j.MemoryWeight = optNum(exactDecimal(r.Book.MemoryWeight))

@@ -142,6 +142,9 @@ type Report struct {
 	// Savings is the sharing advisor's result for the period, when the
 	// caller attached it (gpuledger report --advice); nil otherwise.
 	Savings *Savings
+	// Tokens is the cost per token section, when the caller attached it
+	// (gpuledger report --prometheus); nil otherwise.
+	Tokens *Tokens
 	// Findings are the period's detector episodes, grouped per container.
 	Findings []FindingSummary
 	// FindingsDropped counts episodes left out: more containers were

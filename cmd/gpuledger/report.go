@@ -14,6 +14,7 @@ import (
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/billing/tokencost"
 )
 
 // Report formats.
@@ -29,7 +30,7 @@ const (
 
 const reportUsageText = `usage: gpuledger report (--period YYYY-MM | --from T --to T) --prices FILE
                         [--format csv|json|html|focus|focus-jsonl] [--out FILE] [--ledger DSN]
-                        [--advice [--pods FILE]]
+                        [--advice [--pods FILE]] [--prometheus URL [--prometheus-timeout D]]
 
 Writes the chargeback for one period from the ledger and a price book
 (docs/report.md): the finance CSV, the same numbers as JSON, a
@@ -48,6 +49,11 @@ JSON lines; docs/focus.md).
              recommends for the same period, ledger and price book (it reads
              every container row: seconds for a month, docs/advisor.md)
   --pods     with --advice: kubectl get pods -A -o json output, as for advise
+  --prometheus  json and html: add a "tokens" section, each inference
+             workload's exact GPU cost per million input and output tokens,
+             its servers' token counters read from this Prometheus at the
+             period's end (docs/tokens.md); unreachable is an error
+  --prometheus-timeout  bound on each token query (default 60s)
 
 A period the ledger covers only in part (the current month, a collector
 installed mid-month) is partial: every file says so (the finance CSV's partial, data_start and
@@ -61,6 +67,9 @@ type reportFlags struct {
 	format, out string
 	advice      bool
 	advicePods  string
+	// prometheus and promTimeout: the cost per token section.
+	prometheus  string
+	promTimeout time.Duration
 }
 
 // periodFlags are what every command that prices a period of the ledger
@@ -101,6 +110,8 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	fs.StringVar(&f.out, "out", "", "output file; default stdout")
 	fs.BoolVar(&f.advice, "advice", false, "add the advisor's savings (json, html)")
 	fs.StringVar(&f.advicePods, "pods", "", "pod metadata for --advice")
+	fs.StringVar(&f.prometheus, "prometheus", "", "Prometheus URL for the cost per token section (json, html)")
+	fs.DurationVar(&f.promTimeout, "prometheus-timeout", tokencost.DefaultTimeout, "bound on each token query")
 	if err := parseFlags(fs, args, reportUsageText); err != nil {
 		return f, err
 	}
@@ -118,6 +129,12 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	}
 	if err := f.checkAdvice(); err != nil {
 		return f, err
+	}
+	if f.prometheus != "" && f.format != reportJSON && f.format != reportHTML {
+		return f, fmt.Errorf("report: --prometheus adds a section to json and html only, not to %s", f.format)
+	}
+	if f.promTimeout <= 0 || f.promTimeout > 10*time.Minute {
+		return f, fmt.Errorf("report: --prometheus-timeout %s: want more than 0 and at most 10m", f.promTimeout)
 	}
 	return f, nil
 }
@@ -174,6 +191,20 @@ func runReport(ctx context.Context, args []string, stdout io.Writer) error {
 		if attach, err = adviceAttacher(ctx, st, book, f.advicePods); err != nil {
 			return err
 		}
+	}
+	if f.prometheus != "" {
+		prom, err := tokencost.NewClient(f.prometheus, f.promTimeout)
+		if err != nil {
+			return fmt.Errorf("report --prometheus: %w", err)
+		}
+		attach = chainAttach(attach, func(r *report.Report) error {
+			t, err := tokencost.Build(ctx, prom, st, book, from, to)
+			if err != nil {
+				return fmt.Errorf("report --prometheus: %w", err)
+			}
+			r.Tokens = t
+			return nil
+		})
 	}
 	rep, err := writeReportWith(ctx, st, book, from, to, f.format, f.out, stdout, attach)
 	if err != nil {
@@ -259,4 +290,17 @@ func writeReportWith(ctx context.Context, st report.Source, book *pricebook.Book
 		return nil, err
 	}
 	return rep, commit(true)
+}
+
+// chainAttach runs first (when not nil), then next, on a report.
+func chainAttach(first, next func(*report.Report) error) func(*report.Report) error {
+	if first == nil {
+		return next
+	}
+	return func(r *report.Report) error {
+		if err := first(r); err != nil {
+			return err
+		}
+		return next(r)
+	}
 }

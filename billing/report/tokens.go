@@ -1,0 +1,138 @@
+package report
+
+import (
+	_ "embed"
+	"encoding/json"
+	"html/template"
+	"math/big"
+	"strconv"
+	"time"
+)
+
+// Tokens is the cost per token section: the period's exact GPU cost of
+// each inference workload, from the ledger, divided by the tokens its
+// servers counted in the same period, from Prometheus (package
+// billing/tokencost builds it; docs/tokens.md).
+type Tokens struct {
+	// Prometheus is the server the tokens came from (no credentials), At
+	// the instant the month's increase was evaluated (the period's end).
+	Prometheus string
+	At         time.Time
+	// Basis names the GPU-hours a pod's cost is taken from: "allocated"
+	// or "used" (the book's policy).
+	Basis string
+	Rows  []TokenRow
+	// Unpriced counts (namespace, pod) pairs that counted tokens but hold
+	// no GPU in the ledger over the period (a CPU-only server, a pod on a
+	// node without the collector).
+	Unpriced int
+}
+
+// TokenRow is one workload serving one model: its pods' exact GPU cost
+// and their tokens over the period.
+type TokenRow struct {
+	Namespace, Workload, Model, Server string
+	Pods                               int
+	// InputTokens and OutputTokens are the period's prompt and generated
+	// tokens (Prometheus increase, so fractional where it extrapolated).
+	InputTokens, OutputTokens float64
+	// Cost is the pods' exact cost over the period in the book's currency
+	// (split between models by token share where a pod served several).
+	Cost *big.Rat
+	// PerMillionInput and PerMillionOutput divide the whole cost by the
+	// millions of input (output) tokens; PerMillion by both together. Nil
+	// where that count is zero.
+	PerMillionInput, PerMillionOutput, PerMillion *big.Rat
+}
+
+// tokenDecimals are the decimals a cost per million tokens is written
+// with beyond the currency's minor unit: such costs are often fractions of
+// a cent.
+const tokenDecimals = 4
+
+func (r *Report) tokenMoney(x *big.Rat) string {
+	if x == nil {
+		return ""
+	}
+	return x.FloatString(r.Book.Currency.MinorUnit + tokenDecimals)
+}
+
+func tokenCount(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+type jsonTokens struct {
+	Prometheus string          `json:"prometheus"`
+	At         string          `json:"evaluated_at"`
+	Basis      string          `json:"cost_basis"`
+	Unpriced   int             `json:"unpriced_pods"`
+	Rows       []jsonTokensRow `json:"rows"`
+}
+
+type jsonTokensRow struct {
+	Namespace        string       `json:"namespace"`
+	Workload         string       `json:"workload"`
+	Model            string       `json:"model"`
+	Server           string       `json:"server"`
+	Pods             int          `json:"pods"`
+	InputTokens      json.Number  `json:"input_tokens"`
+	OutputTokens     json.Number  `json:"output_tokens"`
+	Cost             json.Number  `json:"cost"`
+	PerMillionInput  *json.Number `json:"cost_per_million_input_tokens"`
+	PerMillionOutput *json.Number `json:"cost_per_million_output_tokens"`
+	PerMillion       *json.Number `json:"cost_per_million_tokens"`
+}
+
+func tokensJSON(r *Report) *jsonTokens {
+	t := r.Tokens
+	if t == nil {
+		return nil
+	}
+	j := &jsonTokens{Prometheus: t.Prometheus, At: t.At.UTC().Format(time.RFC3339), Basis: t.Basis, Unpriced: t.Unpriced, Rows: []jsonTokensRow{}}
+	for _, x := range t.Rows {
+		j.Rows = append(j.Rows, jsonTokensRow{Namespace: x.Namespace, Workload: x.Workload, Model: x.Model, Server: x.Server, Pods: x.Pods,
+			InputTokens: num(tokenCount(x.InputTokens)), OutputTokens: num(tokenCount(x.OutputTokens)),
+			Cost: num(r.tokenMoney(x.Cost)), PerMillionInput: optNum(r.tokenMoney(x.PerMillionInput)),
+			PerMillionOutput: optNum(r.tokenMoney(x.PerMillionOutput)), PerMillion: optNum(r.tokenMoney(x.PerMillion))})
+	}
+	return j
+}
+
+// tokensPage is the HTML section's data; nil without --prometheus.
+type tokensPage struct {
+	Currency, Prometheus, At, Basis string
+	Unpriced                        int
+	Rows                            []tokensRow
+}
+
+type tokensRow struct {
+	Namespace, Workload, Model, Server string
+	Pods                               int
+	Input, Output, Cost                string
+	PerInput, PerOutput, PerAll        string
+}
+
+func tokensSection(r *Report) *tokensPage {
+	t := r.Tokens
+	if t == nil {
+		return nil
+	}
+	p := &tokensPage{Currency: r.Book.Currency.Code, Prometheus: t.Prometheus, At: t.At.UTC().Format(time.RFC3339), Basis: t.Basis, Unpriced: t.Unpriced}
+	dash := func(s string) string {
+		if s == "" {
+			return "–"
+		}
+		return s
+	}
+	for _, x := range t.Rows {
+		p.Rows = append(p.Rows, tokensRow{Namespace: x.Namespace, Workload: x.Workload, Model: dash(x.Model), Server: x.Server, Pods: x.Pods,
+			Input: tokenCount(x.InputTokens), Output: tokenCount(x.OutputTokens), Cost: r.tokenMoney(x.Cost),
+			PerInput: dash(r.tokenMoney(x.PerMillionInput)), PerOutput: dash(r.tokenMoney(x.PerMillionOutput)), PerAll: dash(r.tokenMoney(x.PerMillion))})
+	}
+	return p
+}
+
+//go:embed tokens.html.tmpl
+var tokensHTML string
+
+// The section is its own template in the page's set, so the page template
+// only names it.
+var _ = template.Must(pageTemplate.New("tokens").Parse(tokensHTML))
