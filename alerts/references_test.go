@@ -20,6 +20,7 @@ import (
 	"github.com/gpuledger/gpuledger/advisor/advise"
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/billing/tokencost"
 	"github.com/gpuledger/gpuledger/collector/exposition"
 	"github.com/gpuledger/gpuledger/dashboards"
 )
@@ -227,6 +228,8 @@ func TestEveryQueryReadsExportedSeries(t *testing.T) {
 		known = append(known, n)
 	}
 	known = append(known, "up")
+	// The inference servers' token counters the cost per token rules join.
+	known = append(known, tokencost.MetricNames()...)
 	sort.Strings(known)
 
 	exprs := append(ruleExprs, dashboardExpressions(t)...)
