@@ -159,7 +159,7 @@ func fixtures(t *testing.T, phase *atomic.Int32, t0, t1 time.Time) []string {
 	return addrs
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -97,6 +97,8 @@ func notRunHere(args []string) string {
 		return "needs a ClickHouse server"
 	case args[0] == "collect":
 		return "needs a GPU node, its driver and kubelet"
+	case strings.Contains(line, "--prometheus"):
+		return "needs a Prometheus server scraping inference servers"
 	case strings.Contains(line, "--listen") && !strings.Contains(line, "--listen ''"):
 		return "serves until interrupted"
 	}
