@@ -96,10 +96,14 @@ func tokensJSON(r *Report) *jsonTokens {
 	return j
 }
 
+// maxTokenRows bounds the HTML section's table (largest cost first); the
+// JSON lists every row.
+const maxTokenRows = 100
+
 // tokensPage is the HTML section's data; nil without --prometheus.
 type tokensPage struct {
 	Currency, Prometheus, At, Basis string
-	Unpriced                        int
+	Unpriced, More                  int
 	Rows                            []tokensRow
 }
 
@@ -122,7 +126,11 @@ func tokensSection(r *Report) *tokensPage {
 		}
 		return s
 	}
-	for _, x := range t.Rows {
+	for i, x := range t.Rows {
+		if i == maxTokenRows {
+			p.More = len(t.Rows) - i
+			break
+		}
 		p.Rows = append(p.Rows, tokensRow{Namespace: x.Namespace, Workload: x.Workload, Model: dash(x.Model), Server: x.Server, Pods: x.Pods,
 			Input: tokenCount(x.InputTokens), Output: tokenCount(x.OutputTokens), Cost: r.tokenMoney(x.Cost),
 			PerInput: dash(r.tokenMoney(x.PerMillionInput)), PerOutput: dash(r.tokenMoney(x.PerMillionOutput)), PerAll: dash(r.tokenMoney(x.PerMillion))})

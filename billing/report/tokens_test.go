@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/big"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,25 @@ func TestTokensSection(t *testing.T) {
 		if !strings.Contains(html, want) {
 			t.Errorf("HTML lacks %q", want)
 		}
+	}
+}
+
+// The HTML table stops at maxTokenRows rows and says how many are left.
+func TestTokensSectionBoundsTheTable(t *testing.T) {
+	r := monthReport(t, "allocation", "shared")
+	r.Tokens = &Tokens{Prometheus: "p", Basis: "allocated"}
+	for i := range maxTokenRows + 7 {
+		r.Tokens.Rows = append(r.Tokens.Rows, TokenRow{Namespace: "ns", Workload: "w" + strconv.Itoa(i), Server: "vllm", Pods: 1,
+			InputTokens: 1, OutputTokens: 1, Cost: big.NewRat(1, 1)})
+	}
+	var page bytes.Buffer
+	if err := WriteHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(page.String(), "<td class=\"muted\">vllm</td>"); n != maxTokenRows {
+		t.Errorf("%d rows in the HTML table, want %d", n, maxTokenRows)
+	}
+	if !strings.Contains(page.String(), "7 further workloads") {
+		t.Error("the HTML does not say how many rows it left out")
 	}
 }
