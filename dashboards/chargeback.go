@@ -67,7 +67,7 @@ func chargeback() *dashboard.DashboardBuilder {
 		q("A", "topk(20, "+hours(idleAllocatedSeconds(ctrFilter))+")", "")).
 		DataLinks(drilldownLink()))
 	b.WithPanel(tableOf(chargebackTokens, "Cost per million tokens by model (time range)",
-		"Inference pods' exact GPU cost over the time range (allocated GPU-hours at the price book's rates: a MIG slice, MPS client or HAMi fraction at its share, not a whole GPU) divided by the tokens their servers counted (vLLM, SGLang, TGI, NVIDIA NIM), per namespace and model. Each column divides the whole cost. Needs the servers scraped with their pod's namespace and pod labels (docs/tokens.md).",
+		"Inference pods' exact GPU cost over the time range (allocated GPU-hours at the price book's rates: a MIG slice, MPS client or HAMi fraction at its share, not a whole GPU) divided by the tokens their servers counted (vLLM, SGLang, TGI, Triton TensorRT-LLM, NVIDIA NIM), per namespace and model. Each column divides the whole cost. Needs the servers scraped with their pod's namespace and pod labels (docs/tokens.md).",
 		24, 8, map[string]string{"A": "per M input tokens", "B": "per M output tokens"}, []string{"cluster"},
 		q("A", costPerMillionTokens(promptTokenMetrics), ""),
 		q("B", costPerMillionTokens(generationTokenMetrics), "")))

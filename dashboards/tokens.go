@@ -4,11 +4,13 @@ import "strings"
 
 // The inference servers' token counters (docs/tokens.md cites where each
 // name is defined): vLLM, SGLang, Hugging Face TGI (its per-request
-// histograms' sums) and NVIDIA NIM for LLMs, in the order a pod exporting
+// histograms' sums), Triton's TensorRT-LLM backend (its histograms' sums,
+// model label "model" copied to model_name) and NVIDIA NIM for LLMs, in
+// the order a pod exporting
 // several is counted by ("or" keeps the first).
 var (
-	promptTokenMetrics     = []string{"vllm:prompt_tokens_total", "sglang:prompt_tokens_total", "tgi_request_input_length_sum", "prompt_tokens_total"}
-	generationTokenMetrics = []string{"vllm:generation_tokens_total", "sglang:generation_tokens_total", "tgi_request_generated_tokens_sum", "generation_tokens_total"}
+	promptTokenMetrics     = []string{"vllm:prompt_tokens_total", "sglang:prompt_tokens_total", "tgi_request_input_length_sum", "nv_llm_input_token_len_sum", "prompt_tokens_total"}
+	generationTokenMetrics = []string{"vllm:generation_tokens_total", "sglang:generation_tokens_total", "tgi_request_generated_tokens_sum", "nv_llm_output_token_len_sum", "generation_tokens_total"}
 )
 
 // tokenFilter selects the servers' series: they carry their pod's
@@ -24,6 +26,9 @@ func tokensOverRange(metrics []string) string {
 	parts := make([]string, len(metrics))
 	for i, m := range metrics {
 		parts[i] = increase(sel(m, tokenFilter))
+		if strings.HasPrefix(m, "nv_llm_") {
+			parts[i] = `label_join(` + parts[i] + `, "model_name", "", "model")`
+		}
 	}
 	return sumBy(byPodModel, strings.Join(parts, " or "))
 }

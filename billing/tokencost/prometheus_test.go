@@ -74,6 +74,20 @@ tgi_request_generated_tokens_count %d %d
 `, in/100, ts, in, ts, in/100, ts, in/100, ts, out, ts, in/100, ts)
 }
 
+// tritonText serves Triton's TensorRT-LLM backend histograms (labelled
+// with Triton's model and version); their _sum counts tokens.
+func tritonText(in, out, ts int64) string {
+	return fmt.Sprintf(`# TYPE nv_llm_input_token_len histogram
+nv_llm_input_token_len_bucket{model="ensemble",version="1",response_metric_type="total_input_tokens",le="+Inf"} %d %d
+nv_llm_input_token_len_sum{model="ensemble",version="1",response_metric_type="total_input_tokens"} %d %d
+nv_llm_input_token_len_count{model="ensemble",version="1",response_metric_type="total_input_tokens"} %d %d
+# TYPE nv_llm_output_token_len histogram
+nv_llm_output_token_len_bucket{model="ensemble",version="1",response_metric_type="total_output_tokens",le="+Inf"} %d %d
+nv_llm_output_token_len_sum{model="ensemble",version="1",response_metric_type="total_output_tokens"} %d %d
+nv_llm_output_token_len_count{model="ensemble",version="1",response_metric_type="total_output_tokens"} %d %d
+`, in/100, ts, in, ts, in/100, ts, in/100, ts, out, ts, in/100, ts)
+}
+
 func nimText(model string) func(in, out, ts int64) string {
 	return func(in, out, ts int64) string {
 		return fmt.Sprintf(`# TYPE prompt_tokens_total counter
@@ -93,6 +107,8 @@ var tenants = []tenant{
 		in: 12_000_000, out: 3_000_000, exposition: tgiText, server: "tgi", model: ""},
 	{namespace: "agents", pod: "nim-llm-6c8d7f9b5-m3n7r", gpuModel: "H100-SXM5-80GB", mode: attribution.ModeMIG, shareNum: 2, shareDen: 7,
 		in: 8_000_000, out: 2_000_000, exposition: nimText("meta/llama-3.1-70b-instruct"), server: "nim", model: "meta/llama-3.1-70b-instruct"},
+	{namespace: "translate", pod: "triton-0", gpuModel: "A100-SXM4-80GB", mode: attribution.ModeTimeslicing, shareNum: 1, shareDen: 2,
+		in: 6_000_000, out: 5_000_000, exposition: tritonText, server: "triton-trtllm", model: "ensemble"},
 }
 
 var rates = map[string]*big.Rat{"A100-SXM4-80GB": big.NewRat(250, 100), "H100-SXM5-80GB": big.NewRat(410, 100)}
@@ -230,8 +246,9 @@ func waitForSamples(ctx context.Context, t *testing.T, c *Client, n int, at time
 }
 
 // TestCostPerTokenAgainstPrometheus: a real Prometheus scrapes vLLM,
-// SGLang, TGI and NIM expositions of four tenants on a MIG slice, an MPS
-// client, a HAMi fraction and a 2g MIG slice; the section's figures are
+// SGLang, TGI, NIM and Triton (TensorRT-LLM backend) expositions of five
+// tenants on a MIG slice, an MPS client, a HAMi fraction, a 2g MIG slice
+// and half a time-sliced GPU; the section's figures are
 // the ledger's exact cost over the tokens counted, computed here by hand,
 // and each differs from costing the whole requested GPU by exactly the
 // tenant's sharing factor.

@@ -26,6 +26,10 @@ var Servers = []Server{
 	{Name: "sglang", Input: "sglang:prompt_tokens_total", Output: "sglang:generation_tokens_total", ModelLabel: "model_name"},
 	// TGI records per-request histograms; their _sum is the token total.
 	{Name: "tgi", Input: "tgi_request_input_length_sum", Output: "tgi_request_generated_tokens_sum"},
+	// Triton's TensorRT-LLM backend records per-request histograms of
+	// input and output tokens (Triton itself counts no tokens); labelled
+	// with Triton's model name.
+	{Name: "triton-trtllm", Input: "nv_llm_input_token_len_sum", Output: "nv_llm_output_token_len_sum", ModelLabel: "model"},
 	// NVIDIA NIM for LLMs exports vLLM's counters without the prefix.
 	{Name: "nim", Input: "prompt_tokens_total", Output: "generation_tokens_total", ModelLabel: "model_name"},
 }
