@@ -248,6 +248,14 @@ func FileOpener(opts FileOptions) Opener {
 	}
 }
 
+// ReadingFileOpener opens embedded stores for commands that only read
+// (OpenForReading): read-only, never holding a write lock.
+func ReadingFileOpener(opts FileOptions) Opener {
+	return func(ctx context.Context, d DSN) (Store, error) {
+		return OpenForReading(ctx, d.Path, opts)
+	}
+}
+
 // Open parses dsn and opens it with the opener registered for its scheme, so
 // commands can plug in ClickHouse without this package importing it.
 func Open(ctx context.Context, dsn string, openers map[string]Opener) (Store, error) {

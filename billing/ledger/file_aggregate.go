@@ -53,7 +53,7 @@ func (s *FileStore) Aggregate(ctx context.Context, q AggregateQuery) ([]Aggregat
 	defer tx.Rollback()
 	acc, err := s.aggregateSlots(ctx, tx, bs)
 	if err != nil {
-		return nil, fmt.Errorf("cannot aggregate ledger %s: %w", s.path, err)
+		return nil, fmt.Errorf("cannot aggregate ledger %s: %w", s.path, s.describe(err))
 	}
 	out, err := s.named(ctx, acc)
 	if err != nil {

@@ -48,6 +48,9 @@ WHERE end_ns IS NOT excluded.end_ns OR team IS NOT excluded.team
 // cause. Rows that can never be stored (NaN, times out of range) are
 // refused without being kept.
 func (s *FileStore) Append(ctx context.Context, rows []attribution.Row, findings []attribution.Finding) error {
+	if s.opts.ReadOnly {
+		return fmt.Errorf("cannot append to ledger %s: it is opened read-only", s.path)
+	}
 	if err := validateRows(rows); err != nil {
 		return err
 	}

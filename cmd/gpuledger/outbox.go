@@ -29,7 +29,7 @@ type outbox struct {
 const shipSink = "clickhouse"
 
 func openOutbox(ctx context.Context, f collectFlags, log *slog.Logger) (*outbox, error) {
-	opts := ledger.FileOptions{MaxBytes: f.outboxMaxBytes, Retention: f.retention, Logger: log}
+	opts := ledger.FileOptions{MaxBytes: f.outboxMaxBytes, Retention: f.retention, Logger: log, MoveAsideCorrupt: true}
 	var remote ledger.Store
 	if f.ledgerDSN != "" {
 		d, err := ledger.ParseDSN(f.ledgerDSN)
