@@ -4,8 +4,9 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"strings"
 	"time"
+
+	"github.com/gpuledger/gpuledger/billing/ledger"
 )
 
 // CSVHeader is the finance CSV's header row (report.md).
@@ -69,12 +70,7 @@ func lineFields(r *Report, l Line) fields {
 }
 
 // neutralise keeps a label from being read as a formula by a spreadsheet
-// (OWASP CSV injection): a cell that starts with = + - @, a tab or a
-// carriage return gets a leading apostrophe. Only label cells come from
-// users; numbers are written by us and left alone.
-func neutralise(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
+// (OWASP CSV injection): ledger.GuardCell, the one guard every CSV uses.
+// Only label cells come from users; numbers are written by us and left
+// alone.
+func neutralise(s string) string { return ledger.GuardCell(s) }
