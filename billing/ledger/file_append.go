@@ -68,7 +68,7 @@ func (s *FileStore) Append(ctx context.Context, rows []attribution.Row, findings
 	if err := s.commit(ctx, allRows, allFindings); err != nil {
 		s.hold(rows, findings)
 		s.failing = true
-		s.log.Error("cannot commit to the ledger: rows held in memory for retry at the next write",
+		s.log.Error("cannot commit to the ledger: rows held in memory, committed with the next write that succeeds, lost if the process stops first",
 			"rows_held", len(s.pending), "findings_held", len(s.pendingF), "rows_dropped_total", s.dropped, "err", err)
 		return fmt.Errorf("cannot append %d rows and %d findings to ledger %s (%d rows held for retry): %w",
 			len(rows), len(findings), s.path, len(s.pending)+len(s.pendingF), err)
