@@ -183,12 +183,19 @@ func OpenForReading(ctx context.Context, path string, opts FileOptions) (*FileSt
 // while a _pragma=busy_timeout ran after _auto_vacuum, whose statement then
 // met a writer's lock with no timeout at all and failed with SQLITE_BUSY at
 // once (readers opening beside a running collector failed that way).
+//
+// busyTimeout is a variable only so that tests of a lock held too long do
+// not wait 10 s; every connection's _busy_timeout is set from it.
+var busyTimeout = 10 * time.Second
+
+// busyParam is the DSN key setting a connection's busy timeout.
+func busyParam() string { return fmt.Sprintf("_busy_timeout=%d&", busyTimeout.Milliseconds()) }
+
 const (
-	busyTimeout  = 10 * time.Second
-	writerParams = "_busy_timeout=10000&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
+	writerParams = "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
 		"&_pragma=journal_size_limit(67108864)&_pragma=temp_store(MEMORY)&_pragma=cache_size(-2048)" +
-		"&_auto_vacuum=INCREMENTAL&_txlock=immediate"
-	readerParams = "_busy_timeout=10000&_pragma=query_only(1)"
+		"&_txlock=immediate"
+	readerParams = "_pragma=query_only(1)"
 	// A read-only open: SQLite's mode=ro refuses every write, so nothing
 	// (not even a journal-mode change) can take the write lock.
 	readOnlyParams = "mode=ro&" + readerParams
@@ -201,13 +208,19 @@ func (s *FileStore) open(ctx context.Context) error {
 	// The check reads through a read-only connection, before the writer's
 	// connection settings touch the file: a damaged file is kept exactly as
 	// it was found.
+	params := busyParam() + writerParams
 	if fi, err := os.Stat(s.path); err == nil && fi.Size() > 0 {
 		if err := s.checkBeforeWriting(ctx); err != nil {
 			return err
 		}
+	} else {
+		// auto_vacuum is settled when the first table is created; on an
+		// existing file the pragma changes nothing but still waits for
+		// the write lock, so only a new file gets it.
+		params += "&_auto_vacuum=INCREMENTAL"
 	}
 	var err error
-	if s.w, err = sql.Open("sqlite", sqliteURI(s.path, writerParams)); err != nil {
+	if s.w, err = sql.Open("sqlite", sqliteURI(s.path, params)); err != nil {
 		return fmt.Errorf("cannot open ledger file %s: %w", s.path, err)
 	}
 	s.w.SetMaxOpenConns(1)
@@ -224,7 +237,7 @@ func (s *FileStore) open(ctx context.Context) error {
 		return fmt.Errorf("cannot open ledger file %s: %w", s.path, s.describe(err))
 	}
 	// Readers open after the migration so they find WAL mode and the schema.
-	if s.r, err = sql.Open("sqlite", sqliteURI(s.path, readerParams)); err != nil {
+	if s.r, err = sql.Open("sqlite", sqliteURI(s.path, busyParam()+readerParams)); err != nil {
 		return fmt.Errorf("cannot open ledger file %s: %w", s.path, err)
 	}
 	s.r.SetMaxOpenConns(4)
@@ -236,7 +249,7 @@ func (s *FileStore) open(ctx context.Context) error {
 
 // checkBeforeWriting checks the whole existing file with quick_check.
 func (s *FileStore) checkBeforeWriting(ctx context.Context) error {
-	db, err := sql.Open("sqlite", sqliteURI(s.path, readOnlyParams))
+	db, err := sql.Open("sqlite", sqliteURI(s.path, busyParam()+readOnlyParams))
 	if err != nil {
 		return fmt.Errorf("cannot open ledger file %s: %w", s.path, err)
 	}
@@ -264,7 +277,7 @@ func (s *FileStore) openReadOnly(ctx context.Context) error {
 	}
 	var err error
 	for _, db := range []**sql.DB{&s.w, &s.r} {
-		if *db, err = sql.Open("sqlite", sqliteURI(s.path, params)); err != nil {
+		if *db, err = sql.Open("sqlite", sqliteURI(s.path, busyParam()+params)); err != nil {
 			return fmt.Errorf("cannot open ledger file %s: %w", s.path, err)
 		}
 	}

@@ -121,7 +121,7 @@ func (s *FileStore) commit(ctx context.Context, rows []attribution.Row, findings
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("cannot begin ledger transaction: %w", err)
+		return fmt.Errorf("cannot begin ledger transaction: %w", s.busyWriter(err))
 	}
 	defer tx.Rollback()
 	var seq int64

@@ -151,7 +151,7 @@ func (s *FileStore) migrate(ctx context.Context) error {
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("cannot open ledger file %s: %w", s.path, err)
+		return fmt.Errorf("cannot open ledger file %s: %w", s.path, s.busyWriter(err))
 	}
 	defer tx.Rollback()
 	version, err = s.checkFile(ctx, tx)

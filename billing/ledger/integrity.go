@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -170,4 +172,59 @@ func (s *FileStore) moveAside(cause error) error {
 // stop.
 func dirWritable(dir string) bool {
 	return syscall.Access(dir, 0x2 /* W_OK */) == nil
+}
+
+// walWriteLockByte is the byte of the -shm file that SQLite locks (a POSIX
+// record lock) while a connection holds a WAL database's write lock.
+const walWriteLockByte = 120
+
+// busyWriter explains a write lock that the busy timeout gave up on,
+// naming the process that holds it where the system says (another
+// process's POSIX lock on the -shm file).
+func (s *FileStore) busyWriter(err error) error {
+	if sqliteCode(err) != sqliteBusy {
+		return err
+	}
+	if pid := lockHolder(s.path + "-shm"); pid > 0 {
+		return fmt.Errorf("ledger file %s is being written by process %d, which held its write lock for more than %s: %w", s.path, pid, busyTimeout, err)
+	}
+	return fmt.Errorf("ledger file %s is being written by another connection, which held its write lock for more than %s: %w", s.path, busyTimeout, err)
+}
+
+// lockHolder returns the pid of another process holding SQLite's WAL write
+// lock on shm, or 0 when none does (or the system cannot tell). It reads
+// /proc/locks rather than asking with fcntl: closing any descriptor of the
+// -shm file would drop every POSIX lock this process's own SQLite
+// connections hold on it.
+func lockHolder(shm string) int {
+	fi, err := os.Stat(shm)
+	if err != nil {
+		return 0
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return 0
+	}
+	inode := ":" + strconv.FormatUint(st.Ino, 10)
+	for _, line := range strings.Split(string(b), "\n") {
+		// 1: POSIX  ADVISORY  WRITE 1234 fd:01:5678 120 120
+		f := strings.Fields(line)
+		if len(f) < 8 || f[1] != "POSIX" || f[3] != "WRITE" || !strings.HasSuffix(f[5], inode) {
+			continue
+		}
+		pid, _ := strconv.Atoi(f[4])
+		lo, _ := strconv.ParseInt(f[6], 10, 64)
+		hi, err := strconv.ParseInt(f[7], 10, 64)
+		if err != nil {
+			hi = math.MaxInt64 // EOF: to the end of the file
+		}
+		if pid > 0 && pid != os.Getpid() && lo <= walWriteLockByte && walWriteLockByte <= hi {
+			return pid
+		}
+	}
+	return 0
 }
