@@ -264,13 +264,20 @@ func (s *FileStore) checkBeforeWriting(ctx context.Context) error {
 func (s *FileStore) openReadOnly(ctx context.Context) error {
 	params := readOnlyParams
 	if !dirWritable(filepath.Dir(s.path)) {
-		// SQLite cannot create the -shm (and -wal) here. A -wal left
-		// behind would hold commits that an immutable open never reads.
-		if fi, err := os.Stat(s.path + "-wal"); err == nil && fi.Size() > 0 {
-			if _, err := os.Stat(s.path + "-shm"); err != nil {
-				return fmt.Errorf("cannot open ledger file %s read-only: its write-ahead log %s holds commits, and the directory is read-only so SQLite cannot create %s-shm to read them: open it once where the directory is writable", s.path, s.path+"-wal", s.path)
-			}
-		} else {
+		// SQLite cannot create the -shm (and -wal) here.
+		wal, werr := os.Stat(s.path + "-wal")
+		_, serr := os.Stat(s.path + "-shm")
+		switch {
+		case werr == nil && wal.Size() > 0 && serr != nil:
+			// Commits in a -wal that nothing can index: an immutable
+			// open would not see them.
+			return fmt.Errorf("cannot open ledger file %s read-only: its write-ahead log %s holds commits, and the directory is read-only so SQLite cannot create %s-shm to read them: open it once where the directory is writable", s.path, s.path+"-wal", s.path)
+		case werr == nil || serr == nil:
+			// A writer may have the file open (a collector running
+			// as another user): read with locks, through its -shm.
+		default:
+			// No writer can be there: nothing may be created beside
+			// the file, and nothing was left by one.
 			params = immutableParams
 			s.log.Debug("ledger directory is read-only: opening the file immutable")
 		}
