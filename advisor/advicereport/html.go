@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpuledger/gpuledger/advisor/advise"
+	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/report"
 )
 
@@ -60,7 +61,7 @@ func newPage(a *Advice) page {
 	pg := page{
 		CSP: report.ContentSecurityPolicy(), Style: report.Stylesheet(),
 		Title:    "GPU sharing advice " + rep.PeriodLabel(),
-		Period:   rep.PeriodLabel(),
+		Period:   periodTitle(a),
 		Range:    rep.From.In(loc).Format("Mon 2 Jan 2006 15:04") + " – " + rep.To.In(loc).Format("Mon 2 Jan 2006 15:04 MST"),
 		Partial:  rep.PartialNote(),
 		Policy:   string(rep.Book.Policy),
@@ -87,7 +88,7 @@ func newPage(a *Advice) page {
 	for _, r := range actions {
 		pg.Actions = append(pg.Actions, actionRow{Kind: strings.ToUpper(string(r.Kind)), Workloads: strings.Join(r.Workloads, ", "), Team: r.Team,
 			Model: r.Model, Before: r.Before, After: r.After, Freed: r.SavedHours.FloatString(1) + " of " + r.HeldHours.FloatString(1),
-			Saving: rep.Money(r.SavingMinor), Contention: contentionText(r), Latency: latencyText(r), Evidence: r.Evidence, Incomplete: r.Incomplete})
+			Saving: rep.Money(r.SavingMinor), Contention: contentionShort(r), Latency: latencyText(r), Evidence: r.Evidence, Incomplete: r.Incomplete})
 	}
 	for _, r := range kept {
 		pg.Kept = append(pg.Kept, keptRow{Workloads: strings.Join(r.Workloads, ", "), Team: r.Team, Model: r.Model, Before: r.Before,
@@ -101,4 +102,16 @@ func newPage(a *Advice) page {
 		"Savings are over the period shown, not per month, unless the period is a month. Rules and thresholds: docs/advisor.md.",
 	}
 	return pg
+}
+
+// periodTitle names the period as the report's page does: "November
+// 2026" for a calendar month, else its bounds.
+func periodTitle(a *Advice) string {
+	rep := a.Report
+	loc := rep.Book.Location
+	from := rep.From.In(loc)
+	if y, m, _ := from.Date(); from.Equal(ledger.DayStart(y, m, 1, loc)) && rep.To.Equal(ledger.DayStart(y, m+1, 1, loc)) {
+		return from.Format("January 2006")
+	}
+	return from.Format("2 Jan 2006 15:04") + " – " + rep.To.In(loc).Format("2 Jan 2006 15:04")
 }

@@ -53,6 +53,20 @@ func contentionText(r advise.Recommendation) string {
 		c.Minutes, c.Of, what, c.MeanExcess, c.MaxExcess)
 }
 
+// contentionShort is contentionText for a table cell whose heading
+// says what the minutes are.
+func contentionShort(r advise.Recommendation) string {
+	c := r.Contention
+	if c.Minutes == 0 {
+		return fmt.Sprintf("none of %d minutes", c.Of)
+	}
+	what := "use that would have waited"
+	if r.Kind == advise.Reclaim {
+		what = "use the release would have lost"
+	}
+	return fmt.Sprintf("%d of %d minutes (%s), by %.3f GPU on average, %.3f at most", c.Minutes, c.Of, what, c.MeanExcess, c.MaxExcess)
+}
+
 // latencyText is the predicted latency, or why there is none.
 func latencyText(r advise.Recommendation) string {
 	if l := r.Latency; l != nil {
