@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gpuledger/gpuledger/billing/ledger"
@@ -73,7 +74,7 @@ func (s *Server) serveIndex(ctx context.Context, w http.ResponseWriter, _ *http.
 		Empty: len(bills) == 0}
 	teams := topTeams(bills)
 	p.TeamNames = teams
-	money := func(r *report.Report, x int64) string { return r.Money(x) }
+	money := func(r *report.Report, x int64) string { return grouped(r.Money(x)) }
 	for _, b := range bills {
 		row := monthRow{Month: b.month, Title: b.start.Format("January 2006"), Total: money(b.rep, b.rep.Total), Partial: b.partial}
 		var other int64
@@ -303,4 +304,25 @@ func trim(s string) string {
 		return r.Num().String()
 	}
 	return s
+}
+
+// grouped writes an amount with thousands separators, as the report's
+// page does: "9240.00" is "9,240.00".
+func grouped(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	intPart, frac, hasFrac := strings.Cut(strings.TrimPrefix(s, "-"), ".")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if hasFrac {
+		b.WriteString("." + frac)
+	}
+	return b.String()
 }
