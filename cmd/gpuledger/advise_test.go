@@ -115,7 +115,7 @@ func TestAdviseCommand(t *testing.T) {
 	for _, want := range []string{
 		`gpuledger_advice_saving_total{currency="USD"} 10368`,
 		`gpuledger_advice_saving{currency="USD",gpu_model="A100-SXM4-80GB",kind="consolidate",namespace="search",team="search",workloads="search/infer"} 10368`,
-		`gpuledger_advice_gpus_after{currency="USD",gpu_model="A100-SXM4-80GB",kind="consolidate",namespace="search",team="search",workloads="search/infer"} 1`,
+		`gpuledger_advice_gpus_after{gpu_model="A100-SXM4-80GB",kind="consolidate",namespace="search",team="search",workloads="search/infer"} 1`,
 		`gpuledger_advice_recommendations{kind="keep"} 1`,
 		`gpuledger_advice_recommendations{kind="reclaim"} 0`,
 	} {
