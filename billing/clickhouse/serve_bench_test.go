@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,6 +40,18 @@ func BenchmarkServeMonthClickHouse(b *testing.B) {
 		b.Fatal(err)
 	}
 	h := srv.Handler()
+	// The same work without the server: what report --format html does.
+	b.Run("report-html", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			r, err := report.Build(ctx, s, book, from, to)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := report.WriteHTML(io.Discard, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("month-page", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			rec := httptest.NewRecorder()
