@@ -84,7 +84,7 @@ func WriteText(w io.Writer, a *Advice) error {
 	actions, kept := a.Actions()
 	fmt.Fprintf(w, "GPU sharing advice for %s", rep.PeriodLabel())
 	if note := rep.PartialNote(); note != "" {
-		fmt.Fprintf(w, " (partial: %s; not the whole period's advice)", note)
+		fmt.Fprintf(w, " (%s; not the whole period's advice)", note)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%s saving %s %s over the period", plural(len(actions), "action"), rep.Money(p.SavingMinor), cur)
