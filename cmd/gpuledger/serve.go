@@ -51,7 +51,10 @@ type serveFlags struct {
 func parseServeFlags(args []string) (serveFlags, error) {
 	var f serveFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	f.periodFlags.register(fs)
+	// Only the ledger and the book: serve serves every month the ledger
+	// covers, so it takes no period (a URL names the month).
+	fs.StringVar(&f.prices, "prices", envDefault("GPULEDGER_PRICES", ""), "price book (env GPULEDGER_PRICES)")
+	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
 	fs.StringVar(&f.listen, "listen", envDefault("GPULEDGER_LISTEN", ":8080"), "address to serve on")
 	fs.IntVar(&f.months, "months", web.DefaultMonths, "months back the index looks")
 	fs.StringVar(&f.webConfig, "web.config.file", envDefault("GPULEDGER_WEB_CONFIG", ""), "exporter-toolkit web config file")
@@ -63,8 +66,6 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	switch {
 	case fs.NArg() > 0:
 		return f, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
-	case f.period != "" || f.from != "" || f.to != "":
-		return f, errors.New("serve serves every month the ledger covers: drop --period/--from/--to (open /reports/YYYY-MM)")
 	case f.prices == "":
 		return f, errors.New("serve needs --prices FILE (or GPULEDGER_PRICES)")
 	case f.ledger == "":

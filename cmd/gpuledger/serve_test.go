@@ -295,7 +295,7 @@ func TestServeFlags(t *testing.T) {
 	}{
 		{[]string{"--prices", "p"}, "needs --ledger"},
 		{[]string{"--ledger", "x"}, "needs --prices"},
-		{[]string{"--ledger", "x", "--prices", "p", "--period", "2026-11"}, "drop --period"},
+		{[]string{"--ledger", "x", "--prices", "p", "--period", "2026-11"}, "-period"},
 		{[]string{"--ledger", "x", "--prices", "p", "--months", "0"}, "--months 0"},
 		{[]string{"--ledger", "x", "--prices", "p", "--advice-refresh", "5s"}, "--advice-refresh"},
 		{[]string{"--ledger", "mysql://x", "--prices", "p"}, "unsupported scheme"},
