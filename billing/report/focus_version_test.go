@@ -67,6 +67,18 @@ func TestFOCUS14HasTheVersionsColumns(t *testing.T) {
 				}
 			}
 		}
+		// The JSON lines follow the version too.
+		var jl bytes.Buffer
+		if err := WriteFOCUSJSONL(&jl, r); err != nil {
+			t.Fatal(err)
+		}
+		var first map[string]any
+		if err := json.Unmarshal([]byte(strings.SplitN(jl.String(), "\n", 2)[0]), &first); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := first["ProviderName"]; ok || len(first) != len(h14) {
+			t.Errorf("per device %v: 1.4 JSON line has %d keys (want %d), ProviderName %v", perDevice, len(first), len(h14), ok)
+		}
 		r.FOCUSVersion = "1.2"
 		if err := WriteFOCUS(&bytes.Buffer{}, r); err == nil || !strings.Contains(err.Error(), "1.2") {
 			t.Errorf("FOCUS 1.2: %v, want an error naming it", err)
