@@ -162,6 +162,9 @@ type Report struct {
 	// when set, the FOCUS export has a row per line, GPU or MIG instance
 	// and pod instead of one per line.
 	Devices []ledger.Aggregate
+	// FOCUSVersion is the FOCUS version the FOCUS export writes,
+	// FOCUSVersion13 (when empty) or FOCUSVersion14.
+	FOCUSVersion string
 }
 
 // Empty reports whether the period had no ledger rows.
