@@ -562,6 +562,22 @@ func TestSchemaRejects(t *testing.T) {
 		{[]string{"--set", "advisor.refresh=30s"}, "at '/advisor/refresh'"},
 		{[]string{"--set", "collector.ledgerRetention=1d1y"}, "at '/collector/ledgerRetention'"},
 		{[]string{"--set", "collector.resources.limits.memory=much"}, "at '/collector/resources/limits/memory'"},
+		{[]string{"--set", "platform=openshift"}, "at '/platform': value must be one of 'generic', 'gke', 'eks', 'aks'"},
+		{[]string{"--set", "collector.terminationGracePeriodSeconds=0"}, "at '/collector/terminationGracePeriodSeconds': minimum"},
+		{[]string{"--set", "collector.shutdownTimeout=soon"}, "at '/collector/shutdownTimeout'"},
+		{[]string{"--set", "collector.startupProbe.failureThreshold=0"}, "at '/collector/startupProbe/failureThreshold': minimum"},
+		{[]string{"--set", "priorityClass.value=2000000000"}, "at '/priorityClass/value': maximum"},
+		{[]string{"--set", "clickhouse.bundled.user=bad-user"}, "at '/clickhouse/bundled/user'"},
+		{[]string{"--set", "clickhouse.bundled.database=a;drop"}, "at '/clickhouse/bundled/database'"},
+		{[]string{"--set", "clickhouse.bundled.persistence.size=lots"}, "at '/clickhouse/bundled/persistence/size'"},
+		{[]string{"--set", "clickhouse.bundled.image.tag="}, "at '/clickhouse/bundled/image/tag'"},
+		{[]string{"--set", "clickhouse.bundled.logLevel=loud"}, "at '/clickhouse/bundled/logLevel'"},
+		{[]string{"--set", "clickhouse.bundled.markCacheSize=-1"}, "at '/clickhouse/bundled/markCacheSize': minimum"},
+		{[]string{"--set", "clickhouse.bundled.bogus=1"}, "at '/clickhouse/bundled': additional properties 'bogus' not allowed"},
+		{[]string{"--set", "serve.port=0"}, "at '/serve/port': minimum"},
+		{[]string{"--set", "serve.ingress.path=bill"}, "at '/serve/ingress/path'"},
+		{[]string{"--set", "serve.bogus=1"}, "at '/serve': additional properties 'bogus' not allowed"},
+		{[]string{"--set", "serve.resources.requests.memory=some"}, "at '/serve/resources/requests/memory'"},
 	} {
 		_, err := helm(t, append([]string{"template", "gpuledger", chartDir}, tc.args...)...)
 		if err == nil {
