@@ -49,6 +49,9 @@ sampler=$!
 GPULEDGER_TEST_CLICKHOUSE_DSN="clickhouse://gpuledger:$pw@127.0.0.1:$tcp/" \
 	go test -run '^$' -bench BenchmarkInsert -benchtime "$benchtime" -timeout 60m ./billing/clickhouse | grep -E 'Benchmark|ok'
 kill $sampler 2>/dev/null || true
+# Disk per ledger row after the inserts (active parts of every ledger table).
+curl -s "http://127.0.0.1:$http/?user=gpuledger&password=$pw" --data-binary \
+	"SELECT sum(rows) AS ledger_rows, sum(bytes_on_disk) AS bytes, round(bytes / ledger_rows, 1) AS bytes_per_row FROM system.parts WHERE active AND table = 'ledger_rows' FORMAT Vertical"
 sort -n "$dir/samples" | tail -1 | awk '{printf "max sampled VmRSS %.0f MiB\n", $1/1024}'
 sort -k2 -n "$dir/samples" | tail -1 | awk '{printf "max sampled RssAnon %.0f MiB\n", $2/1024}'
 grep -E 'VmHWM|VmRSS|RssAnon' /proc/$pid/status | tr -s ' ' | paste -sd' ' | sed 's/^/after: /'
