@@ -387,3 +387,36 @@ func TestClickHouseSecretJob(t *testing.T) {
 		t.Errorf("%s may read Secrets", id.User)
 	}
 }
+
+// TestHelmInstallNotes: `helm install --dry-run=server` against the real
+// API server renders the release and its notes, which say how to reach
+// the bill and how to label the namespace for the collector.
+func TestHelmInstallNotes(t *testing.T) {
+	c, _, _ := cluster(t)
+	install(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, helmBin(t), "install", "notes-check", chartDir, "--namespace", "gpuledger",
+		"--dry-run=server", "--kubeconfig", c.AdminKubeconfig)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm install --dry-run=server: %v\n%s", err, out)
+	}
+	notes := string(out)
+	if i := strings.Index(notes, "NOTES:"); i >= 0 {
+		notes = notes[i:]
+	} else {
+		t.Fatalf("no NOTES in the dry run:\n%s", out)
+	}
+	for _, want := range []string{
+		"kubectl -n gpuledger port-forward svc/notes-check-gpuledger-serve 8080",
+		"http://localhost:8080",
+		"pod-security.kubernetes.io/enforce=privileged",
+		"the bundled ClickHouse",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("NOTES lack %q:\n%s", want, notes)
+		}
+	}
+}
