@@ -271,7 +271,7 @@ func (b *builder) finish(r *Report) error {
 		return err
 	}
 	summarise(r)
-	return nil
+	return energyFigures(r)
 }
 
 func (b *builder) lines() []Line {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpuledger/gpuledger/billing/pricebook"
@@ -31,6 +33,40 @@ var FOCUSHeader = []string{
 	"SkuId", "SkuMeter", "SkuPriceId", "SubAccountId", "SubAccountName", "Tags",
 	"x_AllocatedGpuHours", "x_BorrowedGpuHours", "x_DataEnd", "x_DataStart", "x_Efficiency", "x_EnergyKwh", "x_LineType",
 	"x_Partial", "x_SharingMode", "x_UsedGpuHours",
+}
+
+// focusEnergyColumns join the x_ columns, in their alphabetical places,
+// when the price book has an energy section (focusHeader): the row's
+// energy cost in the billing currency and its CO2e in kg, informational
+// (not part of any cost column).
+var focusEnergyColumns = []string{"x_Co2eKg", "x_EnergyCost"}
+
+// focusHeader is the header of r's FOCUS file: FOCUSHeader, with the
+// energy columns when the book names an energy rate or a carbon intensity.
+func focusHeader(r *Report) []string {
+	if !r.HasEnergy() {
+		return FOCUSHeader
+	}
+	h := slices.Clone(FOCUSHeader)
+	for _, col := range focusEnergyColumns {
+		i := slices.IndexFunc(h, func(c string) bool { return strings.HasPrefix(c, "x_") && c > col })
+		if i < 0 {
+			i = len(h)
+		}
+		h = slices.Insert(h, i, col)
+	}
+	return h
+}
+
+// focusEnergyCells fills the energy columns of a row, as the book names
+// them.
+func focusEnergyCells(c map[string]string, r *Report, cost, grams int64) {
+	if r.HasEnergyCost() {
+		c["x_EnergyCost"] = r.Money(cost)
+	}
+	if r.HasCarbon() {
+		c["x_Co2eKg"] = Kg(grams)
+	}
 }
 
 // Fixed values of the export. The chargeback is internal: the GPU
@@ -75,7 +111,7 @@ func WriteFOCUS(w io.Writer, r *Report) error {
 		return err
 	}
 	cw := csv.NewWriter(w)
-	if err := cw.Write(FOCUSHeader); err != nil {
+	if err := cw.Write(focusHeader(r)); err != nil {
 		return fmt.Errorf("cannot write FOCUS file: %w", err)
 	}
 	if err := cw.WriteAll(rows); err != nil {
@@ -102,15 +138,15 @@ func focusRows(r *Report) ([][]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, focusOrder(c))
+		rows = append(rows, focusOrder(focusHeader(r), c))
 	}
 	return rows, nil
 }
 
-// focusOrder puts cells in FOCUSHeader's order. An empty cell is null.
-func focusOrder(c map[string]string) []string {
-	row := make([]string, len(FOCUSHeader))
-	for i, col := range FOCUSHeader {
+// focusOrder puts cells in header's order. An empty cell is null.
+func focusOrder(header []string, c map[string]string) []string {
+	row := make([]string, len(header))
+	for i, col := range header {
 		row[i] = c[col]
 	}
 	return row
@@ -136,6 +172,7 @@ func focusCells(r *Report, l Line, capacity *big.Rat) (map[string]string, error)
 		"x_DataStart": focusTimeOrNull(start), "x_DataEnd": focusTimeOrNull(end), "x_Partial": f.Partial,
 		"x_BorrowedGpuHours": f.Borrowed,
 	}
+	c["x_EnergyCost"], c["x_Co2eKg"] = f.EnergyCost, f.Co2eKg
 	if l.Type == LineRounding {
 		// Not usage of any SKU or resource, and not split from a charge:
 		// the one adjustment that makes the file add up to its total
@@ -241,7 +278,8 @@ var (
 	focusJSONColumns   = map[string]bool{"AllocatedMethodDetails": true, "AllocatedTags": true, "Tags": true}
 	focusNumberColumns = map[string]bool{"BilledCost": true, "EffectiveCost": true, "ListCost": true, "ContractedCost": true,
 		"ConsumedQuantity": true, "PricingQuantity": true, "ListUnitPrice": true, "ContractedUnitPrice": true,
-		"x_AllocatedGpuHours": true, "x_UsedGpuHours": true, "x_Efficiency": true, "x_EnergyKwh": true}
+		"x_AllocatedGpuHours": true, "x_UsedGpuHours": true, "x_Efficiency": true, "x_EnergyKwh": true,
+		"x_EnergyCost": true, "x_Co2eKg": true}
 )
 
 // WriteFOCUSJSONL writes the FOCUS rows of WriteFOCUS as JSON lines: one
@@ -254,9 +292,10 @@ func WriteFOCUSJSONL(w io.Writer, r *Report) error {
 		return err
 	}
 	var b []byte
+	header := focusHeader(r)
 	for _, row := range rows {
 		b = append(b[:0], '{')
-		for i, col := range FOCUSHeader {
+		for i, col := range header {
 			if i > 0 {
 				b = append(b, ',')
 			}
