@@ -74,6 +74,13 @@ func (p *parser) energy(e *entry) *Energy {
 				out.Rate = &Rate{r: x, decimals: 2 * maxRateText}
 			}
 		case fieldCarbonIntensity:
+			if v.Kind == yaml.MappingNode {
+				// The report reads the ledger summed per team, namespace,
+				// model and mode, not per node, so it could not apply
+				// figures by node or region: refuse rather than ignore.
+				p.addf(v, field, "one figure for the whole fleet (such as 350): intensities per node or region are not supported, the report's ledger sums do not carry the node")
+				continue
+			}
 			bound := big.NewRat(maxCarbonIntensity, 1)
 			if x, ok := p.unitFigure(v, field, "grams of CO2e per kWh such as 350 or 0.35 kgCO2e/kWh", intensityUnits, bound); ok {
 				out.CarbonIntensity = x
