@@ -113,6 +113,10 @@ func (p *parser) unitFigure(v *yaml.Node, field, want string, units map[string]*
 		n++
 	}
 	num, unit := s[:n], strings.TrimSpace(s[n:])
+	if num == "" || unit != "" && (unit[0] == 'e' || unit[0] == 'E') && len(unit) > 1 && strings.ContainsAny(unit[1:2], "+-0123456789") {
+		p.addf(v, field, "%q is not a plain decimal number: want %s", truncate(s), want)
+		return nil, false
+	}
 	mul, ok := units[unit]
 	if !ok {
 		names := make([]string, 0, len(units))

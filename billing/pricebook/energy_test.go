@@ -79,11 +79,11 @@ func TestParseEnergyErrors(t *testing.T) {
 		{"not a mapping", "energy: 0.12\n", []string{"p.yaml:4: energy: want a mapping of rate and carbonIntensity, not a value"}},
 		{"twice", "energy:\n  rate: 0.1\n  rate: 0.2\n", []string{"p.yaml:6: energy.rate: given twice (first on line 5)"}},
 		{"not a number", "energy:\n  rate: cheap\n  carbonIntensity: [1]\n", []string{
-			`p.yaml:5: energy.rate: "cheap": unknown unit "cheap"`, "p.yaml:6: energy.carbonIntensity: want grams of CO2e per kWh"}},
+			`p.yaml:5: energy.rate: "cheap" is not a plain decimal number: want a price per kWh`, "p.yaml:6: energy.carbonIntensity: want grams of CO2e per kWh"}},
 		{"too much carbon", "energy:\n  carbonIntensity: 20 kgCO2e/kWh\n", []string{`p.yaml:5: energy.carbonIntensity: "20 kgCO2e/kWh" is more than 10000 gCO2e/kWh`}},
 		{"per region", "energy:\n  carbonIntensity:\n    eu-north-1: 30\n    us-east-1: 380\n", []string{
 			"p.yaml:6: energy.carbonIntensity: one figure for the whole fleet (such as 350): intensities per node or region are not supported"}},
-		{"exponent", "energy:\n  rate: 1e-3\n", []string{"p.yaml:5: energy.rate:"}},
+		{"exponent", "energy:\n  rate: 1e-3\n", []string{`p.yaml:5: energy.rate: "1e-3" is not a plain decimal number`}},
 		{"top-level typo", "Energy: {rate: 1}\n", []string{"p.yaml:4: Energy: unknown field (did you mean energy?)"}},
 	} {
 		_, err := Parse("p.yaml", []byte(energyHead+c.yaml))
