@@ -20,7 +20,22 @@ type Energy struct {
 	// CarbonIntensity is grams of CO2e per kWh, exact; nil when the book
 	// names none.
 	CarbonIntensity *big.Rat
+	// CarbonIntensityByNode gives nodes, by name, their own intensity
+	// (gCO2e per kWh); nodes not listed take CarbonIntensity. Empty when
+	// the book has none.
+	CarbonIntensityByNode map[string]*big.Rat
 }
+
+// IntensityFor is the carbon intensity of a node.
+func (e *Energy) IntensityFor(node string) *big.Rat {
+	if x, ok := e.CarbonIntensityByNode[node]; ok {
+		return x
+	}
+	return e.CarbonIntensity
+}
+
+// maxIntensityNodes bounds carbonIntensityByNode: a fleet's nodes.
+const maxIntensityNodes = 10_000
 
 // maxCarbonIntensity bounds gCO2e per kWh: the dirtiest grids emit about
 // 1,000; ten times that is surely a unit mistake.
@@ -31,9 +46,10 @@ const (
 	fieldEnergy          = "energy"
 	fieldEnergyRate      = "rate"
 	fieldCarbonIntensity = "carbonIntensity"
+	fieldIntensityByNode = "carbonIntensityByNode"
 )
 
-var energyFields = []string{fieldEnergyRate, fieldCarbonIntensity}
+var energyFields = []string{fieldEnergyRate, fieldCarbonIntensity, fieldIntensityByNode}
 
 // Units a figure may carry after its number, and what they multiply the
 // number by to make the canonical unit (money per kWh; gCO2e per kWh).
@@ -50,7 +66,7 @@ func (p *parser) energy(e *entry) *Energy {
 		return nil
 	}
 	if e.value.Kind != yaml.MappingNode {
-		p.addf(e.value, fieldEnergy, "want a mapping of %s, not a %s", strings.Join(energyFields, " and "), kindName(e.value))
+		p.addf(e.value, fieldEnergy, "want a mapping of %s, not a %s", strings.Join(energyFields, ", "), kindName(e.value))
 		return nil
 	}
 	out := &Energy{}
@@ -78,17 +94,60 @@ func (p *parser) energy(e *entry) *Energy {
 				// The report reads the ledger summed per team, namespace,
 				// model and mode, not per node, so it could not apply
 				// figures by node or region: refuse rather than ignore.
-				p.addf(v, field, "one figure for the whole fleet (such as 350): intensities per node or region are not supported, the report's ledger sums do not carry the node")
+				p.addf(v, field, "one figure for the nodes not listed in %s (such as 350); the ledger carries node names, not node labels such as regions, so per-node figures go in %s", fieldIntensityByNode, fieldIntensityByNode)
 				continue
 			}
-			bound := big.NewRat(maxCarbonIntensity, 1)
-			if x, ok := p.unitFigure(v, field, "grams of CO2e per kWh such as 350 or 0.35 kgCO2e/kWh", intensityUnits, bound); ok {
+			if x, ok := p.intensity(v, field); ok {
 				out.CarbonIntensity = x
 			}
+		case fieldIntensityByNode:
+			out.CarbonIntensityByNode = p.intensityByNode(v, field)
 		}
+	}
+	if first, ok := seen[fieldIntensityByNode]; ok && seen[fieldCarbonIntensity] == 0 {
+		p.addf(e.value, fieldEnergy+"."+fieldCarbonIntensity, "missing: %s (line %d) needs carbonIntensity for the nodes it does not list", fieldIntensityByNode, first)
 	}
 	if out.Rate == nil && out.CarbonIntensity == nil {
 		return nil
+	}
+	return out
+}
+
+func (p *parser) intensity(v *yaml.Node, field string) (*big.Rat, bool) {
+	bound := big.NewRat(maxCarbonIntensity, 1)
+	return p.unitFigure(v, field, "grams of CO2e per kWh such as 350 or 0.35 kgCO2e/kWh", intensityUnits, bound)
+}
+
+// intensityByNode reads a mapping of node name to carbon intensity.
+func (p *parser) intensityByNode(v *yaml.Node, field string) map[string]*big.Rat {
+	out := map[string]*big.Rat{}
+	if v.Tag == "!!null" {
+		return out
+	}
+	if v.Kind != yaml.MappingNode {
+		p.addf(v, field, "want a mapping of node name to grams of CO2e per kWh (such as gpu-node-7: 30), not a %s", kindName(v))
+		return out
+	}
+	if len(v.Content)/2 > maxIntensityNodes {
+		p.addf(v, field, "%d nodes, more than %d", len(v.Content)/2, maxIntensityNodes)
+		return out
+	}
+	lines := map[string]int{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, x := resolve(v.Content[i]), resolve(v.Content[i+1])
+		if k.Kind != yaml.ScalarNode || strings.TrimSpace(k.Value) == "" || len(k.Value) > 253 {
+			p.addf(k, field, "node names must be non-empty text of at most 253 characters")
+			continue
+		}
+		f := field + "." + k.Value
+		if first, dup := lines[k.Value]; dup {
+			p.addf(k, f, "node given twice (first on line %d)", first)
+			continue
+		}
+		lines[k.Value] = k.Line
+		if g, ok := p.intensity(x, f); ok {
+			out[k.Value] = g
+		}
 	}
 	return out
 }

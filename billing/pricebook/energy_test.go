@@ -53,6 +53,15 @@ func TestParseEnergy(t *testing.T) {
 		check("rate", rate, c.rate)
 		check("carbonIntensity", b.Energy.CarbonIntensity, c.grams)
 	}
+	b, err := Parse("p.yaml", []byte(energyHead+"energy:\n  carbonIntensity: 400\n  carbonIntensityByNode:\n    gpu-eu-1: 0.03 kgCO2e/kWh\n    gpu-us-1: 380\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for node, want := range map[string]int64{"gpu-eu-1": 30, "gpu-us-1": 380, "other": 400} {
+		if got := b.Energy.IntensityFor(node); got.Cmp(big.NewRat(want, 1)) != 0 {
+			t.Errorf("node %s: %s gCO2e/kWh, want %d", node, got.RatString(), want)
+		}
+	}
 	for _, y := range []string{"", "energy:\n", "energy: {}\n"} {
 		b, err := Parse("p.yaml", []byte(energyHead+y))
 		if err != nil || b.Energy != nil {
@@ -75,14 +84,23 @@ func TestParseEnergyErrors(t *testing.T) {
 		{"unit case", "energy:\n  carbonIntensity: 300 g/kwh\n", []string{`p.yaml:5: energy.carbonIntensity: "300 g/kwh": unknown unit "g/kwh" (did you mean gCO2e/kWh?)`}},
 		{"misspelt key", "energy:\n  carbonintensity: 300\n  price: 0.1\n", []string{
 			"p.yaml:5: energy.carbonintensity: unknown field (did you mean carbonIntensity?)",
-			"p.yaml:6: energy.price: unknown field (want rate, carbonIntensity)"}},
-		{"not a mapping", "energy: 0.12\n", []string{"p.yaml:4: energy: want a mapping of rate and carbonIntensity, not a value"}},
+			"p.yaml:6: energy.price: unknown field (want rate, carbonIntensity, carbonIntensityByNode)"}},
+		{"not a mapping", "energy: 0.12\n", []string{"p.yaml:4: energy: want a mapping of rate, carbonIntensity, carbonIntensityByNode, not a value"}},
 		{"twice", "energy:\n  rate: 0.1\n  rate: 0.2\n", []string{"p.yaml:6: energy.rate: given twice (first on line 5)"}},
 		{"not a number", "energy:\n  rate: cheap\n  carbonIntensity: [1]\n", []string{
 			`p.yaml:5: energy.rate: "cheap" is not a plain decimal number: want a price per kWh`, "p.yaml:6: energy.carbonIntensity: want grams of CO2e per kWh"}},
 		{"too much carbon", "energy:\n  carbonIntensity: 20 kgCO2e/kWh\n", []string{`p.yaml:5: energy.carbonIntensity: "20 kgCO2e/kWh" is more than 10000 gCO2e/kWh`}},
 		{"per region", "energy:\n  carbonIntensity:\n    eu-north-1: 30\n    us-east-1: 380\n", []string{
-			"p.yaml:6: energy.carbonIntensity: one figure for the whole fleet (such as 350): intensities per node or region are not supported"}},
+			"p.yaml:6: energy.carbonIntensity: one figure for the nodes not listed in carbonIntensityByNode (such as 350); the ledger carries node names, not node labels such as regions"}},
+		{"by node without a default", "energy:\n  carbonIntensityByNode: {n1: 30}\n", []string{
+			"p.yaml:5: energy.carbonIntensity: missing: carbonIntensityByNode (line 5) needs carbonIntensity for the nodes it does not list"}},
+		{"bad node figures", "energy:\n  carbonIntensity: 300\n  carbonIntensityByNode:\n    n1: -3\n    n2: 5 lb/kWh\n    n1: 4\n    n3: [1]\n", []string{
+			`p.yaml:7: energy.carbonIntensityByNode.n1: "-3" is negative`,
+			`p.yaml:8: energy.carbonIntensityByNode.n2: "5 lb/kWh": unknown unit "lb/kWh"`,
+			"p.yaml:9: energy.carbonIntensityByNode.n1: node given twice (first on line 7)",
+			"p.yaml:10: energy.carbonIntensityByNode.n3: want grams of CO2e per kWh"}},
+		{"by node not a mapping", "energy:\n  carbonIntensity: 300\n  carbonIntensityByNode: 30\n", []string{
+			"p.yaml:6: energy.carbonIntensityByNode: want a mapping of node name to grams of CO2e per kWh"}},
 		{"exponent", "energy:\n  rate: 1e-3\n", []string{`p.yaml:5: energy.rate: "1e-3" is not a plain decimal number`}},
 		{"top-level typo", "Energy: {rate: 1}\n", []string{"p.yaml:4: Energy: unknown field (did you mean energy?)"}},
 	} {

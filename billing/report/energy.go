@@ -1,9 +1,14 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"math/big"
 	"slices"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/ledger"
 )
 
 // Energy cost and CO2e (docs/report.md, "Energy and carbon"). The ledger
@@ -52,7 +57,7 @@ func Kg(grams int64) string { return formatMinor(grams, co2eDecimals, false) }
 // energyFigures sets each line's EnergyCost and Co2eGrams, the teams' and
 // the report's totals. It runs after the money is rounded and summarised
 // and touches none of it.
-func energyFigures(r *Report) error {
+func energyFigures(r *Report, carbon map[devLineKey]*big.Rat) error {
 	if !r.HasEnergy() {
 		return nil
 	}
@@ -68,7 +73,7 @@ func energyFigures(r *Report) error {
 	if r.HasEnergyCost() {
 		scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(r.Book.Currency.MinorUnit)), nil))
 		per := new(big.Rat).Mul(r.Book.Energy.Rate.Rat(), scale) // minor units per kWh
-		amounts, sum, err := shareOut(r.Lines, idx, per)
+		amounts, sum, err := shareOut(r.Lines, idx, per, nil)
 		if err != nil {
 			return fmt.Errorf("cannot work out energy cost: %w", err)
 		}
@@ -78,7 +83,18 @@ func energyFigures(r *Report) error {
 		total.Cost = sum
 	}
 	if r.HasCarbon() {
-		grams, sum, err := shareOut(r.Lines, idx, r.Book.Energy.CarbonIntensity)
+		var exacts []*big.Rat
+		if carbon != nil {
+			exacts = make([]*big.Rat, len(idx))
+			for k, i := range idx {
+				l := r.Lines[i]
+				exacts[k] = new(big.Rat)
+				if c := carbon[devLineKey{lineKey{l.Team, l.Namespace, l.GPUModel, l.SharingMode}, l.Type}]; c != nil {
+					exacts[k].Quo(c, big.NewRat(milliPerKWh, 1))
+				}
+			}
+		}
+		grams, sum, err := shareOut(r.Lines, idx, r.Book.Energy.CarbonIntensity, exacts)
 		if err != nil {
 			return fmt.Errorf("cannot work out CO2e: %w", err)
 		}
@@ -113,12 +129,19 @@ func energyFigures(r *Report) error {
 // is in) that add up to the total rounded once (half away from zero):
 // each line's exact figure rounded down, then one more to the largest
 // remainders, ties to the earlier line.
-func shareOut(lines []Line, idx []int, per *big.Rat) ([]int64, int64, error) {
-	exacts := make([]*big.Rat, len(idx))
+//
+// exacts, when not nil, are the lines' exact figures already (CO2e from
+// per-node intensities).
+func shareOut(lines []Line, idx []int, per *big.Rat, exacts []*big.Rat) ([]int64, int64, error) {
+	if exacts == nil {
+		exacts = make([]*big.Rat, len(idx))
+		for k, i := range idx {
+			exacts[k] = new(big.Rat).Mul(lines[i].EnergyKWh, per)
+		}
+	}
 	sum := new(big.Rat)
-	for k, i := range idx {
-		exacts[k] = new(big.Rat).Mul(lines[i].EnergyKWh, per)
-		sum.Add(sum, exacts[k])
+	for _, x := range exacts {
+		sum.Add(sum, x)
 	}
 	target, err := roundHalfAway(sum)
 	if err != nil {
@@ -212,4 +235,69 @@ func setEnergyParts(r *Report, l Line, parts []devicePart) {
 	for i := range parts {
 		parts[i].energyCost, parts[i].co2eGrams = costs[i], grams[i]
 	}
+}
+
+// dayModelKey is one model on one day bucket.
+type dayModelKey struct {
+	day   int64 // the bucket's start, Unix nanoseconds
+	model string
+}
+
+// recordShare remembers that on day the model's pool was shared and k
+// took fraction f of it (books with per-node intensities only).
+func (b *builder) recordShare(day time.Time, model string, k lineKey, f *big.Rat) {
+	if b.fractions == nil {
+		return
+	}
+	dk := dayModelKey{day.UnixNano(), model}
+	if b.fractions[dk] == nil {
+		b.fractions[dk] = map[lineKey]*big.Rat{}
+	}
+	b.fractions[dk][k] = f
+}
+
+// nodeCarbon works out each line's CO2e when the book gives nodes their
+// own carbon intensity: it reads the period's energy per day, group and
+// node, prices each node's energy at its intensity, and splits it as the
+// builder split the energy: a container's to its charge line, the
+// capacity nobody was charged for to the day's idle shares where the
+// model's pool was shared that day (by the same fractions), else to its
+// platform line. The figures are in milli-joules x gCO2e/kWh.
+func (b *builder) nodeCarbon(ctx context.Context, src Source, from, to time.Time) (map[devLineKey]*big.Rat, error) {
+	aggs, err := src.Aggregate(ctx, ledger.AggregateQuery{From: from, To: to, Location: b.book.Location, Bucket: ledger.BucketDay, ByNode: true})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read ledger energy per node: %w", err)
+	}
+	if err := checkTotals(aggs); err != nil {
+		return nil, err
+	}
+	out := map[devLineKey]*big.Rat{}
+	add := func(k devLineKey, x *big.Rat) {
+		if out[k] == nil {
+			out[k] = new(big.Rat)
+		}
+		out[k].Add(out[k], x)
+	}
+	for _, a := range aggs {
+		mj, err := fixed(a.EnergyJoules, milliPerJoule, maxJoules, "energy_joules", a)
+		if err != nil {
+			return nil, err
+		}
+		c := new(big.Rat).Mul(big.NewRat(mj, 1), b.book.Energy.IntensityFor(a.Node))
+		switch a.Kind {
+		case attribution.KindContainer:
+			add(devLineKey{lineKey{a.Team, a.Namespace, a.GPUModel, a.Mode}, LineCharge}, c)
+		case attribution.KindUnallocated, attribution.KindUnattributed, attribution.KindIdle:
+			if fr := b.fractions[dayModelKey{a.BucketStart.UnixNano(), a.GPUModel}]; fr != nil {
+				for k, f := range fr {
+					add(devLineKey{k, LineIdleShare}, new(big.Rat).Mul(c, f))
+				}
+				continue
+			}
+			add(devLineKey{lineKey{model: a.GPUModel, mode: a.Mode}, LinePlatform}, c)
+		default:
+			return nil, fmt.Errorf("ledger aggregate for model %q on %s has unknown row kind %q", a.GPUModel, a.BucketStart.Format("2006-01-02"), a.Kind)
+		}
+	}
+	return out, nil
 }

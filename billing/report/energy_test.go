@@ -355,3 +355,93 @@ func TestEnergyRandomReconciles(t *testing.T) {
 		}
 	}
 }
+
+// TestEnergyPerNodeByHand: energyDay with the A100's node n1 on a
+// 30 gCO2e/kWh grid and the H100's node n2 on 380, other nodes 400:
+//
+//	a         3 kWh on n1    x 30  =   90 g
+//	b         16.8 kWh on n2 x 380 = 6384 g
+//	platform  1.4 kWh on n1  x 30  =   42 g   (idle: shared: a's idle share)
+//	total                            6516 g
+//
+// through the embedded ledger (its per-node sums) and the test's own
+// source alike.
+func TestEnergyPerNodeByHand(t *testing.T) {
+	from, to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	rows := energyDay()
+	for _, idle := range []string{"platform", "shared"} {
+		y := strings.Replace(fmt.Sprintf(energyBookYAML, idle), "  carbonIntensity: 412.5 gCO2e/kWh\n",
+			"  carbonIntensity: 400\n  carbonIntensityByNode: {n1: 30, n2: 0.38 kgCO2e/kWh}\n", 1)
+		want := map[string]string{"a/charge": "0.090", "b/charge": "6.384", "/platform": "0.042"}
+		if idle == "shared" {
+			want = map[string]string{"a/charge": "0.090", "a/idle_share": "0.042", "b/charge": "6.384"}
+		}
+		for name, src := range map[string]Source{"memory": &memSource{rows: rows}, "file": fileLedger(t, rows, nil)} {
+			r := mustBuild(t, src, book(t, y), from, to)
+			got := map[string]string{}
+			for _, l := range r.Lines {
+				if l.Type != LineRounding {
+					got[l.Team+"/"+string(l.Type)] = Kg(l.Co2eGrams)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) || r.Energy.Co2eGrams != 6516 {
+				t.Errorf("%s, idle %s: %v, total %d g\nwant %v, 6516 g", name, idle, got, r.Energy.Co2eGrams, want)
+			}
+			// The money and the energy cost do not depend on the nodes.
+			if r.Money(r.Total) != "156.00" || r.Energy.Cost != 262 {
+				t.Errorf("%s, idle %s: total %s, energy cost %d", name, idle, r.Money(r.Total), r.Energy.Cost)
+			}
+		}
+	}
+}
+
+// TestEnergyPerNodeRandom: on random fleets, per-node intensities that
+// are all the default give exactly the single-intensity figures (the
+// per-node split follows the energy's split line by line), and random
+// per-node intensities give lines that add up to the total, which is
+// the rows' energy x their node's intensity rounded once (to the
+// milli-joule fixing of the sums).
+func TestEnergyPerNodeRandom(t *testing.T) {
+	from, to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
+	step := 15 * time.Minute
+	for i := 0; i < 16; i++ {
+		rng := rand.New(rand.NewSource(int64(2000 + i)))
+		gpus, tenants := randomFleet(rng, from, to, step)
+		rows := ledgerRows(gpus, tenants, step)
+		policy := []string{"allocation", "usage"}[rng.Intn(2)]
+		idle := []string{"platform", "shared"}[rng.Intn(2)]
+		head := fmt.Sprintf("currency: USD\npolicy: %s\nidle: %s\ndefaultRate: 1.5\nenergy:\n  carbonIntensity: 321.5\n", policy, idle)
+		src := &memSource{rows: rows}
+		single := mustBuild(t, src, book(t, head), from, to)
+		same := mustBuild(t, src, book(t, head+"  carbonIntensityByNode: {node-0: 321.5, node-1: 321.50, node-9: 321.5}\n"), from, to)
+		for j := range single.Lines {
+			if single.Lines[j].Co2eGrams != same.Lines[j].Co2eGrams {
+				t.Errorf("case %d line %d: %d g with one intensity, %d g with the same per node", i, j, single.Lines[j].Co2eGrams, same.Lines[j].Co2eGrams)
+			}
+		}
+		intensity := map[string]int64{"node-0": int64(rng.Intn(800)), "node-1": int64(rng.Intn(800)), "node-2": int64(rng.Intn(800))}
+		y := head + "  carbonIntensityByNode:\n"
+		for n, g := range intensity {
+			y += fmt.Sprintf("    %s: %d\n", n, g)
+		}
+		r := mustBuild(t, src, book(t, y), from, to)
+		var lines int64
+		for _, l := range r.Lines {
+			lines += l.Co2eGrams
+		}
+		var want float64
+		for _, row := range rows {
+			if row.IntervalStart.Before(from) || !row.IntervalStart.Before(to) {
+				continue
+			}
+			x := 321.5
+			if g, ok := intensity[row.Node]; ok {
+				x = float64(g)
+			}
+			want += row.EnergyJoules / 3.6e6 * x
+		}
+		if lines != r.Energy.Co2eGrams || float64(lines) < want-1 || float64(lines) > want+1 {
+			t.Errorf("case %d: lines %d g, total %d g, rows x their node's intensity %.3f g", i, lines, r.Energy.Co2eGrams, want)
+		}
+	}
+}
