@@ -9,7 +9,16 @@ import (
 // TestAggregateByNode: per day, group and node, the energy and row counts
 // are the rows' own, summed here; the groups' sums over nodes equal the
 // plain aggregates'; ByNode with ByDevice is refused.
+//
+// Case "moved": GPU-0003 appears on two nodes (as a simulator reusing
+// names would write it), which the GPU-to-node map cannot answer.
 func TestAggregateByNode(t *testing.T) {
+	for _, moved := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one-node-per-gpu", true: "moved"}[moved], func(t *testing.T) { testAggregateByNode(t, moved) })
+	}
+}
+
+func testAggregateByNode(t *testing.T, moved bool) {
 	ctx := context.Background()
 	s := openTemp(t, FileOptions{})
 	loc, err := time.LoadLocation("America/New_York")
@@ -18,6 +27,13 @@ func TestAggregateByNode(t *testing.T) {
 	}
 	start := time.Date(2026, 3, 7, 22, 0, 0, 0, loc) // a day edge in the zone, and the DST switch
 	rows := fleetRows(start, 40*4, 15*time.Minute, 20)
+	if moved {
+		for i := range rows {
+			if rows[i].GPUUUID == "GPU-0003" && rows[i].IntervalStart.After(start.Add(20*time.Hour)) {
+				rows[i].Node = "node-elsewhere"
+			}
+		}
+	}
 	if err := s.Append(ctx, rows, nil); err != nil {
 		t.Fatal(err)
 	}

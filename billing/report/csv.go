@@ -7,8 +7,9 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/gpuledger/gpuledger/billing/ledger"
 )
 
 // CSVHeader is the finance CSV's header row: the contract's columns, then
@@ -139,12 +140,7 @@ func borrowed(used, allocated *big.Rat) *big.Rat {
 }
 
 // neutralise keeps a label from being read as a formula by a spreadsheet
-// (OWASP CSV injection): a cell that starts with = + - @, a tab or a
-// carriage return gets a leading apostrophe. Only label cells come from
-// users; numbers are written by us and left alone.
-func neutralise(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
+// (OWASP CSV injection): ledger.GuardCell, the one guard every CSV uses.
+// Only label cells come from users; numbers are written by us and left
+// alone.
+func neutralise(s string) string { return ledger.GuardCell(s) }

@@ -239,7 +239,7 @@ func TestEnergyFOCUS(t *testing.T) {
 		if !slices.IsSorted(xs) || !slices.Contains(xs, "x_Co2eKg") || !slices.Contains(xs, "x_EnergyCost") || len(h) != len(FOCUSHeader)+2 {
 			t.Fatalf("x_ columns %v", xs)
 		}
-		ic, ig, it := slices.Index(h, "x_EnergyCost"), slices.Index(h, "x_Co2eKg"), slices.Index(h, "SubAccountId")
+		ic, ig, it := slices.Index(h, "x_EnergyCost"), slices.Index(h, "x_Co2eKg"), slices.Index(h, "x_TeamName")
 		sums := map[string][2]float64{}
 		for _, row := range recs[1:] {
 			if row[ic] == "" {

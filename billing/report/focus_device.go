@@ -347,7 +347,7 @@ func focusSku(model string, mig bool, profile string) string {
 // stays one row. A resource's rows are the allocated charges split from
 // one origin charge, what the resource was charged for in the period, so
 // AllocatedRatio is a row's charged GPU-hours over its resource's.
-func focusDeviceRows(r *Report) ([][]string, error) {
+func focusDeviceRows(r *Report, header []string) ([][]string, error) {
 	split, err := splitDevices(r.Book, r.Devices)
 	if err != nil {
 		return nil, err
@@ -390,7 +390,7 @@ func focusDeviceRows(r *Report) ([][]string, error) {
 				return nil, err
 			}
 		}
-		rows = append(rows, focusOrder(focusHeader(r), c))
+		rows = append(rows, focusOrder(c, header))
 	}
 	return rows, nil
 }
@@ -415,6 +415,14 @@ func focusDeviceCells(c map[string]string, r *Report, l Line, p devicePart, prof
 		c["ResourceName"] = neutralise(l.GPUModel + " " + id)
 		c["SkuId"] = neutralise(sku)
 		c["SkuPriceId"] = neutralise(sku + "/" + c["BillingCurrency"] + "/" + c["ListUnitPrice"])
+		if !mig {
+			profile = ""
+		}
+		details, err := focusSkuPriceDetails(book, pricebook.NormalizeModel(l.GPUModel), profile)
+		if err != nil {
+			return err
+		}
+		c["SkuPriceDetails"] = details
 		tags := map[string]any{focusTagPrefix + "gpu-model": l.GPUModel}
 		if p.dev.gpu != "" {
 			tags[focusTagPrefix+"gpu-uuid"] = p.dev.gpu
@@ -445,7 +453,7 @@ func focusDeviceCells(c map[string]string, r *Report, l Line, p devicePart, prof
 	}
 	res := l.Namespace + "/" + p.dev.pod
 	c["AllocatedResourceId"], c["AllocatedResourceName"] = neutralise(res), neutralise(res)
-	c["ChargeDescription"] += ", pod " + p.dev.pod
+	c["x_WorkloadName"] = neutralise(workload.FromPod(p.dev.pod))
 	tags := map[string]any{focusTagPrefix + "namespace": l.Namespace, focusTagPrefix + "sharing-mode": l.SharingMode,
 		focusTagPrefix + "workload": workload.FromPod(p.dev.pod), focusTagPrefix + "pod": p.dev.pod}
 	if l.Team != "" {

@@ -170,6 +170,9 @@ type Report struct {
 	// when set, the FOCUS export has a row per line, GPU or MIG instance
 	// and pod instead of one per line.
 	Devices []ledger.Aggregate
+	// FOCUSVersion is the FOCUS version the FOCUS export writes,
+	// FOCUSVersion13 (when empty) or FOCUSVersion14.
+	FOCUSVersion string
 	// Energy is the period's energy cost and CO2e when the book has an
 	// energy section (energy.go); nil otherwise.
 	Energy *EnergyTotals

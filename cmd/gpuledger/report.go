@@ -21,7 +21,8 @@ const (
 	reportCSV  = "csv"
 	reportJSON = "json"
 	reportHTML = "html"
-	// reportFOCUS: a FOCUS 1.3 cost and usage CSV (docs/focus.md).
+	// reportFOCUS: a FOCUS 1.3 (or, with --focus-version 1.4, 1.4) cost
+	// and usage CSV (docs/focus.md).
 	reportFOCUS = "focus"
 	// reportFOCUSJSONL: the same rows as JSON lines.
 	reportFOCUSJSONL = "focus-jsonl"
@@ -29,12 +30,12 @@ const (
 
 const reportUsageText = `usage: gpuledger report (--period YYYY-MM | --from T --to T) --prices FILE
                         [--format csv|json|html|focus|focus-jsonl] [--out FILE] [--ledger DSN]
-                        [--advice [--pods FILE]]
+                        [--advice [--pods FILE]] [--focus-version 1.3|1.4]
 
 Writes the chargeback for one period from the ledger and a price book
 (docs/report.md): the finance CSV, the same numbers as JSON, a
-self-contained HTML report, or a FOCUS 1.3 cost and usage file (CSV, or
-JSON lines; docs/focus.md).
+self-contained HTML report, or a FOCUS 1.3 (or 1.4) cost and usage file
+(CSV, or JSON lines; docs/focus.md).
 
   --period   a calendar month in the price book's time zone
   --from/--to  any other range: RFC 3339, or YYYY-MM-DD for the start of that
@@ -48,6 +49,8 @@ JSON lines; docs/focus.md).
              recommends for the same period, ledger and price book (it reads
              every container row: seconds for a month, docs/advisor.md)
   --pods     with --advice: kubectl get pods -A -o json output, as for advise
+  --focus-version  focus and focus-jsonl: the FOCUS version, 1.3 (default)
+             or 1.4 (no ProviderName or PublisherName columns)
 
 A period the ledger covers only in part (the current month, a collector
 installed mid-month) is partial: every file says so (the finance CSV's partial, data_start and
@@ -61,6 +64,8 @@ type reportFlags struct {
 	format, out string
 	advice      bool
 	advicePods  string
+	// focusVersion: the FOCUS version of focus and focus-jsonl.
+	focusVersion string
 }
 
 // periodFlags are what every command that prices a period of the ledger
@@ -101,6 +106,7 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	fs.StringVar(&f.out, "out", "", "output file; default stdout")
 	fs.BoolVar(&f.advice, "advice", false, "add the advisor's savings (json, html)")
 	fs.StringVar(&f.advicePods, "pods", "", "pod metadata for --advice")
+	fs.StringVar(&f.focusVersion, "focus-version", report.FOCUSVersion13, "FOCUS version of focus and focus-jsonl: 1.3 or 1.4")
 	if err := parseFlags(fs, args, reportUsageText); err != nil {
 		return f, err
 	}
@@ -118,6 +124,9 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	}
 	if err := f.checkAdvice(); err != nil {
 		return f, err
+	}
+	if f.focusVersion != report.FOCUSVersion13 && f.focusVersion != report.FOCUSVersion14 {
+		return f, fmt.Errorf("report: --focus-version %q: want %s or %s", f.focusVersion, report.FOCUSVersion13, report.FOCUSVersion14)
 	}
 	return f, nil
 }
@@ -173,6 +182,15 @@ func runReport(ctx context.Context, args []string, stdout io.Writer) error {
 	if f.advice {
 		if attach, err = adviceAttacher(ctx, st, book, f.advicePods); err != nil {
 			return err
+		}
+	}
+	if advice := attach; f.focusVersion != report.FOCUSVersion13 {
+		attach = func(r *report.Report) error {
+			r.FOCUSVersion = f.focusVersion
+			if advice != nil {
+				return advice(r)
+			}
+			return nil
 		}
 	}
 	rep, err := writeReportWith(ctx, st, book, from, to, f.format, f.out, stdout, attach)
