@@ -39,6 +39,12 @@ ORDER BY slot, grp`
 // aggregateSQL gives for it, so the result does not depend on the rollup's
 // state.
 func (s *FileStore) Aggregate(ctx context.Context, q AggregateQuery) ([]Aggregate, error) {
+	if q.ByNode {
+		if q.ByDevice {
+			return nil, fmt.Errorf("cannot aggregate ledger %s: ByNode and ByDevice together", s.path)
+		}
+		return s.aggregateNodes(ctx, q)
+	}
 	if q.ByDevice {
 		return s.aggregateDevices(ctx, q)
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpuledger/gpuledger/billing/pricebook"
@@ -58,6 +60,40 @@ func focusHeaderFor(version string) ([]string, error) {
 	return nil, fmt.Errorf("cannot write FOCUS %q: want %s or %s", version, FOCUSVersion13, FOCUSVersion14)
 }
 
+// focusEnergyColumns join the x_ columns, in their alphabetical places,
+// when the price book has an energy section (withEnergyColumns): the row's
+// energy cost in the billing currency and its CO2e in kg, informational
+// (not part of any cost column).
+var focusEnergyColumns = []string{"x_Co2eKg", "x_EnergyCost"}
+
+// withEnergyColumns is the header h of r's FOCUS file with the energy
+// columns when the book names an energy rate or a carbon intensity.
+func withEnergyColumns(r *Report, h []string) []string {
+	if !r.HasEnergy() {
+		return h
+	}
+	h = slices.Clone(h)
+	for _, col := range focusEnergyColumns {
+		i := slices.IndexFunc(h, func(c string) bool { return strings.HasPrefix(c, "x_") && c > col })
+		if i < 0 {
+			i = len(h)
+		}
+		h = slices.Insert(h, i, col)
+	}
+	return h
+}
+
+// focusEnergyCells fills the energy columns of a row, as the book names
+// them.
+func focusEnergyCells(c map[string]string, r *Report, cost, grams int64) {
+	if r.HasEnergyCost() {
+		c["x_EnergyCost"] = r.Money(cost)
+	}
+	if r.HasCarbon() {
+		c["x_Co2eKg"] = Kg(grams)
+	}
+}
+
 // Fixed values of the export. The chargeback is internal: the GPU
 // platform provides the service, runs it on infrastructure gpuledger
 // cannot see (so HostProviderName equals ServiceProviderName, as FOCUS
@@ -101,6 +137,7 @@ func WriteFOCUS(w io.Writer, r *Report) error {
 	if err != nil {
 		return err
 	}
+	header = withEnergyColumns(r, header)
 	rows, err := focusRows(r, header)
 	if err != nil {
 		return err
@@ -173,6 +210,7 @@ func focusCells(r *Report, l Line, capacity *big.Rat) (map[string]string, error)
 		"x_DataStart": focusTimeOrNull(start), "x_DataEnd": focusTimeOrNull(end), "x_Partial": f.Partial,
 		"x_BorrowedGpuHours": f.Borrowed,
 	}
+	c["x_EnergyCost"], c["x_Co2eKg"] = f.EnergyCost, f.Co2eKg
 	if l.Type == LineRounding {
 		// Not usage of any SKU or resource, and not split from a charge:
 		// the one adjustment that makes the file add up to its total
@@ -311,7 +349,8 @@ var (
 	focusJSONColumns   = map[string]bool{"AllocatedMethodDetails": true, "AllocatedTags": true, "Tags": true, "SkuPriceDetails": true}
 	focusNumberColumns = map[string]bool{"BilledCost": true, "EffectiveCost": true, "ListCost": true, "ContractedCost": true,
 		"ConsumedQuantity": true, "PricingQuantity": true, "ListUnitPrice": true, "ContractedUnitPrice": true,
-		"x_AllocatedGpuHours": true, "x_UsedGpuHours": true, "x_Efficiency": true, "x_EnergyKwh": true}
+		"x_AllocatedGpuHours": true, "x_UsedGpuHours": true, "x_Efficiency": true, "x_EnergyKwh": true,
+		"x_EnergyCost": true, "x_Co2eKg": true}
 )
 
 // WriteFOCUSJSONL writes the FOCUS rows of WriteFOCUS as JSON lines: one
@@ -323,6 +362,7 @@ func WriteFOCUSJSONL(w io.Writer, r *Report) error {
 	if err != nil {
 		return err
 	}
+	header = withEnergyColumns(r, header)
 	rows, err := focusRows(r, header)
 	if err != nil {
 		return err

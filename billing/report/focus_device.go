@@ -219,6 +219,9 @@ type devicePart struct {
 	charged             *big.Rat // GPU-hours
 	alloc, used, energy *big.Rat // hours, hours, kWh
 	efficiency          *big.Rat
+	// energyCost and co2eGrams are the part's share of the line's
+	// (setEnergyParts), when the book has an energy section.
+	energyCost, co2eGrams int64
 }
 
 // partsOf splits line l over its devices: each device's exact share of
@@ -363,6 +366,7 @@ func focusDeviceRows(r *Report, header []string) ([][]string, error) {
 			continue
 		}
 		ps := partsOf(l, split.shares[devLineKey{lineKey{l.Team, l.Namespace, l.GPUModel, l.SharingMode}, l.Type}], scale)
+		setEnergyParts(r, l, ps)
 		for _, p := range ps {
 			res := "gpu-pool/" + l.GPUModel
 			if p.dev != (device{}) {
@@ -430,6 +434,7 @@ func focusDeviceCells(c map[string]string, r *Report, l Line, p devicePart, prof
 		c["Tags"] = t
 		c["ChargeDescription"] += " on " + id
 	}
+	focusEnergyCells(c, r, p.energyCost, p.co2eGrams)
 	if resTotal != nil && resTotal.Sign() > 0 {
 		details, err := focusJSON(map[string]any{
 			"Elements": []map[string]any{{"AllocatedRatio": json.Number(decimal(new(big.Rat).Quo(p.charged, resTotal), ratioDecimals)),
