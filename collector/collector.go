@@ -95,6 +95,9 @@ type Config struct {
 	// Outbox, when set, reports the durable outbox's state each cycle for
 	// the health metrics (rows pending, shipping, rows lost).
 	Outbox func() OutboxStatus
+	// StopsOnWriteError: the caller stops at the first failed write
+	// (simulate does), so the log must not promise a retry.
+	StopsOnWriteError bool
 }
 
 // OutboxStatus is the embedded ledger's outbox as the metrics show it.
@@ -110,12 +113,14 @@ func New(cfg Config, clock Clock, src Sources, engine *attribution.Engine, exp *
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Collector{
+	c := &Collector{
 		node: cfg.Node, clock: clock, src: src, engine: engine, exp: exp, sinks: sinks, log: log,
 		owners: newOwnerCache(src.Procs),
 		health: newHealth(log),
 		outbox: cfg.Outbox,
 	}
+	c.health.stops = cfg.StopsOnWriteError
+	return c
 }
 
 // Cycle reads every source once and attributes the window since the previous

@@ -20,6 +20,7 @@ type health struct {
 	rowsWritten uint64
 	writeErrors uint64
 	writeDown   bool // the last write failed: log again only after a success
+	stops       bool // the caller stops at a failed write (Config.StopsOnWriteError)
 }
 
 func newHealth(log *slog.Logger) health {
@@ -72,7 +73,10 @@ func (h *health) anomaly(a attribution.Anomaly, n uint64) {
 // writeFailed counts a failed ledger write and shouts once per outage.
 func (h *health) writeFailed(err error) {
 	h.writeErrors++
-	if !h.writeDown {
+	switch {
+	case h.stops:
+		h.log.Error("cannot write the ledger: stopping", "err", err)
+	case !h.writeDown:
 		h.log.Error("cannot write the ledger; rows are held in memory and retried every cycle, metrics keep being served", "err", err)
 	}
 	h.writeDown = true

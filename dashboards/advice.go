@@ -20,8 +20,17 @@ const (
 // carry team and namespace.
 const adviceFilter = `cluster=~"$cluster", team=~"$team", namespace=~"$namespace"`
 
-// byRecommendation identifies one recommendation of one run.
-const byRecommendation = "kind, team, namespace, workloads, gpu_model, currency"
+// byRecommendation identifies one recommendation of one run; only its
+// saving carries the currency.
+const byRecommendation = "kind, team, namespace, workloads, gpu_model"
+
+// ofTopSavings keeps a per-recommendation series of the twenty largest
+// savings and adds their currency, so the table's rows join on the same
+// labels whatever the series' unit.
+func ofTopSavings(series, saving string) string {
+	return "max by (" + byRecommendation + ") (" + series + ") * on (" + byRecommendation + ") group_left (currency) max by (" +
+		byRecommendation + ", currency) (0 * topk(20, " + saving + ") + 1)"
+}
 
 // Panel IDs of the advice dashboard.
 const (
@@ -61,10 +70,10 @@ func advice() *dashboard.DashboardBuilder {
 		"The twenty recommendations that save the most, with the GPUs held now and under the proposal, and the minutes where the replayed usage would have exceeded the proposed capacity.",
 		24, 10, map[string]string{"A": "Saving", "B": "GPUs now", "C": "GPUs proposed", "D": "Contention minutes", "E": "Incomplete"}, []string{"cluster", "__name__"},
 		q("A", "topk(20, "+saving+")", ""),
-		q("B", "max by ("+byRecommendation+") ("+sel(mAdviceBefore, adviceFilter)+") and on ("+byRecommendation+") topk(20, "+saving+")", ""),
-		q("C", "max by ("+byRecommendation+") ("+sel(mAdviceAfter, adviceFilter)+") and on ("+byRecommendation+") topk(20, "+saving+")", ""),
-		q("D", "max by ("+byRecommendation+") ("+sel(mAdviceContention, adviceFilter)+") and on ("+byRecommendation+") topk(20, "+saving+")", ""),
-		q("E", "max by ("+byRecommendation+") ("+sel(mAdviceIncomplete, adviceFilter)+") and on ("+byRecommendation+") topk(20, "+saving+")", "")))
+		q("B", ofTopSavings(sel(mAdviceBefore, adviceFilter), saving), ""),
+		q("C", ofTopSavings(sel(mAdviceAfter, adviceFilter), saving), ""),
+		q("D", ofTopSavings(sel(mAdviceContention, adviceFilter), saving), ""),
+		q("E", ofTopSavings(sel(mAdviceIncomplete, adviceFilter), saving), "")))
 	b.WithPanel(timeSeries(adviceOverTime, "Savings recommended over time",
 		"The recommended savings as each scheduled advise run reported them: falling as recommendations are applied, rising as workloads drift.",
 		"none", 24, 8, q("A", "sum by (kind, currency) ("+saving+")", "{{kind}} ({{currency}})")))

@@ -19,7 +19,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
@@ -146,6 +148,16 @@ func decode(doc string) (object, error) {
 		into = &appsv1.DaemonSet{}
 	case "apps/v1 Deployment":
 		into = &appsv1.Deployment{}
+	case "apps/v1 StatefulSet":
+		into = &appsv1.StatefulSet{}
+	case "rbac.authorization.k8s.io/v1 Role":
+		into = &rbacv1.Role{}
+	case "rbac.authorization.k8s.io/v1 RoleBinding":
+		into = &rbacv1.RoleBinding{}
+	case "networking.k8s.io/v1 Ingress":
+		into = &networkingv1.Ingress{}
+	case "scheduling.k8s.io/v1 PriorityClass":
+		into = &schedulingv1.PriorityClass{}
 	case "rbac.authorization.k8s.io/v1 ClusterRole":
 		into = &rbacv1.ClusterRole{}
 	case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
@@ -291,13 +303,16 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// TestDefaults: the default rendering needs no CRD and no ClickHouse, and
-// the collector is read-only everywhere but its data directory.
+// TestDefaults: the default rendering needs no CRD; it runs its own
+// ClickHouse (no Secret rendered: the password is made in the cluster) and
+// the web app, the collector ships there and is read-only everywhere but
+// its data directory, and no report CronJob by default.
 func TestDefaults(t *testing.T) {
 	objs := render(t)
-	want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Service", "ServiceAccount"}
+	want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment", "Job",
+		"Role", "RoleBinding", "Service", "ServiceAccount", "StatefulSet"}
 	if got := kinds(objs); !slices.Equal(got, want) {
-		t.Fatalf("kinds %v, want %v (no Secret, Job, CronJob or monitoring.coreos.com objects by default)", got, want)
+		t.Fatalf("kinds %v, want %v (no Secret, CronJob or monitoring.coreos.com objects by default)", got, want)
 	}
 	checkClusterRole(t, only[*rbacv1.ClusterRole](t, objs))
 	ds := only[*appsv1.DaemonSet](t, objs)
@@ -306,10 +321,20 @@ func TestDefaults(t *testing.T) {
 		volume(t, v, "data").HostPath.Path != "/var/lib/gpuledger" {
 		t.Errorf("data volume %+v, want hostPath /var/lib/gpuledger", volume(t, v, "data"))
 	}
-	for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == "GPULEDGER_LEDGER" {
-			t.Errorf("GPULEDGER_LEDGER set without ClickHouse configured: %+v", e)
-		}
+	// The collectors, the migrate and prices hooks and serve use the
+	// bundled server exactly as they use an external one.
+	checkClickHouseEnv(t, "collector", ds.Spec.Template.Spec.Containers[0], ds.Spec.Template.Spec.Volumes, "gpuledger-clickhouse")
+	migrate := jobNamed(t, objs, "gpuledger-migrate")
+	checkClickHouseEnv(t, "migrate", migrate.Spec.Template.Spec.Containers[0], migrate.Spec.Template.Spec.Volumes, "gpuledger-clickhouse")
+	checkPricesJob(t, objs, "gpuledger-clickhouse")
+	checkServe(t, objs, "gpuledger-clickhouse")
+	checkBundledClickHouse(t, objs)
+	if ds.Spec.Template.Spec.PriorityClassName != "" {
+		t.Errorf("priorityClassName %q by default: system-node-critical outside kube-system is refused on some clusters",
+			ds.Spec.Template.Spec.PriorityClassName)
+	}
+	if e := env(t, ds.Spec.Template.Spec.Containers[0], "GPULEDGER_DCGM"); e.Value != "off" {
+		t.Errorf("dcgm mode %q by default, want off: the image has no libdcgm", e.Value)
 	}
 	// The price book ConfigMap carries deploy/prices.yaml.
 	prices, err := os.ReadFile("prices.yaml")
@@ -325,8 +350,8 @@ func TestDefaults(t *testing.T) {
 
 func TestAllFeatures(t *testing.T) {
 	objs := render(t, "-f", "testdata/all-features.yaml")
-	want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "CronJob", "DaemonSet", "Deployment", "Job",
-		"PersistentVolumeClaim", "PodMonitor", "PrometheusRule", "Secret", "Service", "ServiceAccount", "ServiceMonitor"}
+	want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "CronJob", "DaemonSet", "Deployment", "Ingress", "Job",
+		"PersistentVolumeClaim", "PodMonitor", "PriorityClass", "PrometheusRule", "Secret", "Service", "ServiceAccount", "ServiceMonitor"}
 	if got := kinds(objs); !slices.Equal(got, want) {
 		t.Fatalf("kinds %v, want %v", got, want)
 	}
@@ -400,6 +425,30 @@ func TestAllFeatures(t *testing.T) {
 		}
 	}
 	checkAdvisor(t, objs, "14d")
+	checkServe(t, objs, "gpuledger-clickhouse")
+	// The ServiceMonitor also scrapes serve (month-to-date charges).
+	if svc := named[*corev1.Service](t, objs, "gpuledger-serve"); svc.Spec.Ports[0].Name != sm.Spec.Endpoints[0].Port {
+		t.Errorf("serve's Service port %q is not the ServiceMonitor's %q", svc.Spec.Ports[0].Name, sm.Spec.Endpoints[0].Port)
+	}
+	ing := only[*networkingv1.Ingress](t, objs)
+	if r := ing.Spec.Rules; len(r) != 1 || r[0].Host != "bill.example.com" || r[0].HTTP.Paths[0].Backend.Service.Name != "gpuledger-serve" ||
+		r[0].HTTP.Paths[0].Backend.Service.Port.Number != 8080 || *ing.Spec.IngressClassName != "nginx" || len(ing.Spec.TLS) != 1 {
+		t.Errorf("Ingress %+v", ing.Spec)
+	}
+	serve := named[*appsv1.Deployment](t, objs, "gpuledger-serve")
+	sc := serve.Spec.Template.Spec.Containers[0]
+	if env(t, sc, "GPULEDGER_WEB_CONFIG").Value != "/etc/gpuledger/web/web.yaml" || volume(t, serve.Spec.Template.Spec.Volumes, "web").Secret.SecretName != "gpuledger-web" ||
+		sc.LivenessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+		t.Errorf("serve web config: env %+v, volumes %+v, probe %+v", sc.Env, serve.Spec.Template.Spec.Volumes, sc.LivenessProbe)
+	}
+	// The chart's PriorityClass, the grace period and the drain deadline.
+	pc := only[*schedulingv1.PriorityClass](t, objs)
+	if p := ds.Spec.Template.Spec.PriorityClassName; p != pc.Name || pc.Value != 1000000 || pc.GlobalDefault {
+		t.Errorf("collector priority %q, PriorityClass %s value %d global %v", p, pc.Name, pc.Value, pc.GlobalDefault)
+	}
+	if g := ds.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g != 45 || !slices.Contains(c.Args, "--shutdown-timeout=40s") {
+		t.Errorf("grace %v, args %q: want 45 s and --shutdown-timeout=40s", g, c.Args)
+	}
 	pm := only[*podMonitor](t, objs)
 	if len(pm.Spec.PodMetricsEndpoints) != 1 || len(pm.Spec.PodMetricsEndpoints[0].MetricRelabelings) != 1 ||
 		!reflect.DeepEqual(pm.Spec.Selector.MatchLabels, ds.Spec.Selector.MatchLabels) {
@@ -440,7 +489,12 @@ func TestExistingSecret(t *testing.T) {
 	}
 	jobNamed(t, objs, "gpuledger-migrate")
 	checkPricesJob(t, objs, "ch-creds")
-	only[*batchv1.CronJob](t, objs)
+	checkServe(t, objs, "ch-creds")
+	for _, o := range objs {
+		if o.Kind == "StatefulSet" || o.Kind == "CronJob" {
+			t.Errorf("%s %s rendered with clickhouse.existingSecret set (report is off by default, no bundled server)", o.Kind, o.Name)
+		}
+	}
 }
 
 // jobNamed is the one Job of that name: the migrate hook, or the prices
@@ -508,6 +562,22 @@ func TestSchemaRejects(t *testing.T) {
 		{[]string{"--set", "advisor.refresh=30s"}, "at '/advisor/refresh'"},
 		{[]string{"--set", "collector.ledgerRetention=1d1y"}, "at '/collector/ledgerRetention'"},
 		{[]string{"--set", "collector.resources.limits.memory=much"}, "at '/collector/resources/limits/memory'"},
+		{[]string{"--set", "platform=openshift"}, "at '/platform': value must be one of 'generic', 'gke', 'eks', 'aks'"},
+		{[]string{"--set", "collector.terminationGracePeriodSeconds=0"}, "at '/collector/terminationGracePeriodSeconds': minimum"},
+		{[]string{"--set", "collector.shutdownTimeout=soon"}, "at '/collector/shutdownTimeout'"},
+		{[]string{"--set", "collector.startupProbe.failureThreshold=0"}, "at '/collector/startupProbe/failureThreshold': minimum"},
+		{[]string{"--set", "priorityClass.value=2000000000"}, "at '/priorityClass/value': maximum"},
+		{[]string{"--set", "clickhouse.bundled.user=bad-user"}, "at '/clickhouse/bundled/user'"},
+		{[]string{"--set", "clickhouse.bundled.database=a;drop"}, "at '/clickhouse/bundled/database'"},
+		{[]string{"--set", "clickhouse.bundled.persistence.size=lots"}, "at '/clickhouse/bundled/persistence/size'"},
+		{[]string{"--set", "clickhouse.bundled.image.tag="}, "at '/clickhouse/bundled/image/tag'"},
+		{[]string{"--set", "clickhouse.bundled.logLevel=loud"}, "at '/clickhouse/bundled/logLevel'"},
+		{[]string{"--set", "clickhouse.bundled.markCacheSize=-1"}, "at '/clickhouse/bundled/markCacheSize': minimum"},
+		{[]string{"--set", "clickhouse.bundled.bogus=1"}, "at '/clickhouse/bundled': additional properties 'bogus' not allowed"},
+		{[]string{"--set", "serve.port=0"}, "at '/serve/port': minimum"},
+		{[]string{"--set", "serve.ingress.path=bill"}, "at '/serve/ingress/path'"},
+		{[]string{"--set", "serve.bogus=1"}, "at '/serve': additional properties 'bogus' not allowed"},
+		{[]string{"--set", "serve.resources.requests.memory=some"}, "at '/serve/resources/requests/memory'"},
 	} {
 		_, err := helm(t, append([]string{"template", "gpuledger", chartDir}, tc.args...)...)
 		if err == nil {
@@ -824,7 +894,7 @@ func checkAdvisor(t *testing.T, objs []object, window string) {
 // The advisor needs the cluster ledger: enabling it without one fails
 // the rendering with a message saying so.
 func TestAdvisorNeedsClickHouse(t *testing.T) {
-	_, err := helm(t, "template", "gpuledger", chartDir, "--set", "advisor.enabled=true")
+	_, err := helm(t, "template", "gpuledger", chartDir, "--set", "advisor.enabled=true", "--set", "clickhouse.bundled.enabled=false")
 	if err == nil || !strings.Contains(err.Error(), "advisor.enabled needs the cluster ledger") {
 		t.Fatalf("advisor without ClickHouse: %v", err)
 	}
@@ -890,5 +960,289 @@ func TestSecretFilesReadable(t *testing.T) {
 	}
 	if n < 4 {
 		t.Fatalf("only %d non-root Secret mounts checked: the migrate, prices, report and advisor pods mount the ClickHouse password", n)
+	}
+}
+
+// checkServe: `gpuledger serve` on the cluster ledger and the price book,
+// non-root with a read-only root and no service account token, probes on
+// /healthz and /readyz, and a ClusterIP Service that selects exactly its
+// pods.
+func checkServe(t *testing.T, objs []object, secret string) {
+	t.Helper()
+	d := named[*appsv1.Deployment](t, objs, "gpuledger-serve")
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	want := []string{"serve", "--ledger=$(GPULEDGER_LEDGER)", "--prices=/etc/gpuledger/prices/prices.yaml", "--listen=:8080"}
+	if !slices.Equal(c.Args, want) {
+		t.Errorf("serve args %q, want %q", c.Args, want)
+	}
+	checkClickHouseEnv(t, "serve", c, pod.Volumes, secret)
+	checkNonRoot(t, "serve", c)
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Error("serve reads ClickHouse only: it must not mount a service account token")
+	}
+	if v := volume(t, pod.Volumes, "prices"); v.ConfigMap == nil || v.ConfigMap.Name != "gpuledger-prices" {
+		t.Errorf("serve prices volume %+v", v)
+	}
+	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("serve probes: liveness %+v readiness %+v", c.LivenessProbe, c.ReadinessProbe)
+	}
+	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 8080 {
+		t.Errorf("serve ports %+v", c.Ports)
+	}
+	svc := named[*corev1.Service](t, objs, "gpuledger-serve")
+	if svc.Spec.Type != corev1.ServiceTypeClusterIP || !reflect.DeepEqual(svc.Spec.Selector, d.Spec.Selector.MatchLabels) ||
+		svc.Spec.Ports[0].Port != 8080 || svc.Spec.Ports[0].TargetPort.StrVal != c.Ports[0].Name {
+		t.Errorf("serve Service %+v, Deployment selector %v", svc.Spec, d.Spec.Selector.MatchLabels)
+	}
+	for k, v := range d.Spec.Selector.MatchLabels {
+		if d.Spec.Template.Labels[k] != v {
+			t.Errorf("serve pods lack the selector's %s=%s", k, v)
+		}
+	}
+	for _, o := range objs {
+		if x, ok := o.Obj.(*appsv1.DaemonSet); ok && reflect.DeepEqual(x.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
+			t.Error("serve's selector also selects the collectors")
+		}
+	}
+}
+
+// checkBundledClickHouse: one replica of the pinned official image on a
+// PVC, non-root (the image's uid 101) with a read-only root, probes on
+// /ping, resources set, the Service selecting exactly its pods on both
+// ports, and the password Secret made by a hook Job whose account may
+// create Secrets and nothing else.
+func checkBundledClickHouse(t *testing.T, objs []object) {
+	t.Helper()
+	sts := named[*appsv1.StatefulSet](t, objs, "gpuledger-clickhouse")
+	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 1 {
+		t.Errorf("replicas %v, want 1", sts.Spec.Replicas)
+	}
+	pod := sts.Spec.Template.Spec
+	c := pod.Containers[0]
+	if !regexp.MustCompile(`^clickhouse/clickhouse-server:\d+\.\d+`).MatchString(c.Image) {
+		t.Errorf("image %q: want the official image pinned to a release", c.Image)
+	}
+	sc := c.SecurityContext
+	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 101 || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("clickhouse securityContext %+v", sc)
+	}
+	if pod.SecurityContext == nil || pod.SecurityContext.FSGroup == nil || *pod.SecurityContext.FSGroup != 101 {
+		t.Errorf("pod securityContext %+v: the volume must belong to the clickhouse group", pod.SecurityContext)
+	}
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Error("the ClickHouse pod must not mount a service account token")
+	}
+	for name, p := range map[string]*corev1.Probe{"startup": c.StartupProbe, "readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/ping" || p.HTTPGet.Port.StrVal != "http" {
+			t.Errorf("%s probe %+v, want GET /ping on http", name, p)
+		}
+	}
+	if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() {
+		t.Errorf("clickhouse resources %+v", c.Resources)
+	}
+	if len(sts.Spec.VolumeClaimTemplates) != 1 || sts.Spec.VolumeClaimTemplates[0].Name != "data" ||
+		sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String() != "20Gi" {
+		t.Errorf("volume claim templates %+v", sts.Spec.VolumeClaimTemplates)
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m
+	}
+	if mounts["data"].MountPath != "/var/lib/clickhouse" || mounts["config"].MountPath != "/etc/clickhouse-server" || !mounts["config"].ReadOnly {
+		t.Errorf("clickhouse mounts %+v", c.VolumeMounts)
+	}
+	if v := volume(t, pod.Volumes, "config"); v.ConfigMap == nil || v.ConfigMap.Name != "gpuledger-clickhouse" {
+		t.Errorf("config volume %+v", v)
+	}
+	svc := named[*corev1.Service](t, objs, "gpuledger-clickhouse")
+	if !reflect.DeepEqual(svc.Spec.Selector, sts.Spec.Selector.MatchLabels) || len(svc.Spec.Ports) != 2 ||
+		svc.Spec.Ports[0].Port != 9000 || svc.Spec.Ports[1].Port != 8123 {
+		t.Errorf("clickhouse Service %+v", svc.Spec)
+	}
+	for k, v := range sts.Spec.Selector.MatchLabels {
+		if sts.Spec.Template.Labels[k] != v {
+			t.Errorf("clickhouse pods lack the selector's %s=%s", k, v)
+		}
+	}
+
+	// The password Secret: made by a pre-install hook Job, not rendered.
+	job := jobNamed(t, objs, "gpuledger-clickhouse-secret")
+	if job.Annotations["helm.sh/hook"] != "pre-install,pre-upgrade" || job.Spec.Template.Spec.ServiceAccountName != "gpuledger-clickhouse-secret" {
+		t.Errorf("secret Job hook %q, account %q", job.Annotations["helm.sh/hook"], job.Spec.Template.Spec.ServiceAccountName)
+	}
+	checkNonRoot(t, "clickhouse-secret", job.Spec.Template.Spec.Containers[0])
+	role := named[*rbacv1.Role](t, objs, "gpuledger-clickhouse-secret")
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Verbs, []string{"create"}) || !slices.Equal(role.Rules[0].Resources, []string{"secrets"}) {
+		t.Errorf("secret Job role %+v, want create on secrets only", role.Rules)
+	}
+	rb := named[*rbacv1.RoleBinding](t, objs, "gpuledger-clickhouse-secret")
+	if rb.RoleRef.Name != role.Name || len(rb.Subjects) != 1 || rb.Subjects[0].Name != "gpuledger-clickhouse-secret" {
+		t.Errorf("secret Job binding %+v", rb)
+	}
+	for _, o := range []metav1.Object{role, rb, named[*corev1.ServiceAccount](t, objs, "gpuledger-clickhouse-secret")} {
+		if o.GetAnnotations()["helm.sh/hook"] != "pre-install,pre-upgrade" || o.GetAnnotations()["helm.sh/hook-weight"] != "-30" {
+			t.Errorf("%s: hook annotations %v (must exist before the Job, weight -20)", o.GetName(), o.GetAnnotations())
+		}
+	}
+	// The bundled server starts with the release: the migrate hook runs
+	// after install, once it answers.
+	m := jobNamed(t, objs, "gpuledger-migrate")
+	if m.Annotations["helm.sh/hook"] != "post-install,post-upgrade" || len(m.Spec.Template.Spec.InitContainers) != 1 ||
+		!strings.Contains(strings.Join(m.Spec.Template.Spec.InitContainers[0].Command, " "), "gpuledger-clickhouse.gpuledger.svc:8123/ping") {
+		t.Errorf("migrate Job with the bundled server: hook %q, init containers %+v", m.Annotations["helm.sh/hook"], m.Spec.Template.Spec.InitContainers)
+	}
+}
+
+// The password of the bundled server is in no rendered manifest and no
+// values file: it is made in the cluster.
+func TestNoPasswordRendered(t *testing.T) {
+	out, err := helm(t, "template", "gpuledger", chartDir, "--namespace", "gpuledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decodeAll(t, out)
+	for _, o := range objs {
+		if o.Kind == "Secret" {
+			t.Errorf("a Secret is rendered by default: %s", o.Name)
+		}
+	}
+	// Two renderings differ in nothing: no random value is generated at render time.
+	out2, err := helm(t, "template", "gpuledger", chartDir, "--namespace", "gpuledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != out2 {
+		t.Error("two renderings of the default values differ: something random is rendered")
+	}
+	for _, re := range []string{`(?i)<password>[^<]`, `(?i)password:\s*\S`, `(?i)password_sha256_hex>[0-9a-f]`} {
+		if m := regexp.MustCompile(re).FindString(out); m != "" {
+			t.Errorf("the rendering holds a password (%q)", m)
+		}
+	}
+}
+
+// Without any cluster ledger (bundled off, no DSN) nothing reads one:
+// no serve, no migrate Job, no GPULEDGER_LEDGER on the collectors.
+func TestNoClusterLedger(t *testing.T) {
+	objs := render(t, "--set", "clickhouse.bundled.enabled=false")
+	want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Service", "ServiceAccount"}
+	if got := kinds(objs); !slices.Equal(got, want) {
+		t.Fatalf("kinds %v, want %v", got, want)
+	}
+	for _, e := range only[*appsv1.DaemonSet](t, objs).Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "GPULEDGER_LEDGER" {
+			t.Errorf("GPULEDGER_LEDGER set without ClickHouse: %+v", e)
+		}
+	}
+}
+
+// The collector's start and stop: a startup probe that lets a 36 s ledger
+// migration pass, liveness and readiness only after it, and a grace
+// period for the drain on SIGTERM.
+func TestCollectorStartAndStop(t *testing.T) {
+	ds := only[*appsv1.DaemonSet](t, render(t))
+	c := ds.Spec.Template.Spec.Containers[0]
+	sp := c.StartupProbe
+	if sp == nil || sp.HTTPGet == nil || sp.HTTPGet.Path != "/healthz" {
+		t.Fatalf("startup probe %+v, want GET /healthz", sp)
+	}
+	// The kubelet restarts the container after periodSeconds x
+	// failureThreshold without success; a 36 s migration (measured on a
+	// 100-GPU month) must fit with room for a slower disk (3x).
+	if budget := sp.PeriodSeconds * sp.FailureThreshold; budget < 3*36 {
+		t.Errorf("startup probe allows %d s, want at least %d s", budget, 3*36)
+	}
+	if c.LivenessProbe.InitialDelaySeconds != 0 {
+		t.Errorf("liveness initial delay %d: the startup probe gates it", c.LivenessProbe.InitialDelaySeconds)
+	}
+	if g := ds.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g != 30 {
+		t.Errorf("terminationGracePeriodSeconds %v, want 30", g)
+	}
+	// The drain deadline stays below the grace period, so the collector
+	// ships what it holds before the kubelet's SIGKILL.
+	if !slices.Contains(c.Args, "--shutdown-timeout=25s") {
+		t.Errorf("args %q: want --shutdown-timeout=25s, below the 30 s grace period", c.Args)
+	}
+}
+
+// TestPlatformPresets: each platform selects the GPU nodes by a label the
+// platform puts there itself; GKE's preset loads NVML from GKE's driver
+// directory; a nodeSelector of the user's replaces the preset.
+func TestPlatformPresets(t *testing.T) {
+	exprs := func(a *corev1.Affinity) [][]string {
+		var terms [][]string
+		if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+			return nil
+		}
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			var e []string
+			for _, x := range term.MatchExpressions {
+				e = append(e, fmt.Sprintf("%s %s %v", x.Key, x.Operator, x.Values))
+			}
+			terms = append(terms, e)
+		}
+		return terms
+	}
+	for _, tc := range []struct {
+		platform     string
+		nodeSelector map[string]string
+		affinity     [][]string
+		toleration   string
+	}{
+		{"generic", map[string]string{"nvidia.com/gpu.present": "true"}, nil, ""},
+		{"gke", nil, [][]string{{"cloud.google.com/gke-accelerator Exists []"}}, ""},
+		{"eks", nil, [][]string{
+			{"karpenter.k8s.aws/instance-gpu-manufacturer In [nvidia]"},
+			{"eks.amazonaws.com/instance-gpu-manufacturer In [nvidia]"},
+			{"k8s.amazonaws.com/accelerator Exists []"},
+			{"nvidia.com/gpu.present In [true]"},
+		}, ""},
+		{"aks", map[string]string{"kubernetes.azure.com/accelerator": "nvidia"}, nil, "sku"},
+	} {
+		t.Run(tc.platform, func(t *testing.T) {
+			ds := only[*appsv1.DaemonSet](t, render(t, "--set", "platform="+tc.platform))
+			pod := ds.Spec.Template.Spec
+			if !reflect.DeepEqual(pod.NodeSelector, tc.nodeSelector) && (len(pod.NodeSelector) > 0 || len(tc.nodeSelector) > 0) {
+				t.Errorf("nodeSelector %v, want %v", pod.NodeSelector, tc.nodeSelector)
+			}
+			if got := exprs(pod.Affinity); !reflect.DeepEqual(got, tc.affinity) {
+				t.Errorf("node affinity %v, want %v", got, tc.affinity)
+			}
+			if !slices.ContainsFunc(pod.Tolerations, func(tl corev1.Toleration) bool { return tl.Key == "nvidia.com/gpu" }) ||
+				(tc.toleration != "" && !slices.ContainsFunc(pod.Tolerations, func(tl corev1.Toleration) bool { return tl.Key == tc.toleration })) {
+				t.Errorf("tolerations %+v", pod.Tolerations)
+			}
+			c := pod.Containers[0]
+			gke := tc.platform == "gke"
+			var ld string
+			for _, e := range c.Env {
+				if e.Name == "LD_LIBRARY_PATH" {
+					ld = e.Value
+				}
+			}
+			var driverMount bool
+			for _, m := range c.VolumeMounts {
+				if m.Name == "nvidia-install-dir" {
+					driverMount = m.MountPath == "/usr/local/nvidia" && m.ReadOnly
+					if v := volume(t, pod.Volumes, m.Name); v.HostPath == nil || v.HostPath.Path != "/home/kubernetes/bin/nvidia" {
+						t.Errorf("driver volume %+v", v)
+					}
+				}
+			}
+			if gke != (ld == "/usr/local/nvidia/lib64") || gke != driverMount {
+				t.Errorf("LD_LIBRARY_PATH %q, driver mount %v: want GKE's driver directory exactly on gke", ld, driverMount)
+			}
+			priv := c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
+			if priv != gke {
+				t.Errorf("privileged %v: only GKE's own device plugin needs it (no GPU requested)", priv)
+			}
+		})
+	}
+	// The user's node selection replaces the preset.
+	ds := only[*appsv1.DaemonSet](t, render(t, "--set", "platform=gke", "--set", "collector.nodeSelector.pool=gpu"))
+	if pod := ds.Spec.Template.Spec; !reflect.DeepEqual(pod.NodeSelector, map[string]string{"pool": "gpu"}) || pod.Affinity != nil {
+		t.Errorf("with collector.nodeSelector set: nodeSelector %v affinity %+v", pod.NodeSelector, pod.Affinity)
 	}
 }

@@ -21,6 +21,12 @@ apiVersion: v1
 kind: Namespace
 metadata:
   name: gpuledger
+  labels:
+    # The collector needs hostPID and hostPath volumes, which the
+    # "baseline" and "restricted" Pod Security levels refuse; the other
+    # pods of this namespace meet "restricted" (docs/install.md).
+    pod-security.kubernetes.io/enforce: privileged
+    pod-security.kubernetes.io/warn: privileged
 HDR
 	"$HELM" template gpuledger "$CHART" --namespace gpuledger
 }

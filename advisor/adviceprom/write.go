@@ -23,15 +23,17 @@ import (
 // scheduled advise run: the gpuledger_advice_* series dashboards read.
 func Write(w io.Writer, p *advise.Plan) error {
 	reg := prometheus.NewRegistry()
-	labels := []string{"kind", "team", "namespace", "workloads", "gpu_model", "currency"}
+	// Only money carries a currency: a recommendation's GPUs, minutes
+	// and flag are the same whatever the book's currency.
+	labels := []string{"kind", "team", "namespace", "workloads", "gpu_model"}
 	saving := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_advice_saving",
-		Help: "Saving the recommendation would have made over the advised period, in the price book's currency (capacity freed x rate)."}, labels)
+		Help: "Saving the recommendation would have made over the advised period, in the price book's currency (capacity freed x rate)."}, append(labels, "currency"))
 	before := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_advice_gpus_before",
 		Help: "GPUs the recommendation's workloads held on average while they ran."}, labels)
 	after := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_advice_gpus_after",
 		Help: "GPUs the recommendation's proposed layout holds."}, labels)
 	contention := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_advice_contention_minutes",
-		Help: "Minutes of the period where the replayed usage exceeds the proposed capacity."}, labels)
+		Help: "Minutes of the period where the usage replayed on the proposed layout exceeds its capacity (use that would have waited, or for a reclaim been lost)."}, labels)
 	incomplete := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_advice_incomplete",
 		Help: "1 when the recommendation's figures are incomplete (unpriced model, malformed annotation...)."}, labels)
 	total := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_advice_saving_total",
@@ -48,8 +50,8 @@ func Write(w io.Writer, p *advise.Plan) error {
 		count.WithLabelValues(string(k))
 	}
 	for _, r := range p.Recommendations {
-		lv := []string{string(r.Kind), r.Team, r.Namespace, strings.Join(r.Workloads, ","), r.Model, p.Currency.Code}
-		saving.WithLabelValues(lv...).Set(money(r.SavingMinor))
+		lv := []string{string(r.Kind), r.Team, r.Namespace, strings.Join(r.Workloads, ","), r.Model}
+		saving.WithLabelValues(append(lv, p.Currency.Code)...).Set(money(r.SavingMinor))
 		before.WithLabelValues(lv...).Set(round6(r.BeforeGPUs))
 		after.WithLabelValues(lv...).Set(round6(r.AfterGPUs))
 		contention.WithLabelValues(lv...).Set(float64(r.Contention.Minutes))

@@ -127,10 +127,10 @@ func poisson(rng *rand.Rand, rate, dur float64) []float64 {
 	return out
 }
 
-// TestEngineMatchesSeedCode: on the same arrivals, the engine serves the
+// TestEngineMatchesReferenceCode: on the same arrivals, the engine serves the
 // same requests as the reference model's code and its percentiles agree within the
 // histogram's resolution (half a bucket, 2^-9 relative: 0.2% is the band).
-func TestEngineMatchesSeedCode(t *testing.T) {
+func TestEngineMatchesReferenceCode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := range 20 {
 		n := 1 + rng.IntN(9)

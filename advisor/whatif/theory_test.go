@@ -72,14 +72,14 @@ func seedConfig() Config {
 	return Config{Tenants: ts, Duration: time.Minute, Seed: 7}
 }
 
-// TestSeedTable: the reference model's figures are one 60-second run, so they are a
+// TestReferenceTable: the reference model's figures are one 60-second run, so they are a
 // single draw from the distribution our runs sample. Band: each of the
 // reference's served fraction, p50 and p99 lies within 2.5 run-to-run standard
 // deviations of our mean over 400 runs (a single run's sampling error;
 // our mean's own error is 20 times smaller), plus 0.2% for the latency
 // histogram's resolution (MPS's p50 does not vary from run to run). The bands this gives are
 // printed by -v and written in docs/advisor.md.
-func TestSeedTable(t *testing.T) {
+func TestReferenceTable(t *testing.T) {
 	sums, err := Compare(t.Context(), seedConfig(), 400)
 	if err != nil {
 		t.Fatal(err)

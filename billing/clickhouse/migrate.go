@@ -20,6 +20,9 @@ func Migrate(ctx context.Context, dsn ledger.DSN, cluster string) error {
 // migrateTo applies the migrations up to version upto (tests build older
 // databases with it).
 func migrateTo(ctx context.Context, dsn ledger.DSN, cluster string, upto int) error {
+	if ledger.ReservedClickHouseDatabase(dsn.Database) {
+		return fmt.Errorf("cannot migrate ledger %s: database %q is ClickHouse's own (system tables); name a database for the ledger", dsn.Redacted(), dsn.Database)
+	}
 	opts := Options{Cluster: cluster}
 	opts.defaults()
 	// Connect without a database: it may not exist yet.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"regexp"
 	"slices"
@@ -193,18 +194,78 @@ func (c *checker) collectOrigin(r record) {
 		// unit in its last place.
 		g.tol.Add(g.tol, new(big.Rat).Mul(big.NewRat(1, 2), pow10(-decimals(strings.ToUpper(ratio)))))
 	}
-	// Dimensions and non-summable metrics of allocated charges match the
-	// origin charge's: among them the resource's own name and type, which
-	// an origin charge split per device (one GPU or MIG instance) could
-	// otherwise get wrong between its rows.
-	for _, col := range []string{"BillingCurrency", "ServiceName", "ResourceName", "ResourceType", "SkuId", "SkuPriceId", "ListUnitPrice", "ContractedUnitPrice", "Tags"} {
-		if !c.has(col) {
+	// Dimensions and non-summable metrics (unit prices) of allocated
+	// charges match the origin charge's: every FOCUS column but the
+	// summable metrics and the allocation columns.
+	for _, col := range c.names {
+		if _, known := c.spec[col]; !known || splitColumns[col] {
 			continue
 		}
 		if got, want := cellOr(r, col), cellOr(g.first, col); got != want {
 			c.add(r.n, col, "MatchesOriginCharge", "%s %q differs from %q on row %d, split from the same origin charge", col, got, want, g.first.n)
 		}
 	}
+}
+
+type skuPrice struct {
+	details string
+	row     int
+}
+
+// collectSkuPrice checks SkuPriceDetails: PascalCase keys (FOCUS's own,
+// or x_ and PascalCase for the data generator's), and the same properties
+// on every charge of one SkuPriceId.
+func (c *checker) collectSkuPrice(r record) {
+	details, ok := r.get("SkuPriceDetails")
+	if !ok {
+		return
+	}
+	kv, err := keyValues(details)
+	if err != nil {
+		return // formats reports it
+	}
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		if !pascalKey.MatchString(k) && !customColumn.MatchString(k) {
+			c.add(r.n, "SkuPriceDetails", "KeyFormat", "SkuPriceDetails key %q is neither PascalCase nor x_ and PascalCase", k)
+		}
+	}
+	id, ok := r.get("SkuPriceId")
+	if !ok {
+		return // nullability reports it
+	}
+	if c.skuPrices == nil {
+		c.skuPrices = map[string]skuPrice{}
+	}
+	first, seen := c.skuPrices[id]
+	if !seen {
+		c.skuPrices[id] = skuPrice{details, r.n}
+		return
+	}
+	if !sameKeyValues(first.details, details) {
+		c.add(r.n, "SkuPriceDetails", "SharedBySkuPriceId", "SkuPriceDetails %s differs from %s on row %d, with the same SkuPriceId %q", details, first.details, first.row, id)
+	}
+}
+
+// pascalKey is a PascalCase key: a capital, then letters and digits.
+var pascalKey = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+
+// sameKeyValues compares two KeyValueFormat cells by content, whatever
+// the order of their keys.
+func sameKeyValues(a, b string) bool {
+	if a == b {
+		return true
+	}
+	x, err1 := keyValues(a)
+	y, err2 := keyValues(b)
+	if err1 != nil || err2 != nil || len(x) != len(y) {
+		return false
+	}
+	for k, v := range x {
+		if w, ok := y[k]; !ok || fmt.Sprintf("%T %v", v, v) != fmt.Sprintf("%T %v", w, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // origins checks that the AllocatedRatio of each origin charge's

@@ -21,7 +21,7 @@ const (
 	mandatory
 )
 
-// column is one column of the FOCUS 1.3 Cost and Usage dataset.
+// column is one column of the FOCUS Cost and Usage dataset.
 type column struct {
 	typ   dataType
 	level level
@@ -29,8 +29,30 @@ type column struct {
 	notNull bool
 }
 
+// The FOCUS versions the validator knows.
+const (
+	Version13 = "1.3"
+	Version14 = "1.4"
+)
+
+// columnsFor returns the Cost and Usage columns of a FOCUS version, and
+// false for a version the validator does not know.
+func columnsFor(version string) (map[string]column, bool) {
+	switch version {
+	case Version13:
+		return columns, true
+	case Version14:
+		return columns14, true
+	}
+	return nil, false
+}
+
 // columns are the FOCUS 1.3 Cost and Usage columns (the specification's
-// columns.mdpp), with their content constraints.
+// columns.mdpp), with their content constraints. ProviderName and
+// PublisherName are deprecated in 1.3 but still "MUST be present" and not
+// null; HostProviderName is conditional ("MUST be present ... when the
+// service provider and host provider are separate entities") and may be
+// null for taxes and adjustments.
 var columns = map[string]column{
 	"AllocatedMethodDetails":             {typ: typeJSON},
 	"AllocatedMethodId":                  {},
@@ -66,7 +88,7 @@ var columns = map[string]column{
 	"ContractedCost":                     {typ: typeDecimal, level: mandatory, notNull: true},
 	"ContractedUnitPrice":                {typ: typeDecimal},
 	"EffectiveCost":                      {typ: typeDecimal, level: mandatory, notNull: true},
-	"HostProviderName":                   {level: mandatory, notNull: true},
+	"HostProviderName":                   {},
 	"InvoiceId":                          {level: recommended},
 	"InvoiceIssuerName":                  {level: mandatory, notNull: true},
 	"ListCost":                           {typ: typeDecimal, level: mandatory, notNull: true},
@@ -78,6 +100,8 @@ var columns = map[string]column{
 	"PricingCurrencyListUnitPrice":       {typ: typeDecimal},
 	"PricingQuantity":                    {typ: typeDecimal, level: mandatory},
 	"PricingUnit":                        {level: mandatory},
+	"ProviderName":                       {level: mandatory, notNull: true},
+	"PublisherName":                      {level: mandatory, notNull: true},
 	"RegionId":                           {},
 	"RegionName":                         {},
 	"ResourceId":                         {},
@@ -97,6 +121,35 @@ var columns = map[string]column{
 	"TagDetails":                         {typ: typeJSON},
 	"Tags":                               {typ: typeKeyValue},
 }
+
+// columns14 are the FOCUS 1.4 Cost and Usage columns, from the dataset's
+// column presence list ("CostAndUsage MUST include ..."): 1.3's without
+// ProviderName and PublisherName (removed) and TagDetails (not in the
+// list), with HostProviderName mandatory, and two new conditional
+// columns: CommitmentProgramEligibilityDetails (commitment programs) and
+// InvoiceDetailId (payable invoices).
+var columns14 = func() map[string]column {
+	m := make(map[string]column, len(columns))
+	for k, v := range columns {
+		m[k] = v
+	}
+	delete(m, "ProviderName")
+	delete(m, "PublisherName")
+	delete(m, "TagDetails")
+	m["HostProviderName"] = column{level: mandatory}
+	m["CommitmentProgramEligibilityDetails"] = column{typ: typeJSON}
+	m["InvoiceDetailId"] = column{}
+	return m
+}()
+
+// splitColumns are the metrics whose values on the allocated charges of one
+// origin charge add up to the origin's; every other column (dimensions
+// and unit prices) must repeat the origin charge's value, except the
+// allocation columns themselves and ContractApplied (a dimension and a
+// metric at once).
+var splitColumns = set("BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "PricingQuantity", "ConsumedQuantity",
+	"CommitmentDiscountQuantity", "PricingCurrencyEffectiveCost", "ContractApplied",
+	"AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags")
 
 // Allowed values of the enumerated columns.
 var (
@@ -124,10 +177,12 @@ var requires = map[string][]string{
 	"ResourceType":           {"ResourceId"},
 	"SkuMeter":               {"SkuId"},
 	"SkuPriceDetails":        {"SkuPriceId"},
-	"SkuPriceId":             {"SkuId"},
-	"SubAccountName":         {"SubAccountId"},
-	"SubAccountId":           {"SubAccountName"},
-	"SubAccountType":         {"SubAccountId"},
+	// SkuPriceDetails "MUST be present ... when the provider includes a
+	// SkuPriceId".
+	"SkuPriceId":     {"SkuId", "SkuPriceDetails"},
+	"SubAccountName": {"SubAccountId"},
+	"SubAccountId":   {"SubAccountName"},
+	"SubAccountType": {"SubAccountId"},
 }
 
 func set(vs ...string) map[string]bool {

@@ -1,5 +1,5 @@
 // Package focus checks a cost and usage file against the FinOps Open Cost
-// and Usage Specification (FOCUS) 1.3, as CSV: the columns the
+// and Usage Specification (FOCUS) 1.3 or 1.4, as CSV: the columns the
 // specification makes mandatory, each column's data type and format,
 // allowed values and nullability, and the rules between columns that
 // docs/focus.md lists. It is written from the specification's column

@@ -31,10 +31,18 @@ func (v Violation) String() string {
 	return fmt.Sprintf("%s: %s: %s", where, v.Rule, v.Detail)
 }
 
-// Validate reads a FOCUS CSV (a header row, then one row per charge) and
-// returns every rule it breaks. The error is for a file that cannot be
+// Validate reads a FOCUS 1.3 CSV (a header row, then one row per charge)
+// and returns every rule it breaks. The error is for a file that cannot be
 // read as CSV at all.
-func Validate(r io.Reader) ([]Violation, error) {
+func Validate(r io.Reader) ([]Violation, error) { return ValidateVersion(r, Version13) }
+
+// ValidateVersion is Validate for a given FOCUS version, Version13 or
+// Version14: each has its own columns and mandatory set. An unknown
+// version is an error.
+func ValidateVersion(r io.Reader, version string) ([]Violation, error) {
+	if _, ok := columnsFor(version); !ok {
+		return nil, fmt.Errorf("cannot validate FOCUS %q: want %s or %s", version, Version13, Version14)
+	}
 	recs, err := csv.NewReader(r).ReadAll()
 	if err != nil {
 		return nil, fmt.Errorf("cannot read FOCUS CSV: %w", err)
@@ -42,28 +50,44 @@ func Validate(r io.Reader) ([]Violation, error) {
 	if len(recs) == 0 {
 		return []Violation{{Rule: "File.Header", Detail: "no header row"}}, nil
 	}
-	return Check(recs[0], recs[1:]), nil
+	return CheckVersion(recs[0], recs[1:], version), nil
 }
 
-// Check applies the rules to a header and its rows.
+// Check applies the FOCUS 1.3 rules to a header and its rows.
 func Check(header []string, rows [][]string) []Violation {
-	c := &checker{cols: map[string]int{}}
+	return CheckVersion(header, rows, Version13)
+}
+
+// CheckVersion applies a FOCUS version's rules to a header and its rows;
+// an unknown version is checked as 1.3.
+func CheckVersion(header []string, rows [][]string, version string) []Violation {
+	spec, ok := columnsFor(version)
+	if !ok {
+		version, spec = Version13, columns
+	}
+	c := &checker{cols: map[string]int{}, spec: spec, version: version}
 	c.header(header)
 	for i, rec := range rows {
 		r := record{n: i + 1, cols: c.cols, cells: rec}
 		c.row(r)
 		c.collectOrigin(r)
+		c.collectSkuPrice(r)
 	}
 	c.origins()
 	return c.out
 }
 
 type checker struct {
-	names  []string // the header's FOCUS and custom columns, sorted
-	width  int
-	cols   map[string]int
-	out    []Violation
-	groups map[originKey]*origin
+	spec    map[string]column // the version's columns
+	version string
+	names   []string // the header's FOCUS and custom columns, sorted
+	width   int
+	cols    map[string]int
+	out     []Violation
+	groups  map[originKey]*origin
+	// skuPrices: each SkuPriceId's SkuPriceDetails and the row it was
+	// first seen on.
+	skuPrices map[string]skuPrice
 }
 
 func (c *checker) add(row int, col, rule, format string, args ...any) {
@@ -83,17 +107,17 @@ func (c *checker) header(h []string) {
 		}
 		c.cols[name] = i
 		c.names = append(c.names, name)
-		if _, ok := columns[name]; !ok && !customColumn.MatchString(name) {
-			c.add(0, name, "CustomColumnPrefix", "%q is not a FOCUS 1.3 column and has no x_ prefix with a PascalCase name", name)
+		if _, ok := c.spec[name]; !ok && !customColumn.MatchString(name) {
+			c.add(0, name, "CustomColumnPrefix", "%q is not a FOCUS %s column and has no x_ prefix with a PascalCase name", name, c.version)
 		}
 	}
 	slices.Sort(c.names)
-	for _, name := range sortedColumns() {
-		if columns[name].level == mandatory && !c.has(name) {
-			c.add(0, name, "Present", "mandatory column %s is missing", name)
+	for _, name := range c.sortedColumns() {
+		if c.spec[name].level == mandatory && !c.has(name) {
+			c.add(0, name, "Present", "mandatory column %s of FOCUS %s is missing", name, c.version)
 		}
 	}
-	for _, name := range sortedColumns() {
+	for _, name := range c.sortedColumns() {
 		if !c.has(name) {
 			continue
 		}
@@ -107,9 +131,9 @@ func (c *checker) header(h []string) {
 
 func (c *checker) has(col string) bool { _, ok := c.cols[col]; return ok }
 
-func sortedColumns() []string {
-	ks := make([]string, 0, len(columns))
-	for k := range columns {
+func (c *checker) sortedColumns() []string {
+	ks := make([]string, 0, len(c.spec))
+	for k := range c.spec {
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
@@ -158,7 +182,7 @@ func (c *checker) row(r record) {
 // not-null columns.
 func (c *checker) formats(r record) {
 	for _, name := range c.names {
-		col, known := columns[name]
+		col, known := c.spec[name]
 		if !known {
 			continue
 		}
@@ -228,6 +252,12 @@ func (c *checker) allowedValues(r record) {
 
 // nullability checks the null rules that depend on other columns.
 func (c *checker) nullability(r record) {
+	// HostProviderName "MAY be NULL" when the host cannot be told, "e.g.,
+	// when the ChargeCategory is Tax or Adjustment"; it must not be null
+	// otherwise.
+	if c.has("HostProviderName") && r.null("HostProviderName") && !r.is("ChargeCategory", "Tax") && !r.is("ChargeCategory", "Adjustment") {
+		c.add(r.n, "HostProviderName", "NotNull", "HostProviderName must not be null for a %s charge", cellOr(r, "ChargeCategory"))
+	}
 	correction := r.is("ChargeClass", "Correction")
 	usageOrPurchase := r.is("ChargeCategory", "Usage") || r.is("ChargeCategory", "Purchase")
 	tax := r.is("ChargeCategory", "Tax")

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
@@ -44,10 +45,10 @@ func (c *CSVWriter) Write(rows []attribution.Row) error {
 	for i := range rows {
 		r := &rows[i]
 		c.rec = append(c.rec[:0],
-			FormatTime(r.IntervalStart), FormatTime(r.IntervalEnd), r.Node, r.GPUUUID, r.GPUModel, r.SliceID,
-			r.SharingMode, string(r.Kind), r.Namespace, r.Pod, r.PodUID, r.Container, r.Team,
+			FormatTime(r.IntervalStart), FormatTime(r.IntervalEnd), GuardCell(r.Node), GuardCell(r.GPUUUID), GuardCell(r.GPUModel), GuardCell(r.SliceID),
+			GuardCell(r.SharingMode), GuardCell(string(r.Kind)), GuardCell(r.Namespace), GuardCell(r.Pod), GuardCell(r.PodUID), GuardCell(r.Container), GuardCell(r.Team),
 			FormatFloat(r.AllocatedGPUSeconds), FormatFloat(r.UsedGPUSeconds),
-			FormatFloat(r.MemoryMiBSeconds), FormatFloat(r.EnergyJoules), r.Method)
+			FormatFloat(r.MemoryMiBSeconds), FormatFloat(r.EnergyJoules), GuardCell(r.Method))
 		if err := c.w.Write(c.rec); err != nil {
 			return fmt.Errorf("cannot write ledger row: %w", err)
 		}
@@ -79,7 +80,8 @@ func NewFlagsWriter(w io.Writer) (*FlagsWriter, error) {
 // Write appends findings.
 func (f *FlagsWriter) Write(fs []attribution.Finding) error {
 	for _, x := range fs {
-		rec := []string{FormatTime(x.Start), FormatTime(x.End), x.Kind, x.Node, x.GPUUUID, x.Namespace, x.Pod, x.Container, x.Detail}
+		rec := []string{FormatTime(x.Start), FormatTime(x.End), GuardCell(x.Kind), GuardCell(x.Node), GuardCell(x.GPUUUID),
+			GuardCell(x.Namespace), GuardCell(x.Pod), GuardCell(x.Container), GuardCell(x.Detail)}
 		if err := f.w.Write(rec); err != nil {
 			return fmt.Errorf("cannot write flag row: %w", err)
 		}
@@ -94,6 +96,21 @@ func (f *FlagsWriter) Flush() error {
 		return fmt.Errorf("cannot flush flags csv: %w", err)
 	}
 	return nil
+}
+
+// GuardCell keeps a text cell from being run as a formula when a CSV is
+// opened in a spreadsheet (OWASP's CSV injection): a cell starting with
+// '=', '+', '-', '@', a tab or a carriage return gets a leading apostrophe.
+// Every CSV gpuledger writes (ledger.csv, flags.csv, the finance CSV, the
+// FOCUS export) guards the text cells tenants can influence with it;
+// numbers and times, which gpuledger writes itself, are left alone. Names
+// Kubernetes accepts (namespaces, pods, containers, label values) start
+// with a letter or digit, so they are never altered.
+func GuardCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 // FormatTime renders a UTC RFC 3339 time, with sub-second digits only when

@@ -133,9 +133,24 @@ func parseClickHouseDSN(raw string) (DSN, error) {
 		if !databaseName.MatchString(db) {
 			return DSN{}, fmt.Errorf("ledger DSN %q: invalid database name %q (want letters, digits and '_', not starting with a digit)", shown, db)
 		}
+		if ReservedClickHouseDatabase(db) {
+			return DSN{}, fmt.Errorf("ledger DSN %q: database %q is ClickHouse's own (system tables); name a database for the ledger, such as %s", shown, db, DefaultClickHouseDatabase)
+		}
 		d.Database = db
 	}
 	return d, nil
+}
+
+// ReservedClickHouseDatabase says whether db is one of ClickHouse's own
+// databases, which hold its system tables: the ledger's tables never go
+// there. ClickHouse's database names are case-sensitive; these three are
+// the ones it creates.
+func ReservedClickHouseDatabase(db string) bool {
+	switch db {
+	case "system", "INFORMATION_SCHEMA", "information_schema":
+		return true
+	}
+	return false
 }
 
 var hostName = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$`)
@@ -245,6 +260,14 @@ type Opener func(ctx context.Context, d DSN) (Store, error)
 func FileOpener(opts FileOptions) Opener {
 	return func(ctx context.Context, d DSN) (Store, error) {
 		return OpenFile(ctx, d.Path, opts)
+	}
+}
+
+// ReadingFileOpener opens embedded stores for commands that only read
+// (OpenForReading): read-only, never holding a write lock.
+func ReadingFileOpener(opts FileOptions) Opener {
+	return func(ctx context.Context, d DSN) (Store, error) {
+		return OpenForReading(ctx, d.Path, opts)
 	}
 }
 

@@ -39,6 +39,12 @@ ORDER BY slot, grp`
 // aggregateSQL gives for it, so the result does not depend on the rollup's
 // state.
 func (s *FileStore) Aggregate(ctx context.Context, q AggregateQuery) ([]Aggregate, error) {
+	if q.ByNode {
+		if q.ByDevice {
+			return nil, fmt.Errorf("cannot aggregate ledger %s: ByNode and ByDevice together", s.path)
+		}
+		return s.aggregateNodes(ctx, q)
+	}
 	if q.ByDevice {
 		return s.aggregateDevices(ctx, q)
 	}
@@ -53,7 +59,7 @@ func (s *FileStore) Aggregate(ctx context.Context, q AggregateQuery) ([]Aggregat
 	defer tx.Rollback()
 	acc, err := s.aggregateSlots(ctx, tx, bs)
 	if err != nil {
-		return nil, fmt.Errorf("cannot aggregate ledger %s: %w", s.path, err)
+		return nil, fmt.Errorf("cannot aggregate ledger %s: %w", s.path, s.describe(err))
 	}
 	out, err := s.named(ctx, acc)
 	if err != nil {
@@ -197,8 +203,18 @@ func queryBuckets(q AggregateQuery) ([]bucket, error) {
 		}
 		return []bucket{{lo: lo, hi: hi}}, nil
 	case BucketHour, BucketDay, BucketMonth:
-		if q.From.IsZero() || q.To.IsZero() {
-			return nil, fmt.Errorf("%s buckets need both ends of the range", q.Bucket)
+		switch {
+		case q.From.IsZero() && q.To.IsZero():
+			return nil, fmt.Errorf("%s buckets need a bounded range: neither end is set (the zero time, 0001-01-01T00:00:00Z, means unset)", q.Bucket)
+		case q.From.IsZero():
+			return nil, fmt.Errorf("%s buckets need a bounded range: the start is unset (the zero time, 0001-01-01T00:00:00Z, means unset)", q.Bucket)
+		case q.To.IsZero():
+			return nil, fmt.Errorf("%s buckets need a bounded range: the end is unset", q.Bucket)
+		}
+		for _, t := range []time.Time{q.From, q.To} {
+			if err := CheckTime(t); err != nil {
+				return nil, fmt.Errorf("%s buckets of [%s, %s): %w", q.Bucket, q.From.UTC().Format(time.RFC3339), q.To.UTC().Format(time.RFC3339), err)
+			}
 		}
 		return calendarBuckets(q.From, q.To, loc, q.Bucket)
 	}

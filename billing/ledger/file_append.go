@@ -48,6 +48,9 @@ WHERE end_ns IS NOT excluded.end_ns OR team IS NOT excluded.team
 // cause. Rows that can never be stored (NaN, times out of range) are
 // refused without being kept.
 func (s *FileStore) Append(ctx context.Context, rows []attribution.Row, findings []attribution.Finding) error {
+	if s.opts.ReadOnly {
+		return fmt.Errorf("cannot append to ledger %s: it is opened read-only", s.path)
+	}
 	if err := validateRows(rows); err != nil {
 		return err
 	}
@@ -65,7 +68,7 @@ func (s *FileStore) Append(ctx context.Context, rows []attribution.Row, findings
 	if err := s.commit(ctx, allRows, allFindings); err != nil {
 		s.hold(rows, findings)
 		s.failing = true
-		s.log.Error("cannot commit to the ledger: rows held in memory for retry at the next write",
+		s.log.Error("cannot commit to the ledger: rows held in memory, committed with the next write that succeeds, lost if the process stops first",
 			"rows_held", len(s.pending), "findings_held", len(s.pendingF), "rows_dropped_total", s.dropped, "err", err)
 		return fmt.Errorf("cannot append %d rows and %d findings to ledger %s (%d rows held for retry): %w",
 			len(rows), len(findings), s.path, len(s.pending)+len(s.pendingF), err)
@@ -118,7 +121,7 @@ func (s *FileStore) commit(ctx context.Context, rows []attribution.Row, findings
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("cannot begin ledger transaction: %w", err)
+		return fmt.Errorf("cannot begin ledger transaction: %w", s.busyWriter(err))
 	}
 	defer tx.Rollback()
 	var seq int64

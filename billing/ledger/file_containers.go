@@ -18,6 +18,9 @@ import (
 // advisor's read of a month of a 100-GPU fleet went from 26-30 s through
 // Rows to about 8 s (BENCHMARKS.md, "Sharing advice").
 func (s *FileStore) ContainerRows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
+	if err := s.checkRows(ctx); err != nil {
+		return err
+	}
 	lo, hi := nsBound(from, math.MinInt64), nsBound(to, math.MaxInt64)
 	conn, err := s.r.Conn(ctx)
 	if err != nil {
@@ -46,7 +49,7 @@ func (s *FileStore) ContainerRows(ctx context.Context, from, to time.Time, fn fu
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("cannot read container rows in %s: %w", s.path, err)
+		return fmt.Errorf("cannot read container rows in %s: %w", s.path, s.describe(err))
 	}
 	return nil
 }

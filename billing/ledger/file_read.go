@@ -22,25 +22,28 @@ FROM findings`
 // The primary key is that order, so SQLite walks it without sorting and
 // memory stays constant for any range. A zero from or to is open-ended.
 func (s *FileStore) Rows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
+	if err := s.checkRows(ctx); err != nil {
+		return err
+	}
 	lo, hi := nsBound(from, math.MinInt64), nsBound(to, math.MaxInt64)
 	rs, err := s.r.QueryContext(ctx, selectRows+`
 WHERE interval_start_ns >= ? AND interval_start_ns < ?
 ORDER BY interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind`, lo, hi)
 	if err != nil {
-		return fmt.Errorf("cannot query ledger rows in %s: %w", s.path, err)
+		return fmt.Errorf("cannot query ledger rows in %s: %w", s.path, s.describe(err))
 	}
 	defer rs.Close()
 	for rs.Next() {
 		r, _, err := s.scanRow(ctx, rs)
 		if err != nil {
-			return fmt.Errorf("cannot read ledger row in %s: %w", s.path, err)
+			return fmt.Errorf("cannot read ledger row in %s: %w", s.path, s.describe(err))
 		}
 		if err := fn(r); err != nil {
 			return err
 		}
 	}
 	if err := rs.Err(); err != nil {
-		return fmt.Errorf("cannot read ledger rows in %s: %w", s.path, err)
+		return fmt.Errorf("cannot read ledger rows in %s: %w", s.path, s.describe(err))
 	}
 	return nil
 }
@@ -53,20 +56,20 @@ func (s *FileStore) Findings(ctx context.Context, from, to time.Time, fn func(at
 WHERE start_ns < ?2 AND (end_ns > ?1 OR start_ns >= ?1)
 ORDER BY start_ns, kind, node, gpu_uuid, namespace, pod, container`, lo, hi)
 	if err != nil {
-		return fmt.Errorf("cannot query findings in %s: %w", s.path, err)
+		return fmt.Errorf("cannot query findings in %s: %w", s.path, s.describe(err))
 	}
 	defer rs.Close()
 	for rs.Next() {
 		f, _, err := scanFinding(rs)
 		if err != nil {
-			return fmt.Errorf("cannot read finding in %s: %w", s.path, err)
+			return fmt.Errorf("cannot read finding in %s: %w", s.path, s.describe(err))
 		}
 		if err := fn(f); err != nil {
 			return err
 		}
 	}
 	if err := rs.Err(); err != nil {
-		return fmt.Errorf("cannot read findings in %s: %w", s.path, err)
+		return fmt.Errorf("cannot read findings in %s: %w", s.path, s.describe(err))
 	}
 	return nil
 }

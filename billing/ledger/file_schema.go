@@ -142,12 +142,19 @@ DROP TABLE IF EXISTS ledger_rollup_device;
 // applies the missing migrations in one transaction. Running it again on an
 // up-to-date file changes nothing.
 func (s *FileStore) migrate(ctx context.Context) error {
+	// An up-to-date file needs no write lock: readers and a second writer
+	// open beside a busy collector without queueing for its lock.
+	var appID, version int
+	err := s.w.QueryRowContext(ctx, "SELECT a.application_id, v.user_version FROM pragma_application_id() a, pragma_user_version() v").Scan(&appID, &version)
+	if err == nil && appID == fileApplicationID && version == FileSchemaVersion {
+		return nil
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("cannot open ledger file %s: %w", s.path, err)
+		return fmt.Errorf("cannot open ledger file %s: %w", s.path, s.busyWriter(err))
 	}
 	defer tx.Rollback()
-	version, err := s.checkFile(ctx, tx)
+	version, err = s.checkFile(ctx, tx)
 	if err != nil {
 		return err
 	}

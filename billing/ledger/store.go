@@ -49,6 +49,10 @@ type AggregateQuery struct {
 	// filling those fields of each Aggregate (file_device.go): the grain of
 	// the FOCUS export's per-GPU rows.
 	ByDevice bool
+	// ByNode groups by node name too, filling Node, and sums only
+	// EnergyJoules and Rows (the report's per-node carbon intensities);
+	// not with ByDevice.
+	ByNode bool
 }
 
 // Aggregate is one group of ledger rows: one bucket, team, namespace, GPU
@@ -65,4 +69,6 @@ type Aggregate struct {
 	// the ledger recorded profiles.
 	GPUUUID, SliceID, Pod string
 	MIGProfile            string
+	// Node is set only by a ByNode query.
+	Node string
 }

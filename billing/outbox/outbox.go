@@ -64,7 +64,7 @@ func Open(ctx context.Context, opts Options) (*Outbox, error) {
 	if opts.PruneEvery <= 0 {
 		opts.PruneEvery = 5 * time.Minute
 	}
-	fo := ledger.FileOptions{MaxBytes: opts.MaxBytes, Retention: opts.Retention, Logger: opts.Logger}
+	fo := ledger.FileOptions{MaxBytes: opts.MaxBytes, Retention: opts.Retention, Logger: opts.Logger, MoveAsideCorrupt: true}
 	if opts.Remote != nil {
 		fo.Sinks = []string{Sink}
 	}

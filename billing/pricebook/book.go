@@ -65,6 +65,10 @@ type Book struct {
 	// month by model: a whole GPU slot, a MIG slice or a replica paying its
 	// share of one.
 	SlotRates map[string]Rate
+	// Energy is the optional energy rate and grid carbon intensity; nil
+	// when the book has no energy section, and then the report shows no
+	// energy cost or CO2e at all.
+	Energy *Energy
 }
 
 // MemoryWeighted reports whether usage is blended with memory.

@@ -23,6 +23,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("currency: USD\npolicy: usage\nmemoryWeight: abc\nmemoryMiB: [1]\ndefaultRate: 2\n"))
 	f.Add([]byte("currency: EUR\npolicy: flat\nidle: shared\nslotRates: {A100-SXM4-80GB: 800.00, H100 SXM5 80GB: 1250}\n"))
 	f.Add([]byte("currency: EUR\npolicy: flat\nslotRates: {}\nrates: {A100: 1}\nmemoryWeight: 1\n"))
+	f.Add([]byte("currency: USD\npolicy: usage\ndefaultRate: 2\nenergy: {rate: 150/MWh, carbonIntensity: 0.35 kgCO2e/kWh}\n"))
+	f.Add([]byte("currency: USD\npolicy: usage\ndefaultRate: 2\nenergy: {rate: -1 /kWh, carbonIntensity: 9e9, x: 1}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := Parse("fuzz.yaml", data)
 		if err != nil {
@@ -63,6 +65,17 @@ func FuzzParse(f *testing.F) {
 		for m, r := range b.SlotRates {
 			if m == "" || r.Rat().Sign() < 0 {
 				t.Fatalf("accepted slot rate %q: %s", m, r)
+			}
+		}
+		if e := b.Energy; e != nil {
+			if e.Rate == nil && e.CarbonIntensity == nil {
+				t.Fatal("an energy section with neither figure")
+			}
+			if e.Rate != nil && e.Rate.Rat().Sign() < 0 {
+				t.Fatalf("accepted energy rate %s", e.Rate)
+			}
+			if c := e.CarbonIntensity; c != nil && (c.Sign() < 0 || c.Cmp(big.NewRat(maxCarbonIntensity, 1)) > 0) {
+				t.Fatalf("accepted carbon intensity %s", c.RatString())
 			}
 		}
 		for m, r := range b.Rates {

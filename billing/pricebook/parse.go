@@ -95,7 +95,7 @@ const (
 )
 
 var knownFields = []string{fieldCurrency, fieldTimezone, fieldTeamLabel, fieldPolicy, fieldIdle, fieldRates, fieldDefaultRate,
-	fieldMemoryWeight, fieldMemoryMiB, fieldSlotRates}
+	fieldMemoryWeight, fieldMemoryMiB, fieldSlotRates, fieldEnergy}
 
 func (p *parser) book(root *yaml.Node) *Book {
 	root = resolve(root)
@@ -114,6 +114,7 @@ func (p *parser) book(root *yaml.Node) *Book {
 	b.SlotRates = p.rates(fields[fieldSlotRates], fieldSlotRates, "price per GPU slot per month")
 	b.MemoryWeight = p.memoryWeight(fields[fieldMemoryWeight])
 	b.MemoryMiB = p.memoryMiB(fields[fieldMemoryMiB])
+	b.Energy = p.energy(fields[fieldEnergy])
 	p.policyFields(root, b, fields)
 	if v := fields[fieldDefaultRate]; v != nil {
 		b.DefaultRate, _ = p.rate(v.value, fieldDefaultRate)

@@ -43,6 +43,32 @@ func BenchmarkMonthlyReport(b *testing.B) {
 		}
 		b.ReportMetric(float64(rows), "ledger-rows")
 	})
+	// With an energy section: a rate and one intensity (no more ledger
+	// reads), then intensities per node name (one more read, of the raw
+	// rows' energy per node: the rollups do not keep the node).
+	for name, energy := range map[string]string{"energy": "energy: {rate: 0.15, carbonIntensity: 350}\n",
+		"energy-per-node": "energy:\n  carbonIntensity: 350\n  carbonIntensityByNode: {node-a: 30}\n"} {
+		y := "currency: USD\npolicy: allocation\nidle: shared\ndefaultRate: 1.00\nrates:\n"
+		for m, r := range monthRates {
+			y += fmt.Sprintf("  %q: %s\n", m, r)
+		}
+		eb := book(b, y+energy)
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				r, err := Build(ctx, st, eb, from, to)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := WriteCSV(io.Discard, r); err != nil {
+					b.Fatal(err)
+				}
+				if err := WriteHTML(io.Discard, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	// The store's part: the day aggregates alone.
 	b.Run("store-aggregate", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {

@@ -42,8 +42,17 @@ func Build(ctx context.Context, src Source, book *pricebook.Book, from, to time.
 		return nil, err
 	}
 	b := newBuilder(book)
+	perNode := book.Energy != nil && len(book.Energy.CarbonIntensityByNode) > 0
+	if perNode {
+		b.fractions = map[dayModelKey]map[lineKey]*big.Rat{}
+	}
 	for _, day := range byDay(aggs) {
 		if err := b.addDay(day); err != nil {
+			return nil, err
+		}
+	}
+	if perNode {
+		if b.carbon, err = b.nodeCarbon(ctx, src, from, to); err != nil {
 			return nil, err
 		}
 	}
@@ -116,6 +125,11 @@ type builder struct {
 	models   map[string]*modelTotals
 	// memSecs bounds the memory shares' sum like checkTotals the columns.
 	memSecs float64
+	// fractions are the idle-share fractions of each day and model the
+	// pool was shared on, and carbon each line's CO2e from its nodes'
+	// energy (energy.go); both only for books with per-node intensities.
+	fractions map[dayModelKey]map[lineKey]*big.Rat
+	carbon    map[devLineKey]*big.Rat
 }
 
 func newBuilder(book *pricebook.Book) *builder {
@@ -233,6 +247,7 @@ func (b *builder) addDayModel(model string, day time.Time, dm *dayModel) {
 			b.shares[k] = s
 		}
 		f := new(big.Rat).Quo(w, weight)
+		b.recordShare(day, model, k, f)
 		us := new(big.Rat).Mul(pool, f)
 		s.us.Add(s.us, us)
 		s.priced.Add(s.priced, us.Mul(us, unit))
@@ -271,7 +286,7 @@ func (b *builder) finish(r *Report) error {
 		return err
 	}
 	summarise(r)
-	return nil
+	return energyFigures(r, b.carbon)
 }
 
 func (b *builder) lines() []Line {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"slices"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/gpuledger/gpuledger/billing/ledger"
 )
 
 // CSVHeader is the finance CSV's header row: the contract's columns, then
@@ -20,6 +22,12 @@ import (
 var CSVHeader = []string{"period_start", "period_end", "team", "namespace", "gpu_model", "sharing_mode", "line_type",
 	"allocated_gpu_hours", "used_gpu_hours", "efficiency", "energy_kwh", "rate_per_gpu_hour", "amount", "currency",
 	"data_start", "data_end", "partial", "borrowed_gpu_hours"}
+
+// CSVEnergyColumns are appended to CSVHeader when the price book has an
+// energy section (an energy rate, a carbon intensity or both): the line's
+// energy cost in the book's currency and its CO2e in kg. A book without
+// one writes CSVHeader alone, as before.
+var CSVEnergyColumns = []string{"energy_cost", "co2e_kg"}
 
 // Decimals of the CSV's (and JSON's) quantities. Hours to 1e-6 (3.6 ms);
 // amounts always to the currency's minor unit.
@@ -35,7 +43,11 @@ const (
 // per line. An empty period is the header alone.
 func WriteCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVHeader); err != nil {
+	header := CSVHeader
+	if r.HasEnergy() {
+		header = append(slices.Clip(CSVHeader), CSVEnergyColumns...)
+	}
+	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("cannot write report CSV: %w", err)
 	}
 	for _, l := range r.Lines {
@@ -52,9 +64,13 @@ func WriteCSV(w io.Writer, r *Report) error {
 
 func csvRow(r *Report, l Line) []string {
 	f := lineFields(r, l)
-	return []string{f.PeriodStart, f.PeriodEnd, neutralise(l.Team), neutralise(l.Namespace), neutralise(l.GPUModel),
+	row := []string{f.PeriodStart, f.PeriodEnd, neutralise(l.Team), neutralise(l.Namespace), neutralise(l.GPUModel),
 		neutralise(l.SharingMode), string(l.Type), f.Allocated, f.Used, f.Efficiency, f.Energy, f.Rate, f.Amount, f.Currency,
 		f.DataStart, f.DataEnd, f.Partial, f.Borrowed}
+	if r.HasEnergy() {
+		row = append(row, f.EnergyCost, f.Co2eKg)
+	}
+	return row
 }
 
 // fields is a line as text: the CSV, JSON and HTML all print these, so
@@ -66,6 +82,9 @@ type fields struct {
 	// DataStart, DataEnd and Partial say what the ledger covers of the
 	// period; Borrowed is a charge line's borrowed GPU-hours.
 	DataStart, DataEnd, Partial, Borrowed string
+	// EnergyCost and Co2eKg are set when the book names an energy rate
+	// or a carbon intensity (not on the rounding line).
+	EnergyCost, Co2eKg string
 }
 
 func lineFields(r *Report, l Line) fields {
@@ -84,6 +103,14 @@ func lineFields(r *Report, l Line) fields {
 	f.Partial = strconv.FormatBool(r.Partial())
 	if b := l.Borrowed(); b != nil {
 		f.Borrowed = decimal(b, hoursDecimals)
+	}
+	if l.EnergyKWh != nil && l.Type != LineRounding {
+		if r.HasEnergyCost() {
+			f.EnergyCost = r.Money(l.EnergyCost)
+		}
+		if r.HasCarbon() {
+			f.Co2eKg = Kg(l.Co2eGrams)
+		}
 	}
 	return f
 }
@@ -113,12 +140,7 @@ func borrowed(used, allocated *big.Rat) *big.Rat {
 }
 
 // neutralise keeps a label from being read as a formula by a spreadsheet
-// (OWASP CSV injection): a cell that starts with = + - @, a tab or a
-// carriage return gets a leading apostrophe. Only label cells come from
-// users; numbers are written by us and left alone.
-func neutralise(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
+// (OWASP CSV injection): ledger.GuardCell, the one guard every CSV uses.
+// Only label cells come from users; numbers are written by us and left
+// alone.
+func neutralise(s string) string { return ledger.GuardCell(s) }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpuledger/gpuledger/billing/pricebook"
@@ -25,12 +27,71 @@ var FOCUSHeader = []string{
 	"BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd", "BillingPeriodStart",
 	"ChargeCategory", "ChargeClass", "ChargeDescription", "ChargeFrequency", "ChargePeriodEnd", "ChargePeriodStart",
 	"ConsumedQuantity", "ConsumedUnit", "ContractedCost", "ContractedUnitPrice", "EffectiveCost",
-	"HostProviderName", "InvoiceIssuerName", "ListCost", "ListUnitPrice",
-	"PricingCategory", "PricingQuantity", "PricingUnit", "ResourceId", "ResourceName", "ResourceType",
+	"HostProviderName", "InvoiceId", "InvoiceIssuerName", "ListCost", "ListUnitPrice",
+	"PricingCategory", "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName", "ResourceId", "ResourceName", "ResourceType",
 	"ServiceCategory", "ServiceName", "ServiceProviderName", "ServiceSubcategory",
-	"SkuId", "SkuMeter", "SkuPriceId", "SubAccountId", "SubAccountName", "Tags",
+	"SkuId", "SkuMeter", "SkuPriceDetails", "SkuPriceId", "Tags",
 	"x_AllocatedGpuHours", "x_BorrowedGpuHours", "x_DataEnd", "x_DataStart", "x_Efficiency", "x_EnergyKwh", "x_LineType",
-	"x_Partial", "x_SharingMode", "x_UsedGpuHours",
+	"x_NamespaceName", "x_Partial", "x_SharingMode", "x_TeamName", "x_UsedGpuHours", "x_WorkloadName",
+}
+
+// The FOCUS versions WriteFOCUS writes (Report.FOCUSVersion).
+const (
+	FOCUSVersion13 = "1.3"
+	FOCUSVersion14 = "1.4"
+)
+
+// focusHeaderFor is FOCUSHeader for a FOCUS version: 1.4 removed the
+// deprecated ProviderName and PublisherName; HostProviderName, which 1.4
+// makes mandatory, is in both.
+func focusHeaderFor(version string) ([]string, error) {
+	switch version {
+	case FOCUSVersion13, "":
+		return FOCUSHeader, nil
+	case FOCUSVersion14:
+		h := make([]string, 0, len(FOCUSHeader))
+		for _, col := range FOCUSHeader {
+			if col != "ProviderName" && col != "PublisherName" {
+				h = append(h, col)
+			}
+		}
+		return h, nil
+	}
+	return nil, fmt.Errorf("cannot write FOCUS %q: want %s or %s", version, FOCUSVersion13, FOCUSVersion14)
+}
+
+// focusEnergyColumns join the x_ columns, in their alphabetical places,
+// when the price book has an energy section (withEnergyColumns): the row's
+// energy cost in the billing currency and its CO2e in kg, informational
+// (not part of any cost column).
+var focusEnergyColumns = []string{"x_Co2eKg", "x_EnergyCost"}
+
+// withEnergyColumns is the header h of r's FOCUS file with the energy
+// columns when the book names an energy rate or a carbon intensity.
+func withEnergyColumns(r *Report, h []string) []string {
+	if !r.HasEnergy() {
+		return h
+	}
+	h = slices.Clone(h)
+	for _, col := range focusEnergyColumns {
+		i := slices.IndexFunc(h, func(c string) bool { return strings.HasPrefix(c, "x_") && c > col })
+		if i < 0 {
+			i = len(h)
+		}
+		h = slices.Insert(h, i, col)
+	}
+	return h
+}
+
+// focusEnergyCells fills the energy columns of a row, as the book names
+// them.
+func focusEnergyCells(c map[string]string, r *Report, cost, grams int64) {
+	if r.HasEnergyCost() {
+		c["x_EnergyCost"] = r.Money(cost)
+	}
+	if r.HasCarbon() {
+		c["x_Co2eKg"] = Kg(grams)
+	}
 }
 
 // Fixed values of the export. The chargeback is internal: the GPU
@@ -69,13 +130,20 @@ func focusTimeOrNull(t time.Time) string {
 // WriteFOCUS writes the report as a FOCUS 1.3 cost and usage CSV. A period
 // with no ledger data is an error: a FOCUS file of no charges would read
 // as a month that cost nothing.
+// r.FOCUSVersion picks the version: 1.3 (the default) or 1.4, the same
+// rows and amounts in the version's columns.
 func WriteFOCUS(w io.Writer, r *Report) error {
-	rows, err := focusRows(r)
+	header, err := focusHeaderFor(r.FOCUSVersion)
+	if err != nil {
+		return err
+	}
+	header = withEnergyColumns(r, header)
+	rows, err := focusRows(r, header)
 	if err != nil {
 		return err
 	}
 	cw := csv.NewWriter(w)
-	if err := cw.Write(FOCUSHeader); err != nil {
+	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("cannot write FOCUS file: %w", err)
 	}
 	if err := cw.WriteAll(rows); err != nil {
@@ -84,8 +152,9 @@ func WriteFOCUS(w io.Writer, r *Report) error {
 	return nil
 }
 
-// focusRows are the report's lines as FOCUS rows.
-func focusRows(r *Report) ([][]string, error) {
+// focusRows are the report's lines as FOCUS rows, cells in header's
+// order.
+func focusRows(r *Report, header []string) ([][]string, error) {
 	if r.Empty() {
 		return nil, fmt.Errorf("cannot write FOCUS file: the ledger has no data from %s to %s", r.From.Format(time.RFC3339), r.To.Format(time.RFC3339))
 	}
@@ -94,7 +163,7 @@ func focusRows(r *Report) ([][]string, error) {
 		capacity[m.Model] = m.CapacityHours
 	}
 	if r.Devices != nil {
-		return focusDeviceRows(r)
+		return focusDeviceRows(r, header)
 	}
 	rows := make([][]string, 0, len(r.Lines))
 	for _, l := range r.Lines {
@@ -102,15 +171,15 @@ func focusRows(r *Report) ([][]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, focusOrder(c))
+		rows = append(rows, focusOrder(c, header))
 	}
 	return rows, nil
 }
 
-// focusOrder puts cells in FOCUSHeader's order. An empty cell is null.
-func focusOrder(c map[string]string) []string {
-	row := make([]string, len(FOCUSHeader))
-	for i, col := range FOCUSHeader {
+// focusOrder puts cells in header's order. An empty cell is null.
+func focusOrder(c map[string]string, header []string) []string {
+	row := make([]string, len(header))
+	for i, col := range header {
 		row[i] = c[col]
 	}
 	return row
@@ -128,6 +197,11 @@ func focusCells(r *Report, l Line, capacity *big.Rat) (map[string]string, error)
 		// One row covers the line's whole period, as the finance CSV does.
 		"ChargePeriodStart": focusTime(r.From), "ChargePeriodEnd": focusTime(r.To),
 		"HostProviderName": focusProvider, "InvoiceIssuerName": focusProvider, "ServiceProviderName": focusProvider,
+		// Deprecated in FOCUS 1.3 but mandatory there: the provider that
+		// made the service available, and the one that produced it.
+		"ProviderName": focusProvider, "PublisherName": focusProvider,
+		"InvoiceId":  focusInvoiceID(r),
+		"x_TeamName": neutralise(l.Team), "x_NamespaceName": neutralise(l.Namespace),
 		"ServiceCategory": focusServiceCategory, "ServiceName": focusServiceName, "ServiceSubcategory": focusServiceSubcat,
 		"x_LineType": string(l.Type), "x_SharingMode": neutralise(l.SharingMode),
 		"x_AllocatedGpuHours": f.Allocated, "x_UsedGpuHours": f.Used, "x_Efficiency": f.Efficiency, "x_EnergyKwh": f.Energy,
@@ -136,6 +210,7 @@ func focusCells(r *Report, l Line, capacity *big.Rat) (map[string]string, error)
 		"x_DataStart": focusTimeOrNull(start), "x_DataEnd": focusTimeOrNull(end), "x_Partial": f.Partial,
 		"x_BorrowedGpuHours": f.Borrowed,
 	}
+	c["x_EnergyCost"], c["x_Co2eKg"] = f.EnergyCost, f.Co2eKg
 	if l.Type == LineRounding {
 		// Not usage of any SKU or resource, and not split from a charge:
 		// the one adjustment that makes the file add up to its total
@@ -147,11 +222,16 @@ func focusCells(r *Report, l Line, capacity *big.Rat) (map[string]string, error)
 		qty := decimal(charged, hoursDecimals)
 		sku := pricebook.NormalizeModel(l.GPUModel)
 		c["ChargeCategory"], c["ChargeFrequency"], c["PricingCategory"] = "Usage", "Usage-Based", "Standard"
-		c["ChargeDescription"] = focusDescription(book, l)
+		c["ChargeDescription"] = focusDescription(book, l.GPUModel)
 		c["PricingQuantity"], c["PricingUnit"], c["ConsumedQuantity"], c["ConsumedUnit"] = qty, focusUnit, qty, focusUnit
 		c["ListUnitPrice"], c["ContractedUnitPrice"] = f.Rate, f.Rate
 		c["SkuId"], c["SkuMeter"] = neutralise(sku), focusMeter(book)
 		c["SkuPriceId"] = neutralise(sku + "/" + f.Currency + "/" + f.Rate)
+		details, err := focusSkuPriceDetails(book, sku, "")
+		if err != nil {
+			return nil, err
+		}
+		c["SkuPriceDetails"] = details
 		c["ResourceId"] = neutralise("gpu-pool/" + l.GPUModel)
 		c["ResourceName"], c["ResourceType"] = neutralise(l.GPUModel+" GPUs"), focusResourceType
 		tags, err := focusJSON(map[string]any{focusTagPrefix + "gpu-model": l.GPUModel})
@@ -159,9 +239,6 @@ func focusCells(r *Report, l Line, capacity *big.Rat) (map[string]string, error)
 			return nil, err
 		}
 		c["Tags"] = tags
-		if l.Team != "" {
-			c["SubAccountId"], c["SubAccountName"] = neutralise(l.Team), neutralise(l.Team)
-		}
 		if err := focusAllocation(c, book, l, charged, qty, capacity); err != nil {
 			return nil, err
 		}
@@ -211,18 +288,49 @@ func focusMeter(book *pricebook.Book) string {
 	return "Allocated " + focusUnit
 }
 
-func focusDescription(book *pricebook.Book, l Line) string {
+// focusDescription describes the origin charge a line is split from, a
+// GPU model's capacity: every allocated charge repeats it, as FOCUS asks
+// of dimensions. Who the charge was split to is in AllocatedTags and the
+// x_TeamName, x_NamespaceName and x_WorkloadName columns.
+func focusDescription(book *pricebook.Book, model string) string {
 	verb := "held"
 	if book.Policy == pricebook.PolicyUsage {
 		verb = "used"
 	}
-	switch l.Type {
-	case LineIdleShare:
-		return fmt.Sprintf("Share of idle %s capacity (idle: shared) for team %s, namespace %s", l.GPUModel, l.Team, l.Namespace)
-	case LinePlatform:
-		return fmt.Sprintf("%s capacity no team was charged for (%s)", l.GPUModel, l.SharingMode)
+	return fmt.Sprintf("%s GPU capacity, split by GPU-hours %s (policy %s, idle %s)", model, verb, book.Policy, book.Idle)
+}
+
+// focusSkuPriceDetails describes a SKU price: the GPU model (normalised,
+// as in SkuId), the MIG profile when the SKU is one, and the price book's
+// policy. Every key is the generator's own (x_), since FOCUS's predefined
+// keys do not fit a GPU-hour: its GpuCount would be a fraction on a MIG
+// instance.
+func focusSkuPriceDetails(book *pricebook.Book, model, profile string) (string, error) {
+	d := map[string]any{"x_GpuModel": model, "x_PricingPolicy": string(book.Policy)}
+	if profile != "" {
+		d["x_MigProfile"] = profile
 	}
-	return fmt.Sprintf("GPU-hours %s by team %s, namespace %s on %s (%s)", verb, l.Team, l.Namespace, l.GPUModel, l.SharingMode)
+	return focusJSON(d)
+}
+
+// focusInvoiceID names the chargeback statement a file is: the billing
+// account and the period, a calendar month as YYYY-MM in the price book's
+// time zone, any other range as its two ends.
+func focusInvoiceID(r *Report) string {
+	from, to := r.From, r.To
+	if loc := r.Book.Location; loc != nil {
+		from, to = from.In(loc), to.In(loc)
+	}
+	midnight := func(t time.Time) bool {
+		return t.Hour() == 0 && t.Minute() == 0 && t.Second() == 0 && t.Nanosecond() == 0
+	}
+	switch {
+	case midnight(from) && from.Day() == 1 && to.Equal(from.AddDate(0, 1, 0)):
+		return focusBillingAccount + "/" + from.Format("2006-01")
+	case midnight(from) && midnight(to):
+		return focusBillingAccount + "/" + from.Format("2006-01-02") + "_" + to.Format("2006-01-02")
+	}
+	return focusBillingAccount + "/" + focusTime(from) + "_" + focusTime(to)
 }
 
 // focusJSON writes a JSON cell; encoding/json sorts map keys, so a cell's
@@ -238,10 +346,11 @@ func focusJSON(v any) (string, error) {
 // focusJSONColumns are written as JSON objects in the JSON-lines variant,
 // focusNumberColumns as JSON numbers (their decimal text, never a float).
 var (
-	focusJSONColumns   = map[string]bool{"AllocatedMethodDetails": true, "AllocatedTags": true, "Tags": true}
+	focusJSONColumns   = map[string]bool{"AllocatedMethodDetails": true, "AllocatedTags": true, "Tags": true, "SkuPriceDetails": true}
 	focusNumberColumns = map[string]bool{"BilledCost": true, "EffectiveCost": true, "ListCost": true, "ContractedCost": true,
 		"ConsumedQuantity": true, "PricingQuantity": true, "ListUnitPrice": true, "ContractedUnitPrice": true,
-		"x_AllocatedGpuHours": true, "x_UsedGpuHours": true, "x_Efficiency": true, "x_EnergyKwh": true}
+		"x_AllocatedGpuHours": true, "x_UsedGpuHours": true, "x_Efficiency": true, "x_EnergyKwh": true,
+		"x_EnergyCost": true, "x_Co2eKg": true}
 )
 
 // WriteFOCUSJSONL writes the FOCUS rows of WriteFOCUS as JSON lines: one
@@ -249,14 +358,19 @@ var (
 // costs and quantities as JSON numbers with the CSV's digits, and the
 // key-value columns as objects.
 func WriteFOCUSJSONL(w io.Writer, r *Report) error {
-	rows, err := focusRows(r)
+	header, err := focusHeaderFor(r.FOCUSVersion)
+	if err != nil {
+		return err
+	}
+	header = withEnergyColumns(r, header)
+	rows, err := focusRows(r, header)
 	if err != nil {
 		return err
 	}
 	var b []byte
 	for _, row := range rows {
 		b = append(b[:0], '{')
-		for i, col := range FOCUSHeader {
+		for i, col := range header {
 			if i > 0 {
 				b = append(b, ',')
 			}

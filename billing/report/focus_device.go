@@ -219,6 +219,9 @@ type devicePart struct {
 	charged             *big.Rat // GPU-hours
 	alloc, used, energy *big.Rat // hours, hours, kWh
 	efficiency          *big.Rat
+	// energyCost and co2eGrams are the part's share of the line's
+	// (setEnergyParts), when the book has an energy section.
+	energyCost, co2eGrams int64
 }
 
 // partsOf splits line l over its devices: each device's exact share of
@@ -344,7 +347,7 @@ func focusSku(model string, mig bool, profile string) string {
 // stays one row. A resource's rows are the allocated charges split from
 // one origin charge, what the resource was charged for in the period, so
 // AllocatedRatio is a row's charged GPU-hours over its resource's.
-func focusDeviceRows(r *Report) ([][]string, error) {
+func focusDeviceRows(r *Report, header []string) ([][]string, error) {
 	split, err := splitDevices(r.Book, r.Devices)
 	if err != nil {
 		return nil, err
@@ -363,6 +366,7 @@ func focusDeviceRows(r *Report) ([][]string, error) {
 			continue
 		}
 		ps := partsOf(l, split.shares[devLineKey{lineKey{l.Team, l.Namespace, l.GPUModel, l.SharingMode}, l.Type}], scale)
+		setEnergyParts(r, l, ps)
 		for _, p := range ps {
 			res := "gpu-pool/" + l.GPUModel
 			if p.dev != (device{}) {
@@ -386,7 +390,7 @@ func focusDeviceRows(r *Report) ([][]string, error) {
 				return nil, err
 			}
 		}
-		rows = append(rows, focusOrder(c))
+		rows = append(rows, focusOrder(c, header))
 	}
 	return rows, nil
 }
@@ -411,6 +415,14 @@ func focusDeviceCells(c map[string]string, r *Report, l Line, p devicePart, prof
 		c["ResourceName"] = neutralise(l.GPUModel + " " + id)
 		c["SkuId"] = neutralise(sku)
 		c["SkuPriceId"] = neutralise(sku + "/" + c["BillingCurrency"] + "/" + c["ListUnitPrice"])
+		if !mig {
+			profile = ""
+		}
+		details, err := focusSkuPriceDetails(book, pricebook.NormalizeModel(l.GPUModel), profile)
+		if err != nil {
+			return err
+		}
+		c["SkuPriceDetails"] = details
 		tags := map[string]any{focusTagPrefix + "gpu-model": l.GPUModel}
 		if p.dev.gpu != "" {
 			tags[focusTagPrefix+"gpu-uuid"] = p.dev.gpu
@@ -422,6 +434,7 @@ func focusDeviceCells(c map[string]string, r *Report, l Line, p devicePart, prof
 		c["Tags"] = t
 		c["ChargeDescription"] += " on " + id
 	}
+	focusEnergyCells(c, r, p.energyCost, p.co2eGrams)
 	if resTotal != nil && resTotal.Sign() > 0 {
 		details, err := focusJSON(map[string]any{
 			"Elements": []map[string]any{{"AllocatedRatio": json.Number(decimal(new(big.Rat).Quo(p.charged, resTotal), ratioDecimals)),
@@ -440,7 +453,7 @@ func focusDeviceCells(c map[string]string, r *Report, l Line, p devicePart, prof
 	}
 	res := l.Namespace + "/" + p.dev.pod
 	c["AllocatedResourceId"], c["AllocatedResourceName"] = neutralise(res), neutralise(res)
-	c["ChargeDescription"] += ", pod " + p.dev.pod
+	c["x_WorkloadName"] = neutralise(workload.FromPod(p.dev.pod))
 	tags := map[string]any{focusTagPrefix + "namespace": l.Namespace, focusTagPrefix + "sharing-mode": l.SharingMode,
 		focusTagPrefix + "workload": workload.FromPod(p.dev.pod), focusTagPrefix + "pod": p.dev.pod}
 	if l.Team != "" {

@@ -133,7 +133,7 @@ func TestFOCUSPerDeviceMatchesFinanceCSV(t *testing.T) {
 					model = tags["gpuledger/gpu-model"]
 				}
 				ns, pod, _ := strings.Cut(f["AllocatedResourceId"], "/")
-				k := strings.Join([]string{f["x_LineType"], f["SubAccountId"], ns, model, f["x_SharingMode"]}, "|")
+				k := strings.Join([]string{f["x_LineType"], f["x_TeamName"], ns, model, f["x_SharingMode"]}, "|")
 				x, _ := new(big.Rat).SetString(f["BilledCost"])
 				if got[k] == nil {
 					got[k] = new(big.Rat)
@@ -158,13 +158,13 @@ func TestFOCUSPerDeviceMatchesFinanceCSV(t *testing.T) {
 					if err := json.Unmarshal([]byte(f["AllocatedTags"]), &at); err != nil {
 						t.Fatalf("row %s AllocatedTags %q: %v", k, f["AllocatedTags"], err)
 					}
-					if pod == "" || at["team"] != f["SubAccountId"] || at["gpuledger/namespace"] != ns || at["gpuledger/workload"] != workload.FromPod(pod) {
+					if pod == "" || at["team"] != f["x_TeamName"] || at["gpuledger/namespace"] != ns || at["gpuledger/workload"] != workload.FromPod(pod) {
 						t.Errorf("row %s: AllocatedResourceId %q, AllocatedTags %v", k, f["AllocatedResourceId"], at)
 					}
 				}
 				if b.Policy == pricebook.PolicyAllocation && f["x_LineType"] == "charge" {
 					rate, _ := new(big.Rat).SetString(f["ListUnitPrice"])
-					h := own[f["SubAccountId"]+"|"+f["AllocatedResourceId"]+"|"+f["ResourceId"]]
+					h := own[f["x_TeamName"]+"|"+f["AllocatedResourceId"]+"|"+f["ResourceId"]]
 					exact := new(big.Rat).Mul(new(big.Rat).SetFloat64(h), rate)
 					if d, _ := new(big.Rat).Sub(exact, x).Float64(); d <= -0.01 || d >= 0.01 {
 						t.Errorf("row %s on %s: BilledCost %s, own hours %.6f x %s = %s", k, f["ResourceId"], f["BilledCost"], h, f["ListUnitPrice"], exact.FloatString(4))

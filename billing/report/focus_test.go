@@ -61,7 +61,7 @@ func TestFOCUSMatchesFinanceCSV(t *testing.T) {
 						model = strings.TrimPrefix(f["ResourceId"], "gpu-pool/")
 					}
 					ns := f["AllocatedResourceId"]
-					k := strings.Join([]string{f["x_LineType"], f["SubAccountId"], ns, model, f["x_SharingMode"]}, "|")
+					k := strings.Join([]string{f["x_LineType"], f["x_TeamName"], ns, model, f["x_SharingMode"]}, "|")
 					want, ok := amounts[k]
 					if !ok {
 						t.Errorf("FOCUS row %s has no finance line", k)

@@ -49,6 +49,7 @@ func (m *memSource) Aggregate(_ context.Context, q ledger.AggregateQuery) ([]led
 	type key struct {
 		day                         string
 		team, ns, model, mode, kind string
+		node                        string // ByNode only
 	}
 	sums := map[key]*ledger.Aggregate{}
 	for _, r := range m.rows {
@@ -56,12 +57,15 @@ func (m *memSource) Aggregate(_ context.Context, q ledger.AggregateQuery) ([]led
 			continue
 		}
 		l := r.IntervalStart.In(q.Location)
-		k := key{l.Format("2006-01-02"), r.Team, r.Namespace, r.GPUModel, r.SharingMode, string(r.Kind)}
+		k := key{l.Format("2006-01-02"), r.Team, r.Namespace, r.GPUModel, r.SharingMode, string(r.Kind), ""}
+		if q.ByNode {
+			k.node = r.Node
+		}
 		a := sums[k]
 		if a == nil {
 			y, mo, d := l.Date()
 			a = &ledger.Aggregate{BucketStart: time.Date(y, mo, d, 0, 0, 0, 0, q.Location), Team: r.Team, Namespace: r.Namespace,
-				GPUModel: r.GPUModel, Mode: r.SharingMode, Kind: r.Kind}
+				GPUModel: r.GPUModel, Mode: r.SharingMode, Kind: r.Kind, Node: k.node}
 			sums[k] = a
 		}
 		a.AllocatedSeconds += r.AllocatedGPUSeconds

@@ -66,7 +66,17 @@ type page struct {
 	Unknown                    []string
 	Savings                    *savingsPage
 	Tokens                     *tokensPage
+	Energy                     *energyPage // nil without an energy section
 }
+
+// energyPage is the "Energy and carbon" section.
+type energyPage struct {
+	Rate, Intensity string // as the book names them; "" when it does not
+	Teams           []energyRow
+	Platform, Total energyRow
+}
+
+type energyRow struct{ Team, KWh, Cost, Co2e string }
 
 type card struct{ Label, Value, Note string }
 
@@ -149,7 +159,31 @@ func newPage(r *Report) page {
 	p.Reconcile = reconcile(r, money)
 	p.Savings = savingsSection(r, money)
 	p.Tokens = tokensSection(r)
+	p.Energy = energySection(r, money)
 	return p
+}
+
+func energySection(r *Report, money func(int64) string) *energyPage {
+	if !r.HasEnergy() || r.Energy == nil {
+		return nil
+	}
+	e := &energyPage{}
+	if r.HasEnergyCost() {
+		e.Rate = r.Book.Energy.Rate.String()
+	}
+	if r.HasCarbon() {
+		e.Intensity = exactDecimal(r.Book.Energy.CarbonIntensity)
+	}
+	row := func(team string, kwh *big.Rat, cost, grams int64) energyRow {
+		return energyRow{Team: team, KWh: decimal(kwh, energyDecimals), Cost: money(cost), Co2e: Kg(grams)}
+	}
+	for _, t := range r.Teams {
+		e.Teams = append(e.Teams, row(t.Team, t.EnergyKWh, t.EnergyCost, t.Co2eGrams))
+	}
+	t := r.Energy
+	e.Platform = row("platform", t.PlatformKWh, t.PlatformCost, t.PlatformCo2eGrams)
+	e.Total = row("", t.KWh, t.Cost, t.Co2eGrams)
+	return e
 }
 
 // partialSuffix marks a partial period in the page's title.

@@ -38,6 +38,20 @@ type jsonReport struct {
 	Savings         *jsonSavings  `json:"savings,omitempty"`
 	Tokens          *jsonTokens   `json:"tokens,omitempty"`
 	GeneratedAt     string        `json:"generated_at,omitempty"`
+	// Energy is there when the book has an energy section.
+	Energy *jsonEnergy `json:"energy,omitempty"`
+}
+
+// jsonEnergy is the period's energy figures (informational: not in total).
+type jsonEnergy struct {
+	RatePerKWh      *json.Number `json:"rate_per_kwh,omitempty"`
+	CarbonIntensity *json.Number `json:"carbon_intensity_g_per_kwh,omitempty"`
+	EnergyKWh       json.Number  `json:"energy_kwh"`
+	EnergyCost      *json.Number `json:"energy_cost,omitempty"`
+	Co2eKg          *json.Number `json:"co2e_kg,omitempty"`
+	PlatformKWh     json.Number  `json:"platform_energy_kwh"`
+	PlatformCost    *json.Number `json:"platform_energy_cost,omitempty"`
+	PlatformCo2eKg  *json.Number `json:"platform_co2e_kg,omitempty"`
 }
 
 type jsonPeriod struct {
@@ -70,6 +84,8 @@ type jsonLine struct {
 	MemoryHours  *json.Number `json:"memory_gpu_hours,omitempty"`
 	SlotMonths   *json.Number `json:"slot_months,omitempty"`
 	SlotRate     *json.Number `json:"slot_rate_per_month,omitempty"`
+	EnergyCost   *json.Number `json:"energy_cost,omitempty"`
+	Co2eKg       *json.Number `json:"co2e_kg,omitempty"`
 }
 
 type jsonTeam struct {
@@ -83,6 +99,9 @@ type jsonTeam struct {
 	Charge         json.Number  `json:"charge"`
 	IdleShare      json.Number  `json:"idle_share"`
 	Total          json.Number  `json:"total"`
+	EnergyKWh      *json.Number `json:"energy_kwh,omitempty"`
+	EnergyCost     *json.Number `json:"energy_cost,omitempty"`
+	Co2eKg         *json.Number `json:"co2e_kg,omitempty"`
 }
 
 type jsonMode struct {
@@ -170,13 +189,20 @@ func toJSON(r *Report) jsonReport {
 			LineType: string(l.Type), AllocatedHours: optNum(f.Allocated), UsedHours: optNum(f.Used), Efficiency: optNum(f.Efficiency),
 			BorrowedHours: optNum(f.Borrowed), EnergyKWh: optNum(f.Energy), Rate: optNum(f.Rate), Amount: num(f.Amount),
 			ChargedHours: optNum(decimal(l.Charged, hoursDecimals)), MemoryHours: optNum(decimal(l.MemoryHours, hoursDecimals)),
-			SlotMonths: optNum(decimal(l.SlotMonths, slotMonthDecimals)), SlotRate: optRate(l.SlotRate, r.Book.Currency.MinorUnit)})
+			SlotMonths: optNum(decimal(l.SlotMonths, slotMonthDecimals)), SlotRate: optRate(l.SlotRate, r.Book.Currency.MinorUnit),
+			EnergyCost: optNum(f.EnergyCost), Co2eKg: optNum(f.Co2eKg)})
 	}
 	for _, t := range r.Teams {
 		j.Teams = append(j.Teams, jsonTeam{Team: t.Team, Namespaces: t.Namespaces, AllocatedHours: hoursNum(t.AllocatedHours),
 			UsedHours: hoursNum(t.UsedHours), HeldIdleHours: hoursNum(t.HeldIdleHours), BorrowedHours: hoursNum(t.BorrowedHours), Efficiency: optNum(decimal(t.Efficiency, efficiencyDecimals)),
 			Charge: num(r.Money(t.Charge)), IdleShare: num(r.Money(t.IdleShare)), Total: num(r.Money(t.Total))})
+		if r.HasEnergy() {
+			jt := &j.Teams[len(j.Teams)-1]
+			jt.EnergyKWh = optNum(decimal(t.EnergyKWh, energyDecimals))
+			jt.EnergyCost, jt.Co2eKg = energyCells(r, t.EnergyCost, t.Co2eGrams)
+		}
 	}
+	j.Energy = energyJSON(r)
 	for _, m := range r.Modes {
 		j.SharingModes = append(j.SharingModes, jsonMode{Mode: m.Mode, AllocatedHours: hoursNum(m.AllocatedHours), UsedHours: hoursNum(m.UsedHours),
 			BorrowedHours: hoursNum(m.BorrowedHours), Efficiency: optNum(decimal(m.Efficiency, efficiencyDecimals)), Charge: num(r.Money(m.Charge))})
@@ -197,6 +223,37 @@ func toJSON(r *Report) jsonReport {
 			Team: f.Team, Node: f.Node, GPUs: orEmpty(f.GPUs), Episodes: f.Episodes, Seconds: f.Duration.Seconds(),
 			First: f.First.UTC().Format(time.RFC3339), Last: f.Last.UTC().Format(time.RFC3339), Related: orEmpty(f.Related)})
 	}
+	return j
+}
+
+// energyCells writes an energy cost and a CO2e as the book names them.
+func energyCells(r *Report, cost, grams int64) (c, g *json.Number) {
+	if r.HasEnergyCost() {
+		c = optNum(r.Money(cost))
+	}
+	if r.HasCarbon() {
+		g = optNum(Kg(grams))
+	}
+	return c, g
+}
+
+func energyJSON(r *Report) *jsonEnergy {
+	if !r.HasEnergy() {
+		return nil
+	}
+	e, t := r.Book.Energy, r.Energy
+	if t == nil {
+		t = &EnergyTotals{KWh: new(big.Rat), PlatformKWh: new(big.Rat)} // an empty period
+	}
+	j := &jsonEnergy{EnergyKWh: num(decimal(t.KWh, energyDecimals)), PlatformKWh: num(decimal(t.PlatformKWh, energyDecimals))}
+	if e.Rate != nil {
+		j.RatePerKWh = optNum(e.Rate.String())
+	}
+	if e.CarbonIntensity != nil {
+		j.CarbonIntensity = optNum(exactDecimal(e.CarbonIntensity))
+	}
+	j.EnergyCost, j.Co2eKg = energyCells(r, t.Cost, t.Co2eGrams)
+	j.PlatformCost, j.PlatformCo2eKg = energyCells(r, t.PlatformCost, t.PlatformCo2eGrams)
 	return j
 }
 

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -16,7 +17,11 @@ func Month(period string, loc *time.Location) (from, to time.Time, err error) {
 		return time.Time{}, time.Time{}, fmt.Errorf("period %q: want a calendar month YYYY-MM", period)
 	}
 	y, m, _ := t.Date()
-	return firstInstant(y, m, 1, loc), firstInstant(y, m+1, 1, loc), nil
+	from, to = firstInstant(y, m, 1, loc), firstInstant(y, m+1, 1, loc)
+	if err := errors.Join(ledger.CheckTime(from), ledger.CheckTime(to)); err != nil {
+		return from, to, fmt.Errorf("period %q: %w", period, err)
+	}
+	return from, to, nil
 }
 
 // ParseBound reads a --from/--to bound: RFC 3339 (an instant) or a date
@@ -25,10 +30,13 @@ func Month(period string, loc *time.Location) (from, to time.Time, err error) {
 func ParseBound(s string, loc *time.Location) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.In(loc), nil
+		return t.In(loc), ledger.CheckTime(t)
 	}
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		y, m, d := t.Date()
+		if err := ledger.CheckTime(t); err != nil {
+			return t, err
+		}
 		return firstInstant(y, m, d, loc), nil
 	}
 	return time.Time{}, fmt.Errorf("time %q: want RFC 3339 (2026-03-01T00:00:00Z) or a date (2026-03-01, the start of that day in the price book's time zone)", s)

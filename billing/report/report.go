@@ -56,6 +56,10 @@ type Line struct {
 	// x SlotRate; Rate is then derived, Exact / Charged.
 	SlotMonths *big.Rat
 	SlotRate   *pricebook.Rate
+	// EnergyCost (minor units) and Co2eGrams are the line's share of the
+	// period's energy cost and CO2e (energy.go): set only when the book
+	// has an energy section, never part of Amount.
+	EnergyCost, Co2eGrams int64
 }
 
 // ChargedHours is the GPU-hours the line pays for under the policy: the
@@ -117,6 +121,10 @@ type TeamSummary struct {
 	Charge        int64
 	IdleShare     int64
 	Total         int64
+	// EnergyKWh, EnergyCost and Co2eGrams add up its lines' (charge and
+	// idle share); set only when the book has an energy section.
+	EnergyKWh             *big.Rat
+	EnergyCost, Co2eGrams int64
 }
 
 // ModeSummary adds up the charge lines of one sharing mode.
@@ -165,6 +173,12 @@ type Report struct {
 	// when set, the FOCUS export has a row per line, GPU or MIG instance
 	// and pod instead of one per line.
 	Devices []ledger.Aggregate
+	// FOCUSVersion is the FOCUS version the FOCUS export writes,
+	// FOCUSVersion13 (when empty) or FOCUSVersion14.
+	FOCUSVersion string
+	// Energy is the period's energy cost and CO2e when the book has an
+	// energy section (energy.go); nil otherwise.
+	Energy *EnergyTotals
 }
 
 // Empty reports whether the period had no ledger rows.

@@ -101,8 +101,8 @@ func TestSIGKILLShipperMidBatch(t *testing.T) {
 	}
 	out.Close()
 
-	// The kill offsets are drawn afresh each run; the seed is logged so a
-	// failing run can be replayed with GPULEDGER_CRASH_SEED.
+	// The kill offsets are drawn afresh each run; their random start value
+	// is logged so a failing run can be replayed with GPULEDGER_CRASH_SEED.
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("GPULEDGER_CRASH_SEED"); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)

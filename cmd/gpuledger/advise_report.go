@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
+	"github.com/gpuledger/gpuledger/advisor/advicereport"
 	"github.com/gpuledger/gpuledger/advisor/advise"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
@@ -32,32 +32,16 @@ func adviceAttacher(ctx context.Context, st ledger.Store, book *pricebook.Book, 
 	var pods []advise.Pod
 	if podsFile != "" {
 		var err error
-		if pods, err = loadPods(podsFile); err != nil {
+		if pods, err = advicereport.LoadPods(podsFile); err != nil {
 			return nil, err
 		}
 	}
 	return func(rep *report.Report) error {
-		res, err := adviceFor(ctx, st, book, rep, pods, advise.Options{})
+		res, err := advicereport.For(ctx, st, book, rep, pods, advise.Options{})
 		if err != nil {
 			return fmt.Errorf("cannot add advice to the report: %w", err)
 		}
-		rep.Savings = savingsOf(res.plan)
+		rep.Savings = advicereport.Savings(res.Plan)
 		return nil
 	}, nil
-}
-
-// savingsOf is the report's view of a plan.
-func savingsOf(p *advise.Plan) *report.Savings {
-	s := &report.Savings{Total: p.SavingMinor, Problems: p.Problems}
-	for _, r := range p.Recommendations {
-		x := report.Saving{Kind: string(r.Kind), Team: r.Team, Namespace: r.Namespace, GPUModel: r.Model, Workloads: r.Workloads,
-			Before: r.Before, After: r.After, BeforeGPUs: r.BeforeGPUs, AfterGPUs: r.AfterGPUs, SavedHours: r.SavedHours,
-			Amount: r.SavingMinor, ContentionMinutes: r.Contention.Minutes, OfMinutes: r.Contention.Of, Incomplete: r.Incomplete,
-			Latency: r.LatencyNote}
-		if l := r.Latency; l != nil && !math.IsNaN(l.P99) {
-			x.Latency = fmt.Sprintf("p50 %s ms, p99 %s ms (%s, %s)", ms(l.P50), ms(l.P99), l.Mode, r.LatencyNote)
-		}
-		s.Recommendations = append(s.Recommendations, x)
-	}
-	return s
 }

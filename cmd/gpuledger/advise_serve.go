@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gpuledger/gpuledger/advisor/adviceprom"
+	"github.com/gpuledger/gpuledger/advisor/advicereport"
 	"github.com/gpuledger/gpuledger/advisor/advise"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
@@ -82,7 +83,7 @@ func (x *adviceExporter) refresh(ctx context.Context, st ledger.Store, book *pri
 	res, err := buildAdvice(ctx, st, book, from, to, pods, f.options())
 	var b bytes.Buffer
 	if err == nil {
-		err = writeAdviceProm(&b, res)
+		err = advicereport.WriteProm(&b, res)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()

@@ -30,6 +30,7 @@ import (
 	"github.com/gpuledger/gpuledger/deploy"
 	"github.com/gpuledger/gpuledger/sim"
 	"github.com/gpuledger/gpuledger/sim/scenario"
+	"github.com/gpuledger/gpuledger/web"
 )
 
 // The demo fleet: one simulated node per sharing mechanism, because the
@@ -128,7 +129,12 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return serveLiveDemo(ctx, scs, ln, exportedPrices(book), stdout)
+	app, err := newWebServer(dbPath, web.FixedBook(book), web.DefaultMonths, time.Hour)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	return serveLiveDemo(ctx, scs, ln, exportedPrices(book), stdout, app)
 }
 
 // demoLog sends the demo's log (the simulated nodes' start-up lines,
@@ -222,8 +228,9 @@ func backfill(ctx context.Context, store *ledger.FileStore, from time.Time, days
 }
 
 // serveLiveDemo replays the demo fleet from now on wall time and serves its
-// metrics until interrupted.
-func serveLiveDemo(ctx context.Context, scs []*scenario.Scenario, ln net.Listener, prices []exposition.Price, stdout io.Writer) error {
+// metrics until interrupted, with app (gpuledger serve over the demo's
+// ledger) on every other path.
+func serveLiveDemo(ctx context.Context, scs []*scenario.Scenario, ln net.Listener, prices []exposition.Price, stdout io.Writer, app *web.Server) error {
 	start := time.Now().UTC().Truncate(time.Second)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -245,12 +252,19 @@ func serveLiveDemo(ctx context.Context, scs []*scenario.Scenario, ln net.Listene
 		}()
 	}
 	mux := metricsMux(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	if app != nil {
+		mux.Handle("/", app.Handler())
+		go app.Run(ctx)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		_ = srv.Shutdown(context.WithoutCancel(ctx))
 	}()
 	fmt.Fprintf(stdout, "\nServing live metrics of the simulated fleet on http://%s/metrics (Ctrl-C to stop)\n", ln.Addr())
+	if app != nil {
+		fmt.Fprintf(stdout, "The chargeback, month by month, as gpuledger serve shows it: http://%s/\n", ln.Addr())
+	}
 	err := srv.Serve(ln)
 	wg.Wait()
 	close(errc)

@@ -54,7 +54,7 @@ func TestCollectorSurvivesAFullDisk(t *testing.T) {
 	defer store.Close()
 	disk := &fullDisk{full: true, store: store}
 	exp := exposition.New(sc.Node.Name, exposition.Options{})
-	c, closeSrc, err := simulatedCollector(ctx, sc, node, simOptions{TeamLabel: "team"}, []collector.Sink{disk}, exp)
+	c, closeSrc, err := simulatedCollector(ctx, sc, node, simOptions{TeamLabel: "team", ContinueOnWriteError: true}, []collector.Sink{disk}, exp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,9 +30,10 @@ var clickhousePrices func(ctx context.Context, dsn ledger.DSN, book *pricebook.B
 
 // storeOpeners open the ledgers that reading commands use, by DSN scheme;
 // the ClickHouse wiring adds its own. Reading a file that does not exist is
-// an error, not a new empty ledger.
+// an error, not a new empty ledger; a file is opened read-only, so it may
+// sit on a read-only volume and never waits for the writer's lock.
 var storeOpeners = map[string]ledger.Opener{
-	ledger.SchemeFile: ledger.FileOpener(ledger.FileOptions{MustExist: true}),
+	ledger.SchemeFile: ledger.ReadingFileOpener(ledger.FileOptions{}),
 }
 
 const ledgerUsageText = `usage: gpuledger ledger <subcommand> [flags]

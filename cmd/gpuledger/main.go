@@ -42,6 +42,7 @@ func commands() []command {
 		{"ledger", "ledger export (csv, jsonl) and migrate, on the embedded store or ClickHouse", runLedger},
 		{"whatif", "simulate MIG, MPS and time-slicing latency for tenants on one GPU", runWhatif},
 		{"advise", "sharing recommendations from the ledger: reclaim, right-size, consolidate, with savings", runAdvise},
+		{"serve", "the chargeback as a web app and an API: every month's report, files, advice and metrics", runServe},
 		{"version", "print the version (also --version)", runVersion},
 	}
 }

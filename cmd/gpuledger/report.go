@@ -22,7 +22,8 @@ const (
 	reportCSV  = "csv"
 	reportJSON = "json"
 	reportHTML = "html"
-	// reportFOCUS: a FOCUS 1.3 cost and usage CSV (docs/focus.md).
+	// reportFOCUS: a FOCUS 1.3 (or, with --focus-version 1.4, 1.4) cost
+	// and usage CSV (docs/focus.md).
 	reportFOCUS = "focus"
 	// reportFOCUSJSONL: the same rows as JSON lines.
 	reportFOCUSJSONL = "focus-jsonl"
@@ -30,12 +31,13 @@ const (
 
 const reportUsageText = `usage: gpuledger report (--period YYYY-MM | --from T --to T) --prices FILE
                         [--format csv|json|html|focus|focus-jsonl] [--out FILE] [--ledger DSN]
-                        [--advice [--pods FILE]] [--prometheus URL [--prometheus-timeout D]]
+                        [--advice [--pods FILE]] [--focus-version 1.3|1.4]
+                        [--prometheus URL [--prometheus-timeout D]]
 
 Writes the chargeback for one period from the ledger and a price book
 (docs/report.md): the finance CSV, the same numbers as JSON, a
-self-contained HTML report, or a FOCUS 1.3 cost and usage file (CSV, or
-JSON lines; docs/focus.md).
+self-contained HTML report, or a FOCUS 1.3 (or 1.4) cost and usage file
+(CSV, or JSON lines; docs/focus.md).
 
   --period   a calendar month in the price book's time zone
   --from/--to  any other range: RFC 3339, or YYYY-MM-DD for the start of that
@@ -54,6 +56,8 @@ JSON lines; docs/focus.md).
              its servers' token counters read from this Prometheus at the
              period's end (docs/tokens.md); unreachable is an error
   --prometheus-timeout  bound on each token query (default 60s)
+  --focus-version  focus and focus-jsonl: the FOCUS version, 1.3 (default)
+             or 1.4 (no ProviderName or PublisherName columns)
 
 A period the ledger covers only in part (the current month, a collector
 installed mid-month) is partial: every file says so (the finance CSV's partial, data_start and
@@ -70,6 +74,8 @@ type reportFlags struct {
 	// prometheus and promTimeout: the cost per token section.
 	prometheus  string
 	promTimeout time.Duration
+	// focusVersion: the FOCUS version of focus and focus-jsonl.
+	focusVersion string
 }
 
 // periodFlags are what every command that prices a period of the ledger
@@ -112,6 +118,7 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	fs.StringVar(&f.advicePods, "pods", "", "pod metadata for --advice")
 	fs.StringVar(&f.prometheus, "prometheus", "", "Prometheus URL for the cost per token section (json, html)")
 	fs.DurationVar(&f.promTimeout, "prometheus-timeout", tokencost.DefaultTimeout, "bound on each token query")
+	fs.StringVar(&f.focusVersion, "focus-version", report.FOCUSVersion13, "FOCUS version of focus and focus-jsonl: 1.3 or 1.4")
 	if err := parseFlags(fs, args, reportUsageText); err != nil {
 		return f, err
 	}
@@ -135,6 +142,9 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	}
 	if f.promTimeout <= 0 || f.promTimeout > 10*time.Minute {
 		return f, fmt.Errorf("report: --prometheus-timeout %s: want more than 0 and at most 10m", f.promTimeout)
+	}
+	if f.focusVersion != report.FOCUSVersion13 && f.focusVersion != report.FOCUSVersion14 {
+		return f, fmt.Errorf("report: --focus-version %q: want %s or %s", f.focusVersion, report.FOCUSVersion13, report.FOCUSVersion14)
 	}
 	return f, nil
 }
@@ -205,6 +215,15 @@ func runReport(ctx context.Context, args []string, stdout io.Writer) error {
 			r.Tokens = t
 			return nil
 		})
+	}
+	if advice := attach; f.focusVersion != report.FOCUSVersion13 {
+		attach = func(r *report.Report) error {
+			r.FOCUSVersion = f.focusVersion
+			if advice != nil {
+				return advice(r)
+			}
+			return nil
+		}
 	}
 	rep, err := writeReportWith(ctx, st, book, from, to, f.format, f.out, stdout, attach)
 	if err != nil {

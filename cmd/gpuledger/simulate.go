@@ -157,7 +157,7 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		case <-time.After(*linger):
 		}
 	}
-	if err := files.Close(); err != nil {
+	if err := files.Commit(); err != nil {
 		return err
 	}
 	if ship != nil {
@@ -191,6 +191,9 @@ type simOptions struct {
 	// Pins are annotation values an earlier run pinned (from its ledger),
 	// restored into the engine before the first cycle.
 	Pins []attribution.AnnotationPin
+	// ContinueOnWriteError: the caller keeps cycling after a failed write,
+	// as the DaemonSet's collector does (simulate stops).
+	ContinueOnWriteError bool
 }
 
 // simulateScenario runs the real collector pipeline against a simulated node
@@ -294,7 +297,7 @@ func simulatedCollector(ctx context.Context, sc *scenario.Scenario, node *sim.No
 		IgnorePodTeamLabel: opt.IgnorePodTeamLabel,
 	})
 	engine.RestorePins(opt.Pins)
-	c := collector.New(collector.Config{Node: sc.Node.Name}, node.Clock(), collector.Sources{
+	c := collector.New(collector.Config{Node: sc.Node.Name, StopsOnWriteError: !opt.ContinueOnWriteError}, node.Clock(), collector.Sources{
 		NVML:  nv,
 		DCGM:  dcgmsource.NewSource(dc, log),
 		Pods:  pods,
@@ -307,8 +310,12 @@ func simulatedCollector(ctx context.Context, sc *scenario.Scenario, node *sim.No
 // The embedded ledger keeps the annotation pins of a simulated collector.
 var _ collector.PinSink = (*ledger.FileStore)(nil)
 
-// csvSink writes ledger.csv and flags.csv into a directory.
+// csvSink writes ledger.csv and flags.csv into a directory. Both are
+// written as temporary files beside their final names and renamed into
+// place only by Commit, once the run succeeded: a failed write (a full
+// disk) never leaves a file cut mid-row that reads as a whole ledger.
 type csvSink struct {
+	dir            string
 	lf, ff         *os.File
 	rows, findings int
 	ledger         *ledger.CSVWriter
@@ -317,16 +324,17 @@ type csvSink struct {
 }
 
 func newCSVSink(dir string) (*csvSink, error) {
-	lf, err := os.Create(filepath.Join(dir, "ledger.csv"))
+	lf, err := os.CreateTemp(dir, ".ledger.csv.tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("cannot create ledger.csv: %w", err)
 	}
-	ff, err := os.Create(filepath.Join(dir, "flags.csv"))
+	ff, err := os.CreateTemp(dir, ".flags.csv.tmp-*")
 	if err != nil {
 		lf.Close()
+		os.Remove(lf.Name())
 		return nil, fmt.Errorf("cannot create flags.csv: %w", err)
 	}
-	s := &csvSink{lf: lf, ff: ff}
+	s := &csvSink{dir: dir, lf: lf, ff: ff}
 	if s.ledger, err = ledger.NewCSVWriter(lf); err == nil {
 		s.flags, err = ledger.NewFlagsWriter(ff)
 	}
@@ -346,20 +354,46 @@ func (s *csvSink) Write(_ context.Context, rows []attribution.Row, fs []attribut
 	return s.flags.Write(fs)
 }
 
+// Commit flushes both files to disk and renames them to ledger.csv and
+// flags.csv. On any error neither file is left half-written.
+func (s *csvSink) Commit() error {
+	if s.closed {
+		return errors.New("cannot write ledger.csv: the CSV files are already closed")
+	}
+	s.closed = true
+	err := errors.Join(s.ledger.Flush(), s.flags.Flush())
+	for _, f := range []*os.File{s.lf, s.ff} {
+		// CreateTemp makes the files 0600; these are ordinary outputs.
+		err = errors.Join(err, f.Chmod(0o644), f.Sync(), f.Close())
+	}
+	if err == nil {
+		err = os.Rename(s.lf.Name(), filepath.Join(s.dir, "ledger.csv"))
+	}
+	if err == nil {
+		err = os.Rename(s.ff.Name(), filepath.Join(s.dir, "flags.csv"))
+	}
+	if err != nil {
+		os.Remove(s.lf.Name())
+		os.Remove(s.ff.Name())
+		return fmt.Errorf("cannot write ledger.csv and flags.csv in %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// Close abandons files not committed: the temporary files are removed and
+// an earlier run's ledger.csv and flags.csv, if any, stay as they were.
 func (s *csvSink) Close() error {
 	if s.closed {
 		return nil
 	}
 	s.closed = true
-	var errs []error
-	if s.ledger != nil {
-		errs = append(errs, s.ledger.Flush())
+	err := errors.Join(s.lf.Close(), s.ff.Close())
+	os.Remove(s.lf.Name())
+	os.Remove(s.ff.Name())
+	if s.rows+s.findings > 0 {
+		slog.Warn("simulation did not finish: ledger.csv and flags.csv not written", "out", s.dir)
 	}
-	if s.flags != nil {
-		errs = append(errs, s.flags.Flush())
-	}
-	errs = append(errs, s.lf.Close(), s.ff.Close())
-	return errors.Join(errs...)
+	return err
 }
 
 // serveMetrics serves exp's /metrics (and /healthz) on the bound ln until

@@ -54,7 +54,7 @@ func TestWhatifJSON(t *testing.T) {
 			t.Errorf("%s: served %v%% p50 %v p99 %v", m.Mode, *m.ServedPct, *m.P50, *m.P99)
 		}
 	}
-	// MPS p50 is S(1+0.18) = 11.8 ms (see advisor/whatif TestSeedTable).
+	// MPS p50 is S(1+0.18) = 11.8 ms (see advisor/whatif TestReferenceTable).
 	if p := *doc.Modes[1].P50; p < 11.7 || p > 11.9 {
 		t.Errorf("mps p50 %v ms, want 11.8", p)
 	}

@@ -28,7 +28,9 @@ func TestChartAllFeaturesOnRealAPIServer(t *testing.T) {
 	install(t)
 	helm := helmBin(t)
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(helm, "template", "gpuledger", chartDir, "--namespace", "gpuledger", "-f", allFeatures)
+	// Its own namespace: the default install's Jobs have the same names,
+	// and a Job's pod template cannot change.
+	cmd := exec.Command(helm, "template", "gpuledger", chartDir, "--namespace", "gpuledger-all", "-f", allFeatures)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("helm template: %v\n%s", err, stderr.String())

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -89,7 +90,9 @@ func TestInformersAsServiceAccount(t *testing.T) {
 		},
 		{
 			// Created but not started: no container ID yet.
-			pod: pod("team-vision", "infer-0", gpuNode, nil, nil, "server"),
+			// Its HAMi limits travel through the API server's pod spec.
+			pod: withLimits(pod("team-vision", "infer-0", gpuNode, nil, nil, "server"), "server",
+				map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpucores": "30", "nvidia.com/gpumem": "10000"}),
 			status: corev1.PodStatus{
 				Phase: corev1.PodPending, StartTime: &start,
 				ContainerStatuses: []corev1.ContainerStatus{{Name: "server", Image: "example.invalid/img:1",
@@ -200,17 +203,18 @@ func TestInformersAsServiceAccount(t *testing.T) {
 			UID: uids["trainer-0"], Namespace: "team-ml", Name: "trainer-0", StartTime: start.UTC(),
 			Labels: map[string]string{"app": "trainer"},
 			Containers: []attribution.ContainerMeta{
-				{Name: "trainer", ID: strings.Repeat("a", 64)},
-				{Name: "logger", ID: strings.Repeat("b", 64)},
+				{Name: "trainer", ID: strings.Repeat("a", 64), LimitsKnown: true},
+				{Name: "logger", ID: strings.Repeat("b", 64), LimitsKnown: true},
 			},
 			InitContainers: []attribution.ContainerMeta{
-				{Name: "setup", ID: strings.Repeat("c", 64)},
-				{Name: "proxy", ID: strings.Repeat("f", 64), Sidecar: true},
+				{Name: "setup", ID: strings.Repeat("c", 64), LimitsKnown: true},
+				{Name: "proxy", ID: strings.Repeat("f", 64), Sidecar: true, LimitsKnown: true},
 			},
 		},
 		{
 			UID: uids["infer-0"], Namespace: "team-vision", Name: "infer-0", StartTime: start.UTC(),
-			Containers: []attribution.ContainerMeta{{Name: "server"}},
+			Containers: []attribution.ContainerMeta{{Name: "server", LimitsKnown: true,
+				Limits: map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpucores": "30", "nvidia.com/gpumem": "10000"}}},
 		},
 	}
 	if got := describePods(snap.Pods); got != describePods(wantPods) {
@@ -393,4 +397,20 @@ func gpuDevice(name, uuid, product string) resourcev1.Device {
 			"minor":               {IntValue: &minor},
 		},
 	}
+}
+
+// withLimits sets the resource limits of container name in p (extended
+// resources such as HAMi's nvidia.com/gpucores are integers).
+func withLimits(p *corev1.Pod, name string, limits map[string]string) *corev1.Pod {
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name != name {
+			continue
+		}
+		rl := corev1.ResourceList{}
+		for k, v := range limits {
+			rl[corev1.ResourceName(k)] = resource.MustParse(v)
+		}
+		p.Spec.Containers[i].Resources.Limits = rl
+	}
+	return p
 }

@@ -53,9 +53,71 @@ app.kubernetes.io/part-of: gpuledger
 {{- end -}}
 {{- end -}}
 
-{{/* ClickHouse is configured when a DSN or an existing Secret is given. */}}
+{{/* The chart runs its own ClickHouse when no DSN or existing Secret is given
+and clickhouse.bundled.enabled is true. */}}
+{{- define "gpuledger.clickhouseBundled" -}}
+{{- if and .Values.clickhouse.bundled.enabled (not .Values.clickhouse.dsn) (not .Values.clickhouse.existingSecret) -}}true{{- end -}}
+{{- end -}}
+
+{{/* A cluster ledger exists: the user's (DSN or existing Secret) or the bundled one. */}}
 {{- define "gpuledger.clickhouse" -}}
-{{- if or .Values.clickhouse.dsn .Values.clickhouse.existingSecret -}}true{{- end -}}
+{{- if or .Values.clickhouse.dsn .Values.clickhouse.existingSecret (include "gpuledger.clickhouseBundled" .) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The bundled server's Service (and StatefulSet) name. */}}
+{{- define "gpuledger.clickhouseServer" -}}
+{{- printf "%s-clickhouse" (include "gpuledger.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The DSN of the bundled server: its Service, the native port, no password. */}}
+{{- define "gpuledger.clickhouseBundledDSN" -}}
+{{- $b := .Values.clickhouse.bundled -}}
+{{- printf "clickhouse://%s@%s.%s.svc:9000/%s" $b.user (include "gpuledger.clickhouseServer" .) .Release.Namespace $b.database -}}
+{{- end -}}
+
+{{- define "gpuledger.clickhouseImage" -}}
+{{- $i := .Values.clickhouse.bundled.image -}}
+{{- if $i.digest -}}
+{{- printf "%s@%s" $i.repository $i.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $i.repository $i.tag -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The bundled ClickHouse pods only. */}}
+{{- define "gpuledger.clickhouseSelectorLabels" -}}
+{{ include "gpuledger.selectorLabels" . }}
+app.kubernetes.io/component: clickhouse
+{{- end -}}
+
+{{/* The serve pods only. */}}
+{{- define "gpuledger.serveSelectorLabels" -}}
+{{ include "gpuledger.selectorLabels" . }}
+app.kubernetes.io/component: serve
+{{- end -}}
+
+{{/* With the bundled server, a Job's pod waits (bounded by the Job's
+activeDeadlineSeconds) until the server answers /ping: the post-install
+hooks start together with the StatefulSet. */}}
+{{- define "gpuledger.waitForClickHouse" -}}
+{{- if include "gpuledger.clickhouseBundled" . -}}
+initContainers:
+  - name: wait-clickhouse
+    image: {{ include "gpuledger.clickhouseImage" . }}
+    imagePullPolicy: {{ .Values.clickhouse.bundled.image.pullPolicy }}
+    command:
+      - /bin/sh
+      - -c
+      - until wget -q -T 5 -O /dev/null "http://{{ include "gpuledger.clickhouseServer" . }}.{{ .Release.Namespace }}.svc:8123/ping"; do echo "waiting for ClickHouse"; sleep 3; done
+    resources:
+      requests:
+        cpu: 10m
+        memory: 16Mi
+      limits:
+        memory: 64Mi
+    securityContext:
+      {{- include "gpuledger.jobSecurityContext" . | nindent 6 }}
+{{- end }}
 {{- end -}}
 
 {{- define "gpuledger.clickhouseSecret" -}}
@@ -126,4 +188,48 @@ app.kubernetes.io/component: advisor
 {{- define "gpuledger.collectorSelectorLabels" -}}
 {{ include "gpuledger.selectorLabels" . }}
 app.kubernetes.io/component: collector
+{{- end -}}
+
+{{/* The collector's GPU nodes by platform, when collector.nodeSelector and
+collector.affinity are both empty. Each names a label the platform (or
+GPU Feature Discovery) puts on GPU nodes by itself. */}}
+{{- define "gpuledger.platformNodeSelection" -}}
+{{- $p := .Values.platform -}}
+{{- if eq $p "gke" -}}
+affinity:
+  nodeAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      nodeSelectorTerms:
+        - matchExpressions:
+            - key: cloud.google.com/gke-accelerator
+              operator: Exists
+{{- else if eq $p "eks" -}}
+affinity:
+  nodeAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      # Any one term: Karpenter, EKS Auto Mode, a node group labelled for
+      # Cluster Autoscaler, or GPU Feature Discovery (GPU Operator).
+      nodeSelectorTerms:
+        - matchExpressions:
+            - key: karpenter.k8s.aws/instance-gpu-manufacturer
+              operator: In
+              values: [nvidia]
+        - matchExpressions:
+            - key: eks.amazonaws.com/instance-gpu-manufacturer
+              operator: In
+              values: [nvidia]
+        - matchExpressions:
+            - key: k8s.amazonaws.com/accelerator
+              operator: Exists
+        - matchExpressions:
+            - key: nvidia.com/gpu.present
+              operator: In
+              values: ["true"]
+{{- else if eq $p "aks" -}}
+nodeSelector:
+  kubernetes.azure.com/accelerator: nvidia
+{{- else -}}
+nodeSelector:
+  nvidia.com/gpu.present: "true"
+{{- end -}}
 {{- end -}}

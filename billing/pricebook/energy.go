@@ -1,0 +1,223 @@
+package pricebook
+
+import (
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Energy is the price book's optional energy section: what a kWh costs
+// and how much CO2e the grid emits per kWh. Both figures are informational:
+// the report shows each line's energy cost and CO2e beside its amount and
+// never adds them to it.
+type Energy struct {
+	// Rate is the money per kWh in the book's currency; nil when the book
+	// names none.
+	Rate *Rate
+	// CarbonIntensity is grams of CO2e per kWh, exact; nil when the book
+	// names none.
+	CarbonIntensity *big.Rat
+	// CarbonIntensityByNode gives nodes, by name, their own intensity
+	// (gCO2e per kWh); nodes not listed take CarbonIntensity. Empty when
+	// the book has none.
+	CarbonIntensityByNode map[string]*big.Rat
+}
+
+// IntensityFor is the carbon intensity of a node.
+func (e *Energy) IntensityFor(node string) *big.Rat {
+	if x, ok := e.CarbonIntensityByNode[node]; ok {
+		return x
+	}
+	return e.CarbonIntensity
+}
+
+// maxIntensityNodes bounds carbonIntensityByNode: a fleet's nodes.
+const maxIntensityNodes = 10_000
+
+// maxCarbonIntensity bounds gCO2e per kWh: the dirtiest grids emit about
+// 1,000; ten times that is surely a unit mistake.
+const maxCarbonIntensity = 10_000
+
+// Fields of the energy section.
+const (
+	fieldEnergy          = "energy"
+	fieldEnergyRate      = "rate"
+	fieldCarbonIntensity = "carbonIntensity"
+	fieldIntensityByNode = "carbonIntensityByNode"
+)
+
+var energyFields = []string{fieldEnergyRate, fieldCarbonIntensity, fieldIntensityByNode}
+
+// Units a figure may carry after its number, and what they multiply the
+// number by to make the canonical unit (money per kWh; gCO2e per kWh).
+var (
+	rateUnits      = map[string]*big.Rat{"": big.NewRat(1, 1), "/kWh": big.NewRat(1, 1), "/MWh": big.NewRat(1, 1000)}
+	intensityUnits = map[string]*big.Rat{"": big.NewRat(1, 1), "gCO2e/kWh": big.NewRat(1, 1), "kgCO2e/kWh": big.NewRat(1000, 1),
+		"kgCO2e/MWh": big.NewRat(1, 1), "tCO2e/MWh": big.NewRat(1000, 1)}
+)
+
+// energy reads the energy section: a mapping with rate and
+// carbonIntensity, each optional.
+func (p *parser) energy(e *entry) *Energy {
+	if e == nil || e.value.Tag == "!!null" {
+		return nil
+	}
+	if e.value.Kind != yaml.MappingNode {
+		p.addf(e.value, fieldEnergy, "want a mapping of %s, not a %s", strings.Join(energyFields, ", "), kindName(e.value))
+		return nil
+	}
+	out := &Energy{}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(e.value.Content); i += 2 {
+		k, v := resolve(e.value.Content[i]), resolve(e.value.Content[i+1])
+		field := fieldEnergy + "." + k.Value
+		if k.Kind != yaml.ScalarNode || !slices.Contains(energyFields, k.Value) {
+			p.addf(k, field, "unknown field%s", suggestFrom(k.Value, energyFields))
+			continue
+		}
+		if first, dup := seen[k.Value]; dup {
+			p.addf(k, field, "given twice (first on line %d)", first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		switch k.Value {
+		case fieldEnergyRate:
+			if x, ok := p.unitFigure(v, field, "a price per kWh such as 0.15 or 150/MWh", rateUnits, nil); ok {
+				// Exact: a decimal, or a decimal over 1000 (/MWh).
+				out.Rate = &Rate{r: x, decimals: 2 * maxRateText}
+			}
+		case fieldCarbonIntensity:
+			if v.Kind == yaml.MappingNode {
+				// The report reads the ledger summed per team, namespace,
+				// model and mode, not per node, so it could not apply
+				// figures by node or region: refuse rather than ignore.
+				p.addf(v, field, "one figure for the nodes not listed in %s (such as 350); the ledger carries node names, not node labels such as regions, so per-node figures go in %s", fieldIntensityByNode, fieldIntensityByNode)
+				continue
+			}
+			if x, ok := p.intensity(v, field); ok {
+				out.CarbonIntensity = x
+			}
+		case fieldIntensityByNode:
+			out.CarbonIntensityByNode = p.intensityByNode(v, field)
+		}
+	}
+	if first, ok := seen[fieldIntensityByNode]; ok && seen[fieldCarbonIntensity] == 0 {
+		p.addf(e.value, fieldEnergy+"."+fieldCarbonIntensity, "missing: %s (line %d) needs carbonIntensity for the nodes it does not list", fieldIntensityByNode, first)
+	}
+	if out.Rate == nil && out.CarbonIntensity == nil {
+		return nil
+	}
+	return out
+}
+
+func (p *parser) intensity(v *yaml.Node, field string) (*big.Rat, bool) {
+	bound := big.NewRat(maxCarbonIntensity, 1)
+	return p.unitFigure(v, field, "grams of CO2e per kWh such as 350 or 0.35 kgCO2e/kWh", intensityUnits, bound)
+}
+
+// intensityByNode reads a mapping of node name to carbon intensity.
+func (p *parser) intensityByNode(v *yaml.Node, field string) map[string]*big.Rat {
+	out := map[string]*big.Rat{}
+	if v.Tag == "!!null" {
+		return out
+	}
+	if v.Kind != yaml.MappingNode {
+		p.addf(v, field, "want a mapping of node name to grams of CO2e per kWh (such as gpu-node-7: 30), not a %s", kindName(v))
+		return out
+	}
+	if len(v.Content)/2 > maxIntensityNodes {
+		p.addf(v, field, "%d nodes, more than %d", len(v.Content)/2, maxIntensityNodes)
+		return out
+	}
+	lines := map[string]int{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, x := resolve(v.Content[i]), resolve(v.Content[i+1])
+		if k.Kind != yaml.ScalarNode || strings.TrimSpace(k.Value) == "" || len(k.Value) > 253 {
+			p.addf(k, field, "node names must be non-empty text of at most 253 characters")
+			continue
+		}
+		f := field + "." + k.Value
+		if first, dup := lines[k.Value]; dup {
+			p.addf(k, f, "node given twice (first on line %d)", first)
+			continue
+		}
+		lines[k.Value] = k.Line
+		if g, ok := p.intensity(x, f); ok {
+			out[k.Value] = g
+		}
+	}
+	return out
+}
+
+// unitFigure reads "NUMBER" or "NUMBER UNIT" (unit one of units, space
+// optional) into the canonical unit, exactly. A bound, when given, is the
+// largest canonical value accepted.
+func (p *parser) unitFigure(v *yaml.Node, field, want string, units map[string]*big.Rat, bound *big.Rat) (*big.Rat, bool) {
+	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+		p.addf(v, field, "want %s", want)
+		return nil, false
+	}
+	switch v.Tag {
+	case "!!int", "!!float", "!!str", "":
+	default:
+		p.addf(v, field, "want %s, not a %s", want, strings.TrimPrefix(v.Tag, "!!"))
+		return nil, false
+	}
+	s := strings.TrimSpace(v.Value)
+	n := 0
+	for n < len(s) && (s[n] == '-' || s[n] == '.' || s[n] >= '0' && s[n] <= '9') {
+		n++
+	}
+	num, unit := s[:n], strings.TrimSpace(s[n:])
+	if num == "" || unit != "" && (unit[0] == 'e' || unit[0] == 'E') && len(unit) > 1 && strings.ContainsAny(unit[1:2], "+-0123456789") {
+		p.addf(v, field, "%q is not a plain decimal number: want %s", truncate(s), want)
+		return nil, false
+	}
+	mul, ok := units[unit]
+	if !ok {
+		names := make([]string, 0, len(units))
+		for u := range units {
+			if u != "" {
+				names = append(names, u)
+			}
+		}
+		slices.Sort(names)
+		hint := ""
+		for _, u := range names {
+			if strings.EqualFold(u, unit) || strings.EqualFold(strings.ReplaceAll(u, "CO2e", ""), unit) {
+				hint = fmt.Sprintf(" (did you mean %s?)", u)
+				break
+			}
+		}
+		p.addf(v, field, "%q: unknown unit %q%s: want a plain number or one of %s", truncate(s), truncate(unit), hint, strings.Join(names, ", "))
+		return nil, false
+	}
+	if strings.HasPrefix(num, "-") {
+		p.addf(v, field, "%q is negative: want %s", truncate(s), want)
+		return nil, false
+	}
+	r, err := ParseRate(num)
+	if err != nil {
+		p.addf(v, field, "%v: want %s", err, want)
+		return nil, false
+	}
+	x := new(big.Rat).Mul(r.Rat(), mul)
+	if bound != nil && x.Cmp(bound) > 0 {
+		p.addf(v, field, "%q is more than %s gCO2e/kWh: check the unit", truncate(s), bound.FloatString(0))
+		return nil, false
+	}
+	return x, true
+}
+
+// suggestFrom names the known field a misspelt one probably meant.
+func suggestFrom(s string, known []string) string {
+	for _, f := range known {
+		if strings.EqualFold(f, s) {
+			return fmt.Sprintf(" (did you mean %s?)", f)
+		}
+	}
+	return fmt.Sprintf(" (want %s)", strings.Join(known, ", "))
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/web"
+)
+
+const serveUsageText = `usage: gpuledger serve --ledger DSN --prices FILE [--listen :8080]
+                       [--months 24] [--advice-refresh 1h] [--web.config.file FILE]
+
+Serves the chargeback as a web app and an API, from the ledger and a price
+book (docs/serve.md):
+
+  /                         the months the ledger covers, with their totals,
+                            per-team totals and a cost-per-team chart
+  /reports/YYYY-MM          the month's report, as gpuledger report --format html
+  /reports/YYYY-MM.csv      ... the finance CSV; .json; .focus.csv (FOCUS)
+  /advice/YYYY-MM           the sharing advice (HTML); .json
+  /metrics                  month-to-date charges per team and GPU model, the
+                            advice series, the server's own health
+  /healthz, /readyz         alive; ready when the ledger answers
+
+  --ledger     ledger DSN (env GPULEDGER_LEDGER): PATH, file:PATH or
+               clickhouse://user:password@host:9000/database
+  --prices     the price book (env GPULEDGER_PRICES), re-read when it changes
+  --listen     address to serve on (env GPULEDGER_LISTEN; default :8080)
+  --months     how many months back the index looks (default 24, at most 120)
+  --advice-refresh  how often the month-to-date advice behind /metrics is
+               recomputed (Prometheus duration; default 1h; 0 never)
+  --web.config.file  exporter-toolkit web config: TLS, basic auth
+               (env GPULEDGER_WEB_CONFIG)
+`
+
+type serveFlags struct {
+	periodFlags
+	listen, webConfig string
+	months            int
+	adviceRefresh     time.Duration
+}
+
+func parseServeFlags(args []string) (serveFlags, error) {
+	var f serveFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	// Only the ledger and the book: serve serves every month the ledger
+	// covers, so it takes no period (a URL names the month).
+	fs.StringVar(&f.prices, "prices", envDefault("GPULEDGER_PRICES", ""), "price book (env GPULEDGER_PRICES)")
+	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
+	fs.StringVar(&f.listen, "listen", envDefault("GPULEDGER_LISTEN", ":8080"), "address to serve on")
+	fs.IntVar(&f.months, "months", web.DefaultMonths, "months back the index looks")
+	fs.StringVar(&f.webConfig, "web.config.file", envDefault("GPULEDGER_WEB_CONFIG", ""), "exporter-toolkit web config file")
+	f.adviceRefresh = time.Hour
+	fs.Func("advice-refresh", "advice refresh period (default 1h)", promDurationFlag(&f.adviceRefresh))
+	if err := parseFlags(fs, args, serveUsageText); err != nil {
+		return f, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return f, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	case f.prices == "":
+		return f, errors.New("serve needs --prices FILE (or GPULEDGER_PRICES)")
+	case f.ledger == "":
+		return f, errors.New("serve needs --ledger DSN or GPULEDGER_LEDGER")
+	case f.listen == "":
+		return f, errors.New("serve needs --listen ADDR")
+	case f.months < 1 || f.months > web.MaxMonths:
+		return f, fmt.Errorf("serve: --months %d: want 1 to %d", f.months, web.MaxMonths)
+	case f.adviceRefresh != 0 && f.adviceRefresh < time.Minute:
+		return f, fmt.Errorf("serve: --advice-refresh %s: want 0 (never) or at least 1m", f.adviceRefresh)
+	}
+	if _, err := ledger.ParseDSN(f.ledger); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// openServedLedger opens the ledger serve reads. It is the one place
+// serve opens it, so that a read-only open is one change.
+func openServedLedger(ctx context.Context, dsn string) (ledger.Store, error) {
+	return ledger.Open(ctx, dsn, storeOpeners)
+}
+
+// newWebServer is the web app over dsn and a price book source.
+func newWebServer(dsn string, prices func() (*pricebook.Book, string, error), months int, adviceRefresh time.Duration) (*web.Server, error) {
+	if adviceRefresh == 0 {
+		adviceRefresh = -1
+	}
+	return web.New(web.Config{
+		Open:   func(ctx context.Context) (ledger.Store, error) { return openServedLedger(ctx, dsn) },
+		Prices: prices, Now: now, Months: months, Version: version, Revision: revision, AdviceRefresh: adviceRefresh,
+	})
+}
+
+func runServe(ctx context.Context, args []string, stdout io.Writer) error {
+	f, err := parseServeFlags(args)
+	if err != nil {
+		return err
+	}
+	prices := web.BookFile(f.prices)
+	if _, _, err := prices(); err != nil {
+		return err
+	}
+	srv, err := newWebServer(f.ledger, prices, f.months, f.adviceRefresh)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	return serveWeb(ctx, srv, f.listen, f.webConfig, stdout)
+}
+
+// serveWeb serves the web app on listen until ctx ends, refreshing its
+// advice in the background.
+func serveWeb(ctx context.Context, srv *web.Server, listen, webConfig string, stdout io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 3 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	slog.Info("serving the chargeback", "listen", listen)
+	fmt.Fprintf(stdout, "Serving the chargeback on %s (Ctrl-C to stop)\n", displayURL(listen))
+	return serveWithWebConfig(ctx, hs, listen, webConfig)
+}
+
+// displayURL is a browsable URL for a listen address.
+func displayURL(listen string) string {
+	if len(listen) > 0 && listen[0] == ':' {
+		return "http://localhost" + listen + "/"
+	}
+	return "http://" + listen + "/"
+}

@@ -1,0 +1,231 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpuledger/gpuledger/advisor/advicereport"
+	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/report"
+)
+
+// Handler is the server's HTTP surface: the pages, the files, /metrics,
+// /healthz and /readyz.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", s.page("index", pageTimeout, s.serveIndex))
+	mux.Handle("GET /reports/{file}", s.page("report", pageTimeout, s.serveReport))
+	mux.Handle("GET /advice/{file}", s.page("advice", adviceTimeout, s.serveAdvice))
+	mux.Handle("GET /metrics", s.m.handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.Handle("GET /readyz", s.page("readyz", 10*time.Second, s.serveReady))
+	mux.Handle("/", s.page("other", pageTimeout, func(_ context.Context, _ http.ResponseWriter, r *http.Request) error {
+		return &httpError{http.StatusNotFound, "no page at " + r.URL.Path + ": see / for the months the ledger covers"}
+	}))
+	return securityHeaders(mux)
+}
+
+// securityHeaders sends the report page's policy on every answer.
+func securityHeaders(h http.Handler) http.Handler {
+	csp := report.ContentSecurityPolicy()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", csp)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter remembers the status code for the request counter.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// page runs fn under a deadline, counts the answer and writes an error
+// fn returns as a page (HTML routes) or text (files).
+func (s *Server) page(name string, timeout time.Duration, fn func(context.Context, http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		sw := &statusWriter{ResponseWriter: w}
+		err := fn(ctx, sw, r)
+		if err != nil {
+			code, msg := http.StatusInternalServerError, err.Error()
+			var he *httpError
+			var ue *errUnavailable
+			switch {
+			case errors.As(err, &he):
+				code = he.code
+			case errors.As(err, &ue):
+				code = http.StatusServiceUnavailable
+				msg = "The ledger cannot be read right now (" + ue.err.Error() + "). Try again shortly: the server reconnects on the next request."
+			case ctx.Err() != nil:
+				code, msg = http.StatusServiceUnavailable, fmt.Sprintf("the answer took longer than %s: try again shortly", timeout)
+			}
+			if code >= 500 {
+				s.log.Warn("request failed", "path", r.URL.Path, "code", code, "err", err)
+			}
+			writeError(sw, r, code, msg)
+		}
+		if sw.code == 0 {
+			sw.code = http.StatusOK
+		}
+		s.m.requests.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
+	})
+}
+
+// writeError answers code with msg: a styled page where a person reads
+// HTML, plain text for files and probes.
+func writeError(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	p := r.URL.Path
+	if strings.HasSuffix(p, ".csv") || strings.HasSuffix(p, ".json") || p == "/readyz" {
+		http.Error(w, msg, code)
+		return
+	}
+	var b bytes.Buffer
+	if err := errorTemplate.Execute(&b, struct {
+		Style       template.CSS
+		CSP, Status string
+		Code        int
+		Message     string
+	}{report.Stylesheet(), report.ContentSecurityPolicy(), http.StatusText(code), code, msg}); err != nil {
+		http.Error(w, msg, code)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(b.Bytes())
+}
+
+// A month's files, by the URL's suffix.
+const (
+	fileHTML  = ""
+	fileCSV   = ".csv"
+	fileJSON  = ".json"
+	fileFOCUS = ".focus.csv"
+)
+
+// splitFile cuts "2026-03.focus.csv" into the month and the suffix.
+func splitFile(name string) (month, suffix string) {
+	for _, sfx := range []string{fileFOCUS, fileCSV, fileJSON} {
+		if m, ok := strings.CutSuffix(name, sfx); ok {
+			return m, sfx
+		}
+	}
+	return name, fileHTML
+}
+
+// serveReport writes a month's chargeback exactly as `gpuledger report`
+// writes it for the same ledger, book and period.
+func (s *Server) serveReport(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	month, suffix := splitFile(r.PathValue("file"))
+	rep, err := s.monthReport(ctx, month, s.cfg.Now())
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	switch suffix {
+	case fileCSV:
+		err = report.WriteCSV(&b, rep)
+	case fileJSON:
+		err = report.WriteJSON(&b, rep)
+	case fileFOCUS:
+		err = s.withStore(ctx, func(st ledger.Store) error { return report.LoadDevices(ctx, st, rep) })
+		if err == nil {
+			err = report.WriteFOCUS(&b, rep)
+		}
+	default:
+		err = report.WriteHTML(&b, rep)
+	}
+	if err != nil {
+		return err
+	}
+	writeFile(w, rep, "gpuledger-chargeback-"+month, suffix, b.Bytes())
+	return nil
+}
+
+// writeFile sends a month's file with its type and name; a partial
+// month says so in a header and in the file's name.
+func writeFile(w http.ResponseWriter, rep *report.Report, base, suffix string, body []byte) {
+	h := w.Header()
+	if note := rep.PartialNote(); note != "" {
+		h.Set("X-Gpuledger-Partial", note)
+		base += "-partial"
+	}
+	switch suffix {
+	case fileHTML:
+		h.Set("Content-Type", "text/html; charset=utf-8")
+	case fileJSON:
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Disposition", `inline; filename="`+base+suffix+`"`)
+	default:
+		h.Set("Content-Type", "text/csv; charset=utf-8")
+		h.Set("Content-Disposition", `attachment; filename="`+base+suffix+`"`)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	_, _ = w.Write(body)
+}
+
+// serveAdvice writes a month's sharing advice as a page or JSON.
+func (s *Server) serveAdvice(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	month, suffix := splitFile(r.PathValue("file"))
+	if suffix != fileHTML && suffix != fileJSON {
+		return &httpError{http.StatusNotFound, "the advice is a page (/advice/YYYY-MM) or JSON (/advice/YYYY-MM.json)"}
+	}
+	a, err := s.monthAdvice(ctx, month, s.cfg.Now())
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if suffix == fileJSON {
+		err = advicereport.WriteJSON(&b, a)
+	} else {
+		err = advicereport.WriteHTML(&b, a)
+	}
+	if err != nil {
+		return err
+	}
+	writeFile(w, a.Report, "gpuledger-advice-"+month, suffix, b.Bytes())
+	return nil
+}
+
+// serveReady answers 200 when the ledger answers a query.
+func (s *Server) serveReady(ctx context.Context, w http.ResponseWriter, _ *http.Request) error {
+	now := s.cfg.Now()
+	err := s.withStore(ctx, func(st ledger.Store) error {
+		_, err := st.Aggregate(ctx, ledger.AggregateQuery{From: now.Add(-time.Hour), To: now, Bucket: ledger.BucketNone})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "ready: the ledger answers\n")
+	return nil
+}

@@ -1,0 +1,185 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/gpuledger/gpuledger/advisor/adviceprom"
+	"github.com/gpuledger/gpuledger/advisor/advicereport"
+)
+
+// scrapeTimeout bounds the month-to-date report a scrape builds.
+const scrapeTimeout = 20 * time.Second
+
+type metrics struct {
+	s              *Server
+	reg            *prometheus.Registry
+	requests       *prometheus.CounterVec
+	ledgerFailures prometheus.Counter
+	ledgerSuccess  prometheus.Gauge
+
+	// The newest month-to-date advice in exposition format, and its
+	// freshness (adviceprom.WriteRefresh).
+	mu             sync.Mutex
+	advice         []byte
+	adviceAt       time.Time
+	adviceFailures int64
+}
+
+var chargeDesc = prometheus.NewDesc("gpuledger_charge_month_to_date",
+	"What the current calendar month's bill charges so far, per team and GPU model, in the price book's currency (the finance CSV's lines added up; team \"\" is the platform and rounding lines).",
+	[]string{"team", "gpu_model", "currency"}, nil)
+
+var monthStartDesc = prometheus.NewDesc("gpuledger_charge_month_start_timestamp_seconds",
+	"Start of the month gpuledger_charge_month_to_date is for (Unix seconds).", nil, nil)
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{s: s, reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuledger_serve_requests_total",
+		Help: "HTTP requests answered by gpuledger serve, by page and status code."}, []string{"handler", "code"})
+	m.ledgerFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuledger_serve_ledger_read_failures_total",
+		Help: "Ledger opens and reads that failed (the next request opens the ledger again)."})
+	m.ledgerSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuledger_serve_ledger_read_success_timestamp_seconds",
+		Help: "When a ledger read last succeeded (Unix seconds; 0 before the first)."})
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_build_info",
+		Help: "The gpuledger build serving the bill (always 1)."}, []string{"version", "revision"})
+	build.WithLabelValues(orUnknown(s.cfg.Version), orUnknown(s.cfg.Revision)).Set(1)
+	m.reg.MustRegister(m.requests, m.ledgerFailures, m.ledgerSuccess, build, chargeCollector{s},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// chargeCollector builds the current month's report at each scrape (a
+// few milliseconds from the day rollups) and exposes its lines per team
+// and model. A month without data yet exposes nothing.
+type chargeCollector struct{ s *Server }
+
+func (c chargeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- chargeDesc
+	ch <- monthStartDesc
+}
+
+func (c chargeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	now := c.s.cfg.Now()
+	book, _, err := c.s.book()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(chargeDesc, err)
+		return
+	}
+	month := now.In(book.Location).Format("2006-01")
+	rep, err := c.s.monthReport(ctx, month, now)
+	var he *httpError
+	if errors.As(err, &he) && he.code == http.StatusNotFound {
+		return
+	}
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(chargeDesc, err)
+		return
+	}
+	type key struct{ team, model string }
+	sums := map[key]int64{}
+	for _, l := range rep.Lines {
+		sums[key{l.Team, l.GPUModel}] += l.Amount
+	}
+	scale := math.Pow10(book.Currency.MinorUnit)
+	for k, v := range sums {
+		ch <- prometheus.MustNewConstMetric(chargeDesc, prometheus.GaugeValue, float64(v)/scale, k.team, k.model, book.Currency.Code)
+	}
+	ch <- prometheus.MustNewConstMetric(monthStartDesc, prometheus.GaugeValue, float64(rep.From.Unix()))
+}
+
+// handler serves the registry, then the newest advice series and their
+// freshness, in the text format.
+func (m *metrics) handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mfs, err := m.reg.Gather()
+		var b bytes.Buffer
+		enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+		for _, mf := range mfs {
+			if e := enc.Encode(mf); e != nil && err == nil {
+				err = e
+			}
+		}
+		if err != nil {
+			// A family that failed (the ledger is down) is left out;
+			// the rest, the health series above all, still serve.
+			m.s.log.Warn("metrics gathered with errors", "err", err)
+		}
+		m.mu.Lock()
+		b.Write(m.advice)
+		at, failures := m.adviceAt, m.adviceFailures
+		m.mu.Unlock()
+		if err := adviceprom.WriteRefresh(&b, at, failures); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		m.s.m.requests.WithLabelValues("metrics", "200").Inc()
+		w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+		_, _ = w.Write(b.Bytes())
+	})
+}
+
+// RefreshAdvice advises on the month to date and keeps the series for
+// /metrics; a failure keeps the previous advice and is counted.
+func (s *Server) RefreshAdvice(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, adviceTimeout)
+	defer cancel()
+	now := s.cfg.Now()
+	book, _, err := s.book()
+	var a *advicereport.Advice
+	if err == nil {
+		a, err = s.monthAdvice(ctx, now.In(book.Location).Format("2006-01"), now)
+	}
+	var b bytes.Buffer
+	if err == nil {
+		err = advicereport.WriteProm(&b, a)
+	}
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			s.m.adviceFailures++
+		}
+		return err
+	}
+	s.m.advice, s.m.adviceAt = b.Bytes(), now
+	return nil
+}
+
+// Run refreshes the month-to-date advice every Config.AdviceRefresh until
+// ctx ends.
+func (s *Server) Run(ctx context.Context) {
+	if s.cfg.AdviceRefresh < 0 {
+		return
+	}
+	t := time.NewTicker(s.cfg.AdviceRefresh)
+	defer t.Stop()
+	for {
+		if err := s.RefreshAdvice(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("month-to-date advice not refreshed; /metrics keeps the previous one", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
