@@ -46,9 +46,11 @@ vet:
 ## unit: every package's tests through internal/testsummary, which prints
 ## what go test prints and ends with one block naming every integration
 ## test that was skipped and how to bring what it lacked (make deps).
+## The 30-minute limit per package is a guard for a loaded machine (the
+## end-to-end packages start real servers); go test's default is 10.
 unit: kube-tools tools
 	$(GO) build -o bin/testsummary ./internal/testsummary
-	GO=$(GO) bin/testsummary -count=1 $(PKGS)
+	GO=$(GO) bin/testsummary -count=1 -timeout 30m $(PKGS)
 
 ## deps: install the Debian packages the integration tests use (the one
 ## list, scripts/deps.sh; CI runs it too). Needs root or sudo.
