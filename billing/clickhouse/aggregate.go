@@ -152,8 +152,8 @@ var teamGrain = rawGrain[groupKey]{
 	less: groupKey.less,
 }
 
-// rawQuery sums the deduplicated raw rows of segs per segment and gr's key
-// into acc, in one query.
+// rawQuery sums the deduplicated raw rows of segs per segment and key of
+// acc's grain into acc, in one query.
 func rawQuery[K comparable](ctx context.Context, s *Store, segs []segment, acc *accumulator[K]) error {
 	gr := acc.grain
 	q := fmt.Sprintf(`SELECT %s AS seg, %s,
