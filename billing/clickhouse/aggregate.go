@@ -57,7 +57,7 @@ func (s *Store) aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledge
 			}
 		}
 	}
-	acc := newAccumulator(q.Bucket, buckets)
+	acc := newAccumulator(q.Bucket, buckets, &teamGrain)
 	st, err := s.loadState(ctx, floorUnix(q.From, 86400), ceilUnix(q.To, 86400))
 	if err != nil {
 		return nil, plan, fmt.Errorf("cannot aggregate ledger rows: %w", err)
@@ -85,7 +85,7 @@ func (s *Store) aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledge
 
 // fromRollup adds the segments of one grain that have a clean, fully
 // visible build and returns the others.
-func (s *Store) fromRollup(ctx context.Context, grain string, segs []segment, st *rollupState, acc *accumulator) ([]segment, error) {
+func (s *Store) fromRollup(ctx context.Context, grain string, segs []segment, st *rollupState, acc *accumulator[groupKey]) ([]segment, error) {
 	if len(segs) == 0 {
 		return nil, nil
 	}
@@ -109,17 +109,17 @@ func (s *Store) fromRollup(ctx context.Context, grain string, segs []segment, st
 			continue
 		}
 		for _, g := range rows[start] {
-			acc.add(sg.bucket, g)
+			acc.add(sg.bucket, g.key, g.sums, "")
 		}
 	}
 	return rest, nil
 }
 
 // fromRaw sums deduplicated raw rows per segment, many segments per query.
-func (s *Store) fromRaw(ctx context.Context, segs []segment, acc *accumulator) error {
+func (s *Store) fromRaw(ctx context.Context, segs []segment, acc *accumulator[groupKey]) error {
 	for len(segs) > 0 {
 		n := min(len(segs), rawRangesPerQuery)
-		if err := s.rawQuery(ctx, segs[:n], acc); err != nil {
+		if err := rawQuery(ctx, s, segs[:n], acc); err != nil {
 			return fmt.Errorf("cannot aggregate ledger rows: %w", err)
 		}
 		segs = segs[n:]
@@ -127,33 +127,79 @@ func (s *Store) fromRaw(ctx context.Context, segs []segment, acc *accumulator) e
 	return nil
 }
 
-func (s *Store) rawQuery(ctx context.Context, segs []segment, acc *accumulator) error {
-	conds := make([]string, len(segs))
-	var sel strings.Builder
-	sel.WriteString("multiIf(")
-	for i, sg := range segs {
-		conds[i] = rawRange(sg.from, sg.to)
-		fmt.Fprintf(&sel, "(%s AND %s), toUInt32(%d), ", timeGE("interval_start", "interval_start_ns", sg.from),
-			timeLT("interval_start", "interval_start_ns", sg.to), i)
-	}
-	sel.WriteString("toUInt32(4294967295))")
-	q := fmt.Sprintf(`SELECT %s AS seg, team, namespace, gpu_model, sharing_mode, kind,
-	sum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds), sum(energy_joules), count()
+// rawGrain is what a raw aggregate groups by: the key columns after the
+// segment, the columns read between them and the sums, and where Scan puts
+// them. Team and device aggregates share the query, its segment numbering
+// and the accumulation.
+type rawGrain[K comparable] struct {
+	what      string // names the query in errors
+	keyCols   string // GROUP BY, after the segment
+	extraCols string // selected after keyCols, each followed by ", "
+	dest      func(k *K, profile *string) []any
+	fill      func(a *ledger.Aggregate, k K) // a new aggregate's key fields
+	less      func(x, y K) bool              // the result's order within a bucket; nil: left to the caller
+}
+
+var teamGrain = rawGrain[groupKey]{
+	what:    "aggregate raw ledger rows",
+	keyCols: "team, namespace, gpu_model, sharing_mode, kind",
+	dest: func(k *groupKey, _ *string) []any {
+		return []any{&k.team, &k.namespace, &k.model, &k.mode, &k.kind}
+	},
+	fill: func(a *ledger.Aggregate, k groupKey) {
+		a.Team, a.Namespace, a.GPUModel, a.Mode, a.Kind = k.team, k.namespace, k.model, k.mode, attribution.Kind(k.kind)
+	},
+	less: groupKey.less,
+}
+
+// rawQuery sums the deduplicated raw rows of segs per segment and key of
+// acc's grain into acc, in one query.
+func rawQuery[K comparable](ctx context.Context, s *Store, segs []segment, acc *accumulator[K]) error {
+	gr := acc.grain
+	q := fmt.Sprintf(`SELECT %s AS seg, %s,
+	%ssum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds), sum(energy_joules), count()
 FROM %s FINAL WHERE %s
-GROUP BY seg, team, namespace, gpu_model, sharing_mode, kind`, sel.String(), s.table(tableRows), strings.Join(conds, " OR "))
-	return s.query(ctx, "aggregate raw ledger rows", q, func(rs driver.Rows) error {
-		var idx uint32
-		var g group
-		if err := rs.Scan(&idx, &g.key.team, &g.key.namespace, &g.key.model, &g.key.mode, &g.key.kind,
-			&g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
+GROUP BY seg, %s`, segmentOf(segs), gr.keyCols, gr.extraCols, s.table(tableRows), segmentsWhere(segs), gr.keyCols)
+	var (
+		idx     uint32
+		k       K
+		profile string
+		g       sums
+	)
+	dest := append(append([]any{&idx}, gr.dest(&k, &profile)...), &g.alloc, &g.used, &g.mem, &g.energy, &g.rows)
+	return s.query(ctx, gr.what, q, func(rs driver.Rows) error {
+		if err := rs.Scan(dest...); err != nil {
 			return scanError{err}
 		}
 		if int(idx) >= len(segs) {
 			return fmt.Errorf("raw aggregate returned segment %d of %d", idx, len(segs))
 		}
-		acc.add(segs[idx].bucket, g)
+		acc.add(segs[idx].bucket, k, g, profile)
 		return nil
 	})
+}
+
+// segmentOf numbers the segment of segs a row's interval start lies in:
+// its index, 4294967295 for none.
+func segmentOf(segs []segment) string {
+	var sel strings.Builder
+	sel.WriteString("multiIf(")
+	for i, sg := range segs {
+		fmt.Fprintf(&sel, "(%s AND %s), toUInt32(%d), ", timeGE("interval_start", "interval_start_ns", sg.from),
+			timeLT("interval_start", "interval_start_ns", sg.to), i)
+	}
+	sel.WriteString("toUInt32(4294967295))")
+	return sel.String()
+}
+
+// segmentsWhere is the condition on the rows of segs, one range each, so
+// that the primary key narrows the read.
+func segmentsWhere(segs []segment) string {
+	conds := make([]string, len(segs))
+	for i, sg := range segs {
+		conds[i] = rawRange(sg.from, sg.to)
+	}
+	return strings.Join(conds, " OR ")
 }
 
 // mergeSegments joins adjacent raw segments of the same bucket.
@@ -171,28 +217,29 @@ func mergeSegments(segs []segment) []segment {
 	return out
 }
 
-type aggKey struct {
+type aggKey[K comparable] struct {
 	bucket int
-	groupKey
+	key    K
 }
 
-// accumulator sums groups per bucket.
-type accumulator struct {
+// accumulator sums a grain's groups per bucket.
+type accumulator[K comparable] struct {
 	size    string
 	buckets []bucket
-	sums    map[aggKey]*ledger.Aggregate
+	grain   *rawGrain[K]
+	sums    map[aggKey[K]]*ledger.Aggregate
 }
 
-func newAccumulator(size string, buckets []bucket) *accumulator {
-	return &accumulator{size: size, buckets: buckets, sums: map[aggKey]*ledger.Aggregate{}}
+func newAccumulator[K comparable](size string, buckets []bucket, gr *rawGrain[K]) *accumulator[K] {
+	return &accumulator[K]{size: size, buckets: buckets, grain: gr, sums: map[aggKey[K]]*ledger.Aggregate{}}
 }
 
-func (a *accumulator) add(b int, g group) {
-	k := aggKey{b, g.key}
+func (a *accumulator[K]) add(b int, key K, g sums, profile string) {
+	k := aggKey[K]{b, key}
 	x := a.sums[k]
 	if x == nil {
-		x = &ledger.Aggregate{Team: g.key.team, Namespace: g.key.namespace, GPUModel: g.key.model,
-			Mode: g.key.mode, Kind: attribution.Kind(g.key.kind)}
+		x = &ledger.Aggregate{}
+		a.grain.fill(x, key)
 		if a.size != ledger.BucketNone {
 			x.BucketStart = a.buckets[b].Start
 		}
@@ -203,18 +250,23 @@ func (a *accumulator) add(b int, g group) {
 	x.MemoryMiBSeconds += g.mem
 	x.EnergyJoules += g.energy
 	x.Rows += int64(g.rows)
+	// A slice's profile never changes: max() skips rows shipped before
+	// profiles were recorded (''). Grains without one give '' throughout.
+	x.MIGProfile = max(x.MIGProfile, profile)
 }
 
-func (a *accumulator) result() []ledger.Aggregate {
-	keys := make([]aggKey, 0, len(a.sums))
+// result returns the aggregates by bucket, then in the grain's order.
+func (a *accumulator[K]) result() []ledger.Aggregate {
+	keys := make([]aggKey[K], 0, len(a.sums))
 	for k := range a.sums {
 		keys = append(keys, k)
 	}
+	less := a.grain.less
 	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].bucket != keys[j].bucket {
+		if keys[i].bucket != keys[j].bucket || less == nil {
 			return keys[i].bucket < keys[j].bucket
 		}
-		return keys[i].groupKey.less(keys[j].groupKey)
+		return less(keys[i].key, keys[j].key)
 	})
 	out := make([]ledger.Aggregate, len(keys))
 	for i, k := range keys {

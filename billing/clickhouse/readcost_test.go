@@ -117,7 +117,7 @@ FROM numbers(%d)`, s.table(tableRows), start.Unix(), perHour, perHour, hours*per
 	var read atomic.Uint64
 	pctx := ch.Context(ctx, ch.WithProgress(func(p *ch.Progress) { read.Add(p.Rows) }))
 	from := start.Add(5 * time.Hour)
-	acc := newAccumulator(ledger.BucketNone, []bucket{{From: from, To: from.Add(time.Hour)}})
+	acc := newAccumulator(ledger.BucketNone, []bucket{{From: from, To: from.Add(time.Hour)}}, &teamGrain)
 	if err := s.fromRaw(pctx, []segment{{level: levelRaw, from: from, to: from.Add(time.Hour)}}, acc); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -140,14 +139,10 @@ func rebuildQueryRanges(segs []segment) [][]segment {
 
 // rawHourGroups sums raw rows FINAL per hour and group over the ranges.
 func (s *Store) rawHourGroups(ctx context.Context, segs []segment, builds map[int64]*build) error {
-	conds := make([]string, len(segs))
-	for i, sg := range segs {
-		conds[i] = rawRange(sg.from, sg.to)
-	}
 	q := fmt.Sprintf(`SELECT toUInt32(intDiv(toUInt32(interval_start), 3600) * 3600) AS h, team, namespace, gpu_model, sharing_mode, kind,
 	sum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds), sum(energy_joules), count()
 FROM %s FINAL WHERE %s
-GROUP BY h, team, namespace, gpu_model, sharing_mode, kind`, s.table(tableRows), strings.Join(conds, " OR "))
+GROUP BY h, team, namespace, gpu_model, sharing_mode, kind`, s.table(tableRows), segmentsWhere(segs))
 	return s.query(ctx, "aggregate raw rows for rollups", q, func(rs driver.Rows) error {
 		var h uint32
 		var g group

@@ -171,7 +171,12 @@ func (s *Store) readMarks(ctx context.Context, from, to int64) (map[int64]map[st
 // group is one rollup row: the sums of one (team, namespace, model, mode,
 // kind) over a period.
 type group struct {
-	key                      groupKey
+	key groupKey
+	sums
+}
+
+// sums are the totals of some rows.
+type sums struct {
 	alloc, used, mem, energy float64
 	rows                     uint64
 }

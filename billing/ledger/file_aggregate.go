@@ -37,7 +37,8 @@ ORDER BY slot, grp`
 // slots come from the rollup, slots it holds only in part and slots whose
 // rollup is stale from the raw rows. Either way a slot's sums are what
 // aggregateSQL gives for it, so the result does not depend on the rollup's
-// state.
+// state. ByDevice runs the same path on the per-device tables (deviceGrain);
+// ByNode sums its result per node (aggregateNodes).
 func (s *FileStore) Aggregate(ctx context.Context, q AggregateQuery) ([]Aggregate, error) {
 	if q.ByNode {
 		if q.ByDevice {
@@ -46,53 +47,87 @@ func (s *FileStore) Aggregate(ctx context.Context, q AggregateQuery) ([]Aggregat
 		return s.aggregateNodes(ctx, q)
 	}
 	if q.ByDevice {
-		return s.aggregateDevices(ctx, q)
+		return aggregateGrain(ctx, s, q, &deviceGrain)
+	}
+	return aggregateGrain(ctx, s, q, &teamGrain)
+}
+
+// aggRow is one group's totals over some rows, a rollup row or a raw read,
+// as a grain keys them: K is the group key within a bucket.
+type aggRow[K comparable] interface {
+	rowKey() K
+	rowGrp() int64
+	rowSums() sums
+	rowProfile() string
+}
+
+// grain is what one kind of Aggregate groups by: its raw statement, its
+// rollup, the columns they read and the order of its result. Every grain
+// shares the slot plan, the rollup/raw stitching and the accumulation.
+type grain[K comparable, R aggRow[K]] struct {
+	per string // appended to "cannot aggregate ledger <path>" in errors
+	// rawSQL sums the raw rows of [?1, ?2) per group; rollupSQL reads the
+	// same columns, after the slot, from the rollup rows of slots [?, ?),
+	// in slot order.
+	rawSQL, rollupSQL string
+	rollup            string // the rollup's name in errors
+	dest              func(r *R) []any
+	// fill sets a new aggregate's fields from the grain's own key columns;
+	// the group's names are filled in after.
+	fill func(a *Aggregate, k K)
+	sort func([]Aggregate)
+}
+
+// aggregateGrain is Aggregate for one grain.
+func aggregateGrain[K comparable, R aggRow[K]](ctx context.Context, s *FileStore, q AggregateQuery, gr *grain[K, R]) ([]Aggregate, error) {
+	fail := func(err error) ([]Aggregate, error) {
+		return nil, fmt.Errorf("cannot aggregate ledger %s%s: %w", s.path, gr.per, err)
 	}
 	bs, err := queryBuckets(q)
 	if err != nil {
-		return nil, fmt.Errorf("cannot aggregate ledger %s: %w", s.path, err)
+		return fail(err)
 	}
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("cannot aggregate ledger %s: %w", s.path, err)
+		return fail(err)
 	}
 	defer tx.Rollback()
-	acc, err := s.aggregateSlots(ctx, tx, bs)
+	acc, err := aggregateSlots(ctx, tx, bs, gr)
 	if err != nil {
-		return nil, fmt.Errorf("cannot aggregate ledger %s: %w", s.path, s.describe(err))
+		return fail(s.describe(err))
 	}
-	out, err := s.named(ctx, acc)
-	if err != nil {
-		return nil, fmt.Errorf("cannot aggregate ledger %s: %w", s.path, err)
+	if err := s.nameGroups(ctx, acc.out, acc.grps); err != nil {
+		return fail(err)
 	}
-	sortAggregates(out)
-	return out, nil
+	gr.sort(acc.out)
+	return acc.out, nil
 }
 
 // aggregateSlots reads the raw pieces, then streams the rollup rows of the
 // whole slots, adding both to the buckets in slot order.
-func (s *FileStore) aggregateSlots(ctx context.Context, tx *sql.Tx, bs []bucket) (*accumulator, error) {
+func aggregateSlots[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, bs []bucket, gr *grain[K, R]) (*accumulator[K, R], error) {
 	dirty, err := dirtySlots(ctx, tx, slotOf(bs[0].lo), slotOf(bs[len(bs)-1].hi)+1)
 	if err != nil {
 		return nil, err
 	}
 	p := planSlots(bs, dirty)
-	if err := readRaw(ctx, tx, p.raw); err != nil {
+	raw, err := readRaw(ctx, tx, p.raw, gr)
+	if err != nil {
 		return nil, err
 	}
-	acc := newAccumulator(bs)
-	raw := p.raw
+	acc := newAccumulator[K, R](bs, gr.fill)
+	next := 0
 	// addRaw adds the raw pieces of the slots before slot.
 	addRaw := func(slot int64) {
-		for ; len(raw) > 0 && raw[0].slot < slot; raw = raw[1:] {
-			for _, g := range raw[0].sums {
-				acc.add(raw[0].bucket, g)
+		for ; next < len(p.raw) && p.raw[next].slot < slot; next++ {
+			for i := range raw[next] {
+				acc.add(p.raw[next].bucket, &raw[next][i])
 			}
 		}
 	}
-	if err := streamRollup(ctx, tx, &p, func(slot int64, bucket int, g sums) {
+	if err := streamRollup(ctx, tx, &p, gr, func(slot int64, bucket int, r *R) {
 		addRaw(slot)
-		acc.add(bucket, g)
+		acc.add(bucket, r)
 	}); err != nil {
 		return nil, err
 	}
@@ -102,81 +137,105 @@ func (s *FileStore) aggregateSlots(ctx context.Context, tx *sql.Tx, bs []bucket)
 
 // streamRollup calls fn, in slot order, with the rollup rows that answer
 // for whole, clean slots of p's buckets.
-func streamRollup(ctx context.Context, tx *sql.Tx, p *slotPlan, fn func(slot int64, bucket int, g sums)) error {
+func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p *slotPlan, gr *grain[K, R], fn func(slot int64, bucket int, r *R)) error {
 	lo, hi := p.whole[0].lo, p.whole[len(p.whole)-1].hi
 	if lo >= hi {
 		return nil
 	}
-	rs, err := tx.QueryContext(ctx, rollupRowsSQL, lo, hi)
+	rs, err := tx.QueryContext(ctx, gr.rollupSQL, lo, hi)
 	if err != nil {
-		return fmt.Errorf("cannot read rollup: %w", err)
+		return fmt.Errorf("cannot read %s: %w", gr.rollup, err)
 	}
 	defer rs.Close()
+	var (
+		slot int64
+		r    R
+	)
+	dest := append([]any{&slot}, gr.dest(&r)...)
 	walk := p.walker()
 	for rs.Next() {
-		var (
-			slot int64
-			g    sums
-		)
-		if err := rs.Scan(&slot, &g.grp, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
-			return fmt.Errorf("cannot read rollup: %w", err)
+		if err := rs.Scan(dest...); err != nil {
+			return fmt.Errorf("cannot read %s: %w", gr.rollup, err)
 		}
 		if b, ok := walk.bucket(slot); ok {
-			fn(slot, b, g)
+			fn(slot, b, &r)
 		}
 	}
 	if err := rs.Err(); err != nil {
-		return fmt.Errorf("cannot read rollup: %w", err)
+		return fmt.Errorf("cannot read %s: %w", gr.rollup, err)
 	}
 	return nil
 }
 
-// readRaw runs aggregateSQL for every raw piece.
-func readRaw(ctx context.Context, tx *sql.Tx, pieces []rawPiece) error {
+// readRaw runs the grain's raw statement for every raw piece; out[i] is
+// pieces[i]'s groups.
+func readRaw[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, pieces []rawPiece, gr *grain[K, R]) ([][]R, error) {
 	if len(pieces) == 0 {
-		return nil
+		return nil, nil
 	}
-	st, err := tx.PrepareContext(ctx, aggregateSQL)
+	st, err := tx.PrepareContext(ctx, gr.rawSQL)
 	if err != nil {
-		return fmt.Errorf("cannot prepare raw aggregate: %w", err)
+		return nil, fmt.Errorf("cannot prepare raw aggregate: %w", err)
 	}
-	for i := range pieces {
-		if pieces[i].sums, err = rawSums(ctx, st, pieces[i].lo, pieces[i].hi); err != nil {
-			return fmt.Errorf("cannot sum ledger rows in [%s, %s): %w", FormatTime(fromNS(pieces[i].lo)), FormatTime(fromNS(pieces[i].hi)), err)
+	out := make([][]R, len(pieces))
+	for i, pc := range pieces {
+		if out[i], err = rawRows(ctx, st, pc.lo, pc.hi, gr.dest); err != nil {
+			return nil, fmt.Errorf("cannot sum ledger rows in [%s, %s): %w", FormatTime(fromNS(pc.lo)), FormatTime(fromNS(pc.hi)), err)
 		}
 	}
-	return nil
+	return out, nil
 }
 
-func rawSums(ctx context.Context, st *sql.Stmt, lo, hi int64) ([]sums, error) {
+// rawRows runs a grain's raw statement st over [lo, hi).
+func rawRows[R any](ctx context.Context, st *sql.Stmt, lo, hi int64, destOf func(*R) []any) ([]R, error) {
 	rs, err := st.QueryContext(ctx, lo, hi)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
-	var out []sums
+	var (
+		out []R
+		r   R
+	)
+	dest := destOf(&r)
 	for rs.Next() {
-		var g sums
-		if err := rs.Scan(&g.grp, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
+		if err := rs.Scan(dest...); err != nil {
 			return nil, err
 		}
-		out = append(out, g)
+		out = append(out, r)
 	}
 	return out, rs.Err()
 }
 
-// named fills in the group names.
-func (s *FileStore) named(ctx context.Context, acc *accumulator) ([]Aggregate, error) {
-	out := acc.out
+// teamGrain is Aggregate's own grain: per row group (team, namespace,
+// model, mode and kind), from ledger_rollup.
+var teamGrain = grain[int64, sums]{
+	rawSQL:    aggregateSQL,
+	rollupSQL: rollupRowsSQL,
+	rollup:    "rollup",
+	dest: func(g *sums) []any {
+		return []any{&g.grp, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows}
+	},
+	fill: func(*Aggregate, int64) {},
+	sort: sortAggregates,
+}
+
+func (g sums) rowKey() int64      { return g.grp }
+func (g sums) rowGrp() int64      { return g.grp }
+func (g sums) rowSums() sums      { return g }
+func (g sums) rowProfile() string { return "" }
+
+// nameGroups fills in the names of out[i]'s row group grps[i].
+func (s *FileStore) nameGroups(ctx context.Context, out []Aggregate, grps []int64) error {
 	for i := range out {
 		a := &out[i]
-		g, err := s.groups.key(ctx, s.w, acc.grps[i])
+		g, err := s.groups.key(ctx, s.w, grps[i])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		a.Team, a.Namespace, a.GPUModel, a.Mode, a.Kind = g.team, g.namespace, g.model, g.mode, attribution.Kind(g.kind)
 	}
-	return out, nil
+	return nil
 }
 
 func sortAggregates(as []Aggregate) {

@@ -5,11 +5,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
-
-	"github.com/gpuledger/gpuledger/attribution"
 )
 
 // The per-device rollup: ledger_rollup_device holds, per 15-minute slot and
@@ -136,124 +133,23 @@ type deviceKey struct {
 	gpu, slice, pod string
 }
 
-type deviceAccKey struct {
-	bucket int
-	deviceKey
-}
+func (g deviceSums) rowKey() deviceKey  { return g.key }
+func (g deviceSums) rowGrp() int64      { return g.key.grp }
+func (g deviceSums) rowProfile() string { return g.profile }
 
-// aggregateDevices is Aggregate with ByDevice: the same plan (whole clean
-// slots from the rollup, the rest raw, added in slot order), on the
-// per-device tables.
-func (s *FileStore) aggregateDevices(ctx context.Context, q AggregateQuery) ([]Aggregate, error) {
-	fail := func(err error) ([]Aggregate, error) {
-		return nil, fmt.Errorf("cannot aggregate ledger %s per device: %w", s.path, err)
-	}
-	bs, err := queryBuckets(q)
-	if err != nil {
-		return fail(err)
-	}
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return fail(err)
-	}
-	defer tx.Rollback()
-	dirty, err := dirtySlots(ctx, tx, slotOf(bs[0].lo), slotOf(bs[len(bs)-1].hi)+1)
-	if err != nil {
-		return fail(err)
-	}
-	p := planSlots(bs, dirty)
-	raw := make([][]deviceSums, len(p.raw))
-	if len(p.raw) > 0 {
-		st, err := tx.PrepareContext(ctx, deviceAggregateSQL)
-		if err != nil {
-			return fail(err)
-		}
-		for i, pc := range p.raw {
-			if raw[i], err = rawDeviceSums(ctx, st, pc.lo, pc.hi); err != nil {
-				return fail(fmt.Errorf("cannot sum ledger rows in [%s, %s): %w", FormatTime(fromNS(pc.lo)), FormatTime(fromNS(pc.hi)), err))
-			}
-		}
-	}
-	index := map[deviceAccKey]int{}
-	var out []Aggregate
-	var keys []deviceKey
-	add := func(bucket int, g deviceSums) {
-		k := deviceAccKey{bucket, g.key}
-		i, ok := index[k]
-		if !ok {
-			i = len(out)
-			index[k] = i
-			out = append(out, Aggregate{BucketStart: bs[bucket].start, GPUUUID: g.key.gpu, SliceID: g.key.slice, Pod: g.key.pod})
-			keys = append(keys, g.key)
-		}
-		x := &out[i]
-		x.AllocatedSeconds += g.alloc
-		x.UsedSeconds += g.used
-		x.MemoryMiBSeconds += g.mem
-		x.EnergyJoules += g.energy
-		x.Rows += g.rows
-		x.MIGProfile = max(x.MIGProfile, g.profile)
-	}
-	next := 0
-	addRaw := func(slot int64) {
-		for ; next < len(p.raw) && p.raw[next].slot < slot; next++ {
-			for _, g := range raw[next] {
-				add(p.raw[next].bucket, g)
-			}
-		}
-	}
-	if lo, hi := p.whole[0].lo, p.whole[len(p.whole)-1].hi; lo < hi {
-		rs, err := tx.QueryContext(ctx, deviceRollupRowsSQL, lo, hi)
-		if err != nil {
-			return fail(fmt.Errorf("cannot read device rollup: %w", err))
-		}
-		defer rs.Close()
-		walk := p.walker()
-		for rs.Next() {
-			var (
-				slot int64
-				g    deviceSums
-			)
-			if err := rs.Scan(&slot, &g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
-				return fail(fmt.Errorf("cannot read device rollup: %w", err))
-			}
-			if b, ok := walk.bucket(slot); ok {
-				addRaw(slot)
-				add(b, g)
-			}
-		}
-		if err := rs.Err(); err != nil {
-			return fail(fmt.Errorf("cannot read device rollup: %w", err))
-		}
-	}
-	addRaw(math.MaxInt64)
-	for i := range out {
-		g, err := s.groups.key(ctx, s.w, keys[i].grp)
-		if err != nil {
-			return fail(err)
-		}
-		a := &out[i]
-		a.Team, a.Namespace, a.GPUModel, a.Mode, a.Kind = g.team, g.namespace, g.model, g.mode, attribution.Kind(g.kind)
-	}
-	SortDeviceAggregates(out)
-	return out, nil
-}
-
-func rawDeviceSums(ctx context.Context, st *sql.Stmt, lo, hi int64) ([]deviceSums, error) {
-	rs, err := st.QueryContext(ctx, lo, hi)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []deviceSums
-	for rs.Next() {
-		var g deviceSums
-		if err := rs.Scan(&g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, rs.Err()
+// deviceGrain is Aggregate with ByDevice: the same plan (whole clean slots
+// from the rollup, the rest raw, added in slot order), on the per-device
+// tables.
+var deviceGrain = grain[deviceKey, deviceSums]{
+	per:       " per device",
+	rawSQL:    deviceAggregateSQL,
+	rollupSQL: deviceRollupRowsSQL,
+	rollup:    "device rollup",
+	dest: func(g *deviceSums) []any {
+		return []any{&g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows}
+	},
+	fill: func(a *Aggregate, k deviceKey) { a.GPUUUID, a.SliceID, a.Pod = k.gpu, k.slice, k.pod },
+	sort: SortDeviceAggregates,
 }
 
 // SortDeviceAggregates orders ByDevice aggregates by bucket, team,

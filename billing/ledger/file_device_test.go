@@ -24,7 +24,7 @@ func aggregateDevicesRaw(t *testing.T, s *FileStore, q AggregateQuery) []Aggrega
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx := map[deviceAccKey]int{}
+	idx := map[accKey[deviceKey]]int{}
 	var out []Aggregate
 	var grps []int64
 	for bi, b := range bs {
@@ -38,7 +38,7 @@ func aggregateDevicesRaw(t *testing.T, s *FileStore, q AggregateQuery) []Aggrega
 				if err := rs.Scan(&g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
 					t.Fatal(err)
 				}
-				k := deviceAccKey{bi, g.key}
+				k := accKey[deviceKey]{bi, g.key}
 				i, ok := idx[k]
 				if !ok {
 					i = len(out)

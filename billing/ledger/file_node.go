@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/gpuledger/gpuledger/attribution"
 )
 
 // nodeEnergySQL sums the raw rows' energy of [?1, ?2) per group and node:
@@ -39,7 +37,7 @@ func (s *FileStore) aggregateNodes(ctx context.Context, q AggregateQuery) ([]Agg
 	}
 	dq := q
 	dq.ByNode, dq.ByDevice = false, true
-	devs, err := s.aggregateDevices(ctx, dq)
+	devs, err := aggregateGrain(ctx, s, dq, &deviceGrain)
 	if err != nil {
 		return nil, err
 	}
@@ -136,13 +134,8 @@ func (s *FileStore) aggregateNodesRaw(ctx context.Context, bs []bucket) ([]Aggre
 			return fail(err)
 		}
 	}
-	for i := range out {
-		g, err := s.groups.key(ctx, s.w, grps[i])
-		if err != nil {
-			return fail(err)
-		}
-		a := &out[i]
-		a.Team, a.Namespace, a.GPUModel, a.Mode, a.Kind = g.team, g.namespace, g.model, g.mode, attribution.Kind(g.kind)
+	if err := s.nameGroups(ctx, out, grps); err != nil {
+		return fail(err)
 	}
 	sortNodeAggregates(out)
 	return out, nil

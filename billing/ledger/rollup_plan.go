@@ -18,7 +18,6 @@ type rawPiece struct {
 	bucket int
 	slot   int64
 	lo, hi int64
-	sums   []sums
 }
 
 // slotSpan is a bucket's whole slots [lo, hi).
@@ -88,38 +87,44 @@ func (w *slotWalker) bucket(s int64) (int, bool) {
 	return w.span, true
 }
 
-// accumulator adds sums into per bucket and group aggregates. Callers add
-// in slot order, so every bucket is the same sequence of float additions
-// however its slots were read.
-type accumulator struct {
+// accumulator adds a grain's rows into per bucket and group aggregates.
+// Callers add in slot order, so every bucket is the same sequence of float
+// additions however its slots were read.
+type accumulator[K comparable, R aggRow[K]] struct {
 	bs    []bucket
-	index map[accKey]int
+	fill  func(*Aggregate, K)
+	index map[accKey[K]]int
 	out   []Aggregate
-	grps  []int64 // grps[i] is out[i]'s group
+	grps  []int64 // grps[i] is out[i]'s row group
 }
 
-type accKey struct {
+type accKey[K comparable] struct {
 	bucket int
-	grp    int64
+	key    K
 }
 
-func newAccumulator(bs []bucket) *accumulator {
-	return &accumulator{bs: bs, index: map[accKey]int{}}
+func newAccumulator[K comparable, R aggRow[K]](bs []bucket, fill func(*Aggregate, K)) *accumulator[K, R] {
+	return &accumulator[K, R]{bs: bs, fill: fill, index: map[accKey[K]]int{}}
 }
 
-func (a *accumulator) add(bucket int, g sums) {
-	k := accKey{bucket, g.grp}
+func (a *accumulator[K, R]) add(bucket int, r *R) {
+	k := accKey[K]{bucket, (*r).rowKey()}
 	i, ok := a.index[k]
 	if !ok {
 		i = len(a.out)
 		a.index[k] = i
 		a.out = append(a.out, Aggregate{BucketStart: a.bs[bucket].start})
-		a.grps = append(a.grps, g.grp)
+		a.fill(&a.out[i], k.key)
+		a.grps = append(a.grps, (*r).rowGrp())
 	}
 	x := &a.out[i]
+	g := (*r).rowSums()
 	x.AllocatedSeconds += g.alloc
 	x.UsedSeconds += g.used
 	x.MemoryMiBSeconds += g.mem
 	x.EnergyJoules += g.energy
 	x.Rows += g.rows
+	// A slice's profile never changes: max() skips rows written before
+	// profiles were recorded (''). Grains without one give '' throughout.
+	x.MIGProfile = max(x.MIGProfile, (*r).rowProfile())
 }

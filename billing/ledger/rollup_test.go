@@ -455,7 +455,7 @@ func checkRollupTable(t *testing.T, s *FileStore) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want[k], err = rawSums(context.Background(), st, lo, hi); err != nil {
+		if want[k], err = rawRows(context.Background(), st, lo, hi, teamGrain.dest); err != nil {
 			t.Fatal(err)
 		}
 		st.Close()
