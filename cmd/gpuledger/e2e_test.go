@@ -201,7 +201,8 @@ func checkContainers(t *testing.T, truth *groundtruth.Truth, rows []attribution.
 func checkFlags(t *testing.T, truth *groundtruth.Truth, fs []attribution.Finding) {
 	t.Helper()
 	match := func(f attribution.Finding, want map[string]string) bool {
-		fields := map[string]string{"kind": f.Kind, "node": f.Node, "gpu_uuid": f.GPUUUID, "namespace": f.Namespace, "pod": f.Pod, "container": f.Container}
+		fields := map[string]string{"kind": f.Kind, "node": f.Node, "gpu_uuid": f.GPUUUID, "namespace": f.Namespace, "pod": f.Pod, "container": f.Container,
+			"start": f.Start.UTC().Format(time.RFC3339)}
 		for k, v := range want {
 			if fields[k] != v {
 				return false

@@ -66,6 +66,7 @@ func checkMemoryFindings(t *testing.T, story string, fs []attribution.Finding) {
 		"memory-leak-timeslicing": {"chat-api", attribution.MemoryScopeGPU, attribution.SeverityWarning, "every_tenant_of_the_gpu", 200},
 		"memory-leak-mps":         {"rag-worker", attribution.MemoryScopeGPU, attribution.SeverityWarning, "every_tenant_of_the_gpu", 384},
 		"memory-leak-mig":         {"tts", attribution.MemoryScopeMIGInstance, attribution.SeverityInfo, "own_mig_instance_only", 192},
+		"memory-leak-late-pod":    {"late-leaker", attribution.MemoryScopeGPU, attribution.SeverityWarning, "every_tenant_of_the_gpu", 200},
 	}
 	w, ok := want[story]
 	for _, f := range fs {
