@@ -69,6 +69,8 @@ type Book struct {
 	// when the book has no energy section, and then the report shows no
 	// energy cost or CO2e at all.
 	Energy *Energy
+	// Quota is the quota section, set only under policy quota.
+	Quota *Quota
 }
 
 // MemoryWeighted reports whether usage is blended with memory.

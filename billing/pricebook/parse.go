@@ -95,7 +95,7 @@ const (
 )
 
 var knownFields = []string{fieldCurrency, fieldTimezone, fieldTeamLabel, fieldPolicy, fieldIdle, fieldRates, fieldDefaultRate,
-	fieldMemoryWeight, fieldMemoryMiB, fieldSlotRates, fieldEnergy}
+	fieldMemoryWeight, fieldMemoryMiB, fieldSlotRates, fieldEnergy, fieldQuota}
 
 func (p *parser) book(root *yaml.Node) *Book {
 	root = resolve(root)
@@ -108,14 +108,16 @@ func (p *parser) book(root *yaml.Node) *Book {
 	b.Currency = p.currency(root, fields[fieldCurrency])
 	b.Timezone, b.Location = p.timezone(fields[fieldTimezone])
 	b.TeamLabel = p.teamLabel(fields[fieldTeamLabel])
-	b.Policy = Policy(p.enum(root, fields[fieldPolicy], fieldPolicy, "", string(PolicyAllocation), string(PolicyUsage), string(PolicyFlat)))
+	b.Policy = Policy(p.enum(root, fields[fieldPolicy], fieldPolicy, "", string(PolicyAllocation), string(PolicyUsage), string(PolicyFlat), string(PolicyQuota)))
 	b.Idle = Idle(p.enum(root, fields[fieldIdle], fieldIdle, string(DefaultIdle), string(IdlePlatform), string(IdleShared)))
 	b.Rates = p.rates(fields[fieldRates], fieldRates, "rate per GPU-hour")
 	b.SlotRates = p.rates(fields[fieldSlotRates], fieldSlotRates, "price per GPU slot per month")
 	b.MemoryWeight = p.memoryWeight(fields[fieldMemoryWeight])
 	b.MemoryMiB = p.memoryMiB(fields[fieldMemoryMiB])
 	b.Energy = p.energy(fields[fieldEnergy])
+	b.Quota = p.quotaSection(fields[fieldQuota])
 	p.policyFields(root, b, fields)
+	p.quotaPolicyFields(root, b, fields)
 	if v := fields[fieldDefaultRate]; v != nil {
 		b.DefaultRate, _ = p.rate(v.value, fieldDefaultRate)
 	}

@@ -61,6 +61,9 @@ func Build(ctx context.Context, src Source, book *pricebook.Book, from, to time.
 	if r.DataStart, r.DataEnd, err = dataBounds(ctx, src, r.DataFrom, r.DataTo, from, to, book.Location); err != nil {
 		return nil, err
 	}
+	if r.Quota, err = buildQuota(ctx, src, book, from, to); err != nil {
+		return nil, err
+	}
 	if err := b.finish(r); err != nil {
 		return nil, err
 	}
@@ -282,6 +285,9 @@ func (b *builder) finish(r *Report) error {
 		return nil
 	}
 	r.Lines = b.lines()
+	if b.book.Policy == pricebook.PolicyQuota {
+		return b.finishQuota(r)
+	}
 	if err := b.round(r); err != nil {
 		return err
 	}
@@ -344,7 +350,7 @@ func (b *builder) line(k lineKey, t LineType, alloc, used, energy, chargedUs, pr
 	return l
 }
 
-var typeOrder = map[LineType]int{LineCharge: 0, LineIdleShare: 1, LinePlatform: 2, LineRounding: 3}
+var typeOrder = map[LineType]int{LineCharge: 0, LineQuota: 0, LineAboveQuota: 1, LineIdleShare: 1, LinePlatform: 2, LineRounding: 3}
 
 // compareLines orders team lines by team, then platform lines, then the
 // rounding line.

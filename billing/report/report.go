@@ -150,6 +150,10 @@ type Report struct {
 	// Savings is the sharing advisor's result for the period, when the
 	// caller attached it (gpuledger report --advice); nil otherwise.
 	Savings *Savings
+	// Quota is the quota section (quota.go): what teams were promised
+	// beside what they held and used; nil when the ledger records no quota
+	// for the period and the policy is not quota.
+	Quota *QuotaSection
 	// Tokens is the cost per token section, when the caller attached it
 	// (gpuledger report --prometheus); nil otherwise.
 	Tokens *Tokens

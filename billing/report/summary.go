@@ -28,8 +28,14 @@ func summarise(r *Report) {
 			teams[l.Team] = t
 			namespaces[l.Team] = map[string]bool{}
 		}
-		namespaces[l.Team][l.Namespace] = true
 		t.Total += l.Amount
+		if l.Type == LineQuota || l.Type == LineAboveQuota {
+			// Policy quota: the team's held and used hours are its quota
+			// row's (finishQuota), not these lines'.
+			t.Charge += l.Amount
+			continue
+		}
+		namespaces[l.Team][l.Namespace] = true
 		if l.Type == LineIdleShare {
 			t.IdleShare += l.Amount
 			continue

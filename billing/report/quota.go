@@ -1,0 +1,303 @@
+package report
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/quota"
+)
+
+// Line types of policy quota (docs/quota.md).
+const (
+	// LineQuota: a team's quota-hours of one resource, at the quota rate,
+	// whether it held them or not.
+	LineQuota LineType = "quota"
+	// LineAboveQuota: the GPU-hours a team held above its quota, hour by
+	// hour, at the above-quota rate.
+	LineAboveQuota LineType = "above_quota"
+)
+
+// QuotaSection is what teams were promised beside what they held and
+// used: the report's quota section, one row per team and source.
+type QuotaSection struct {
+	// Billed is the source policy quota bills; "" under other policies.
+	Billed string
+	Rows   []QuotaRow
+}
+
+// QuotaRow is one team's quota from one source over the period. Hours
+// are GPU-hours (MIG quotas weighted by their slices). Held and used are
+// the team's, whatever source: its containers' allocated and used hours.
+// Idle quota and above quota are summed hour by hour (calendar hours in
+// the book's zone): in each hour, quota the team did not hold, and what
+// it held beyond its quota.
+type QuotaRow struct {
+	Team, Source               string
+	Resources                  []QuotaResource
+	QuotaHours                 *big.Rat
+	HeldHours, UsedHours       *big.Rat
+	IdleQuotaHours, AboveHours *big.Rat
+}
+
+// QuotaResource is the quota-hours of one resource ("gpu", a GPU model,
+// or "mig-<profile>").
+type QuotaResource struct {
+	Resource string
+	Hours    *big.Rat
+}
+
+// quotaReader is what a ledger that records quota offers; a store
+// without it has no quota section.
+type quotaReader interface {
+	QuotaChanges(ctx context.Context, from, to time.Time, fn func(quota.Change) error) error
+}
+
+// maxQuotaHours bounds the hour buckets of one quota section (ten years).
+const maxQuotaHours = 10 * 366 * 24
+
+// buildQuota computes the quota section: nil when the ledger records no
+// quota in the period and the policy is not quota.
+func buildQuota(ctx context.Context, src Source, book *pricebook.Book, from, to time.Time) (*QuotaSection, error) {
+	billed := ""
+	if book.Policy == pricebook.PolicyQuota {
+		billed = book.Quota.Source
+	}
+	var changes []quota.Change
+	if qr, ok := src.(quotaReader); ok {
+		err := qr.QuotaChanges(ctx, from, to, func(c quota.Change) error {
+			changes = append(changes, c)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cannot read quota changes: %w", err)
+		}
+	} else if billed != "" {
+		return nil, fmt.Errorf("cannot bill policy quota: this ledger does not record quota")
+	}
+	ivs := quota.Intervals(changes, from, to)
+	if len(ivs) == 0 && billed == "" {
+		return nil, nil
+	}
+	if to.Sub(from) > maxQuotaHours*time.Hour {
+		return nil, fmt.Errorf("cannot compute quota hour by hour over %s: split the period", to.Sub(from))
+	}
+	loc := book.Location
+	held, used, err := heldByHour(ctx, src, from, to, loc)
+	if err != nil {
+		return nil, err
+	}
+	// promised[source][team][hour] is quota GPU-seconds; perRes the
+	// period's quota GPU-seconds per source, team and resource.
+	type st struct{ source, team string }
+	promised := map[st]map[int64]*big.Rat{}
+	perRes := map[st]map[string]*big.Rat{}
+	for _, iv := range ivs {
+		k := st{iv.Source, iv.Team}
+		if promised[k] == nil {
+			promised[k], perRes[k] = map[int64]*big.Rat{}, map[string]*big.Rat{}
+		}
+		w, err := quota.Weight(iv.Resource)
+		if err != nil {
+			return nil, err
+		}
+		gpus := new(big.Rat).Mul(big.NewRat(iv.Milli, 1000), w)
+		for t := iv.From; t.Before(iv.To); {
+			h := hourStart(t, loc)
+			end := h.Add(time.Hour)
+			if end.After(iv.To) {
+				end = iv.To
+			}
+			secs := new(big.Rat).Mul(gpus, big.NewRat(end.Sub(t).Nanoseconds(), int64(time.Second)))
+			addRat(promised[k], h.Unix(), secs)
+			if perRes[k][iv.Resource] == nil {
+				perRes[k][iv.Resource] = new(big.Rat)
+			}
+			perRes[k][iv.Resource].Add(perRes[k][iv.Resource], secs)
+			t = end
+		}
+	}
+	if billed != "" {
+		// Under policy quota every team that held GPUs has a row of the
+		// billed source: without quota, all it held is above it.
+		for team := range held {
+			if k := (st{billed, team}); promised[k] == nil {
+				promised[k], perRes[k] = map[int64]*big.Rat{}, map[string]*big.Rat{}
+			}
+		}
+	}
+	sec := &QuotaSection{Billed: billed}
+	perHour := big.NewRat(3600, 1)
+	for k, byHour := range promised {
+		row := QuotaRow{Team: k.team, Source: k.source, QuotaHours: new(big.Rat), HeldHours: new(big.Rat), UsedHours: new(big.Rat),
+			IdleQuotaHours: new(big.Rat), AboveHours: new(big.Rat)}
+		hours := map[int64]bool{}
+		for h := range byHour {
+			hours[h] = true
+		}
+		for h := range held[k.team] {
+			hours[h] = true
+		}
+		for h := range hours {
+			q, hd := ratOr0(byHour[h]), ratOr0(held[k.team][h])
+			row.QuotaHours.Add(row.QuotaHours, q)
+			row.HeldHours.Add(row.HeldHours, hd)
+			row.UsedHours.Add(row.UsedHours, ratOr0(used[k.team][h]))
+			if d := new(big.Rat).Sub(q, hd); d.Sign() > 0 {
+				row.IdleQuotaHours.Add(row.IdleQuotaHours, d)
+			} else {
+				row.AboveHours.Sub(row.AboveHours, d)
+			}
+		}
+		for _, x := range []*big.Rat{row.QuotaHours, row.HeldHours, row.UsedHours, row.IdleQuotaHours, row.AboveHours} {
+			x.Quo(x, perHour)
+		}
+		for _, res := range sortedKeys(perRes[k]) {
+			row.Resources = append(row.Resources, QuotaResource{Resource: res, Hours: new(big.Rat).Quo(perRes[k][res], perHour)})
+		}
+		sec.Rows = append(sec.Rows, row)
+	}
+	slices.SortFunc(sec.Rows, func(a, b QuotaRow) int {
+		return cmp.Or(strings.Compare(a.Team, b.Team), cmp.Compare(sourceOrder(a.Source), sourceOrder(b.Source)))
+	})
+	return sec, nil
+}
+
+func sourceOrder(s string) int { return slices.Index(quota.Sources(), s) }
+
+// heldByHour sums each team's container rows per calendar hour: allocated
+// and used GPU-seconds, exactly from the integer micro-seconds the report
+// fixes every aggregate to.
+func heldByHour(ctx context.Context, src Source, from, to time.Time, loc *time.Location) (held, used map[string]map[int64]*big.Rat, err error) {
+	aggs, err := src.Aggregate(ctx, ledger.AggregateQuery{From: from, To: to, Location: loc, Bucket: ledger.BucketHour})
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read hourly ledger aggregates: %w", err)
+	}
+	if err := checkTotals(aggs); err != nil {
+		return nil, nil, err
+	}
+	held, used = map[string]map[int64]*big.Rat{}, map[string]map[int64]*big.Rat{}
+	for _, a := range aggs {
+		if a.Kind != attribution.KindContainer {
+			continue
+		}
+		q, err := quantify(a)
+		if err != nil {
+			return nil, nil, err
+		}
+		h := hourStart(a.BucketStart, loc).Unix()
+		if held[a.Team] == nil {
+			held[a.Team], used[a.Team] = map[int64]*big.Rat{}, map[int64]*big.Rat{}
+		}
+		addRat(held[a.Team], h, big.NewRat(q.alloc, microPerSecond))
+		addRat(used[a.Team], h, big.NewRat(q.used, microPerSecond))
+	}
+	return held, used, nil
+}
+
+// hourStart is the start of the calendar hour in loc that holds t: whole
+// hours of local time, so a zone 5:30 or 5:45 from UTC has its hours at
+// :30 or :15 UTC, as the ledger's hour buckets do.
+func hourStart(t time.Time, loc *time.Location) time.Time {
+	_, off := t.In(loc).Zone()
+	s := (t.Unix() + int64(off)) % 3600
+	if s < 0 {
+		s += 3600
+	}
+	return time.Unix(t.Unix()-s, 0).In(loc)
+}
+
+func addRat(m map[int64]*big.Rat, k int64, x *big.Rat) {
+	if m[k] == nil {
+		m[k] = new(big.Rat)
+	}
+	m[k].Add(m[k], x)
+}
+
+func ratOr0(x *big.Rat) *big.Rat {
+	if x == nil {
+		return new(big.Rat)
+	}
+	return x
+}
+
+// finishQuota prices policy quota: a quota line per team and resource of
+// the billed source at the quota rate, an above-quota line per team at
+// the above rate, and one platform line that is what the GPUs cost at the
+// book's rates less what the teams pay (negative when they pay more). The
+// lines share out the fleet's capacity x rate rounded once, by largest
+// remainder, so the file reconciles exactly as under every policy.
+func (b *builder) finishQuota(r *Report) error {
+	q := b.book.Quota
+	var lines []Line
+	paid := new(big.Rat)
+	for _, row := range r.Quota.Rows {
+		if row.Source != r.Quota.Billed {
+			continue
+		}
+		for _, res := range row.Resources {
+			rate := q.Rate
+			l := Line{Team: row.Team, GPUModel: res.Resource, Type: LineQuota, AllocatedHours: res.Hours,
+				Charged: res.Hours, Rate: &rate, Exact: new(big.Rat).Mul(res.Hours, rate.Rat())}
+			paid.Add(paid, l.Exact)
+			lines = append(lines, l)
+		}
+		if row.AboveHours.Sign() > 0 {
+			rate := q.AboveRate
+			l := Line{Team: row.Team, Type: LineAboveQuota, AllocatedHours: row.AboveHours, UsedHours: nil,
+				Charged: row.AboveHours, Rate: &rate, Exact: new(big.Rat).Mul(row.AboveHours, rate.Rat())}
+			paid.Add(paid, l.Exact)
+			lines = append(lines, l)
+		}
+	}
+	scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(b.book.Currency.MinorUnit)), nil))
+	fleet, unalloc := new(big.Rat), new(big.Rat)
+	targets, exacts := map[string]int64{}, map[string]*big.Rat{}
+	for _, name := range sortedKeys(b.models) {
+		mt := b.models[name]
+		price := b.price(name)
+		exact := new(big.Rat).Mul(mt.priced, price.Rat())
+		fleet.Add(fleet, exact)
+		unalloc.Add(unalloc, hours(mt.unalloc))
+		target, err := roundHalfAway(new(big.Rat).Mul(exact, scale))
+		if err != nil {
+			return fmt.Errorf("model %s: %w", name, err)
+		}
+		targets[name], exacts[name] = target, exact
+	}
+	lines = append(lines, Line{Type: LinePlatform, AllocatedHours: unalloc, Exact: new(big.Rat).Sub(fleet, paid)})
+	total, err := roundHalfAway(new(big.Rat).Mul(fleet, scale))
+	if err != nil {
+		return err
+	}
+	idx := make([]int, len(lines))
+	for i := range idx {
+		idx[i] = i
+	}
+	if err := apportion(lines, idx, fleet, total, scale); err != nil {
+		return err
+	}
+	r.Lines = append(lines, Line{Type: LineRounding, Exact: new(big.Rat)})
+	r.Total = total
+	b.modelSummaries(r, targets, exacts)
+	summarise(r)
+	// Held and used come from the quota section: quota lines are not
+	// held hours.
+	for i := range r.Teams {
+		for _, row := range r.Quota.Rows {
+			if row.Team == r.Teams[i].Team && row.Source == r.Quota.Billed {
+				t := &r.Teams[i]
+				t.AllocatedHours, t.UsedHours = row.HeldHours, row.UsedHours
+				t.Efficiency = ratio(t.UsedHours, t.AllocatedHours)
+			}
+		}
+	}
+	return nil
+}
