@@ -281,13 +281,14 @@ func (b *builder) model(name string) *modelTotals {
 
 // finish turns the sums into lines, rounds them and adds the summaries.
 func (b *builder) finish(r *Report) error {
+	if b.book.Policy == pricebook.PolicyQuota && r.Quota != nil && len(r.Quota.Rows) > 0 {
+		// Quota is owed whether or not the ledger saw a GPU.
+		return b.finishQuota(r)
+	}
 	if len(b.models) == 0 {
 		return nil
 	}
 	r.Lines = b.lines()
-	if b.book.Policy == pricebook.PolicyQuota {
-		return b.finishQuota(r)
-	}
 	if err := b.round(r); err != nil {
 		return err
 	}
