@@ -162,7 +162,9 @@ func focusRows(r *Report, header []string) ([][]string, error) {
 	for _, m := range r.Models {
 		capacity[m.Model] = m.CapacityHours
 	}
-	if r.Devices != nil {
+	if r.Devices != nil && r.Book.Policy != pricebook.PolicyQuota {
+		// Quota lines are what a team was promised, not what a device
+		// did: under policy quota the file has a row per line.
 		return focusDeviceRows(r, header)
 	}
 	rows := make([][]string, 0, len(r.Lines))
@@ -217,6 +219,8 @@ func focusCells(r *Report, l Line, capacity *big.Rat) (map[string]string, error)
 		// rounded once.
 		c["ChargeCategory"], c["ChargeFrequency"] = "Adjustment", "One-Time"
 		c["ChargeDescription"] = "Rounding: the period's total rounded once, less the lines rounded one by one (largest remainder)"
+	} else if book.Policy == pricebook.PolicyQuota {
+		focusQuotaCells(c, r, l, f)
 	} else {
 		charged := l.ChargedHours(book.Policy)
 		qty := decimal(charged, hoursDecimals)

@@ -66,6 +66,7 @@ type page struct {
 	Unknown                    []string
 	Savings                    *savingsPage
 	Tokens                     *tokensPage
+	Quota                      *quotaPage
 	Energy                     *energyPage // nil without an energy section
 }
 
@@ -159,6 +160,7 @@ func newPage(r *Report) page {
 	p.Reconcile = reconcile(r, money)
 	p.Savings = savingsSection(r, money)
 	p.Tokens = tokensSection(r)
+	p.Quota = quotaSection(r)
 	p.Energy = energySection(r, money)
 	return p
 }
@@ -456,6 +458,9 @@ func reconcile(r *Report, money func(int64) string) []string {
 	out := []string{
 		"Capacity × rate, per model, each rounded once: " + strings.Join(parts, "; ") + ".",
 		fmt.Sprintf("The fleet total, rounded once, is %s %s; the rounding line (%s) is the difference, so the lines add up to it exactly. Within a model, lines are rounded by largest remainder: each is its exact amount rounded down or up, and the model's lines add up to its capacity × rate.", money(r.Total), cur, money(r.Rounding)),
+	}
+	if r.Book.Policy == pricebook.PolicyQuota {
+		out[1] = fmt.Sprintf("The fleet total, rounded once, is %s %s. The teams pay their quota and above-quota lines; the platform line (%s) is the capacity × rate they do not pay, negative when they pay more. Every line is its exact amount rounded down or up by largest remainder, so the lines add up to the total exactly.", money(r.Total), cur, money(r.Platform))
 	}
 	return out
 }

@@ -37,6 +37,7 @@ type jsonReport struct {
 	FindingsDropped int           `json:"findings_dropped,omitempty"`
 	Savings         *jsonSavings  `json:"savings,omitempty"`
 	Tokens          *jsonTokens   `json:"tokens,omitempty"`
+	Quota           *jsonQuota    `json:"quota,omitempty"`
 	GeneratedAt     string        `json:"generated_at,omitempty"`
 	// Energy is there when the book has an energy section.
 	Energy *jsonEnergy `json:"energy,omitempty"`
@@ -170,6 +171,7 @@ func toJSON(r *Report) jsonReport {
 		UnknownModels: []string{}, Findings: []jsonFinding{}, FindingsDropped: r.FindingsDropped,
 		Savings: savingsJSON(r),
 		Tokens:  tokensJSON(r),
+		Quota:   quotaJSON(r),
 	}
 	if r.Book.MemoryWeight != nil {
 		j.MemoryWeight = optNum(exactDecimal(r.Book.MemoryWeight))

@@ -3,7 +3,10 @@ package report
 import (
 	"cmp"
 	"context"
+	_ "embed"
+	"encoding/json"
 	"fmt"
+	"html/template"
 	"math/big"
 	"slices"
 	"strings"
@@ -300,4 +303,124 @@ func (b *builder) finishQuota(r *Report) error {
 		}
 	}
 	return nil
+}
+
+// jsonQuota is the quota section in the JSON form: GPU-hours as decimal
+// text, like every number there.
+type jsonQuota struct {
+	// BilledSource is the source policy quota bills ("" otherwise).
+	BilledSource string         `json:"billed_source,omitempty"`
+	Rows         []jsonQuotaRow `json:"rows"`
+}
+
+type jsonQuotaRow struct {
+	Team           string              `json:"team"`
+	Source         string              `json:"source"`
+	Resources      []jsonQuotaResource `json:"resources"`
+	QuotaHours     json.Number         `json:"quota_gpu_hours"`
+	HeldHours      json.Number         `json:"held_gpu_hours"`
+	UsedHours      json.Number         `json:"used_gpu_hours"`
+	IdleQuotaHours json.Number         `json:"idle_quota_gpu_hours"`
+	AboveHours     json.Number         `json:"above_quota_gpu_hours"`
+}
+
+type jsonQuotaResource struct {
+	Resource   string      `json:"resource"`
+	QuotaHours json.Number `json:"quota_gpu_hours"`
+}
+
+func quotaJSON(r *Report) *jsonQuota {
+	if r.Quota == nil {
+		return nil
+	}
+	j := &jsonQuota{BilledSource: r.Quota.Billed, Rows: []jsonQuotaRow{}}
+	for _, row := range r.Quota.Rows {
+		jr := jsonQuotaRow{Team: row.Team, Source: row.Source, Resources: []jsonQuotaResource{},
+			QuotaHours: hoursNum(row.QuotaHours), HeldHours: hoursNum(row.HeldHours), UsedHours: hoursNum(row.UsedHours),
+			IdleQuotaHours: hoursNum(row.IdleQuotaHours), AboveHours: hoursNum(row.AboveHours)}
+		for _, res := range row.Resources {
+			jr.Resources = append(jr.Resources, jsonQuotaResource{Resource: res.Resource, QuotaHours: hoursNum(res.Hours)})
+		}
+		j.Rows = append(j.Rows, jr)
+	}
+	return j
+}
+
+// quotaPage is the quota section of the HTML report.
+type quotaPage struct {
+	Billed, Rate, AboveRate, Currency string
+	Rows                              []quotaPageRow
+}
+
+type quotaPageRow struct {
+	Team, Source, Resources        string
+	Quota, Held, Used, Idle, Above string
+}
+
+func quotaSection(r *Report) *quotaPage {
+	if r.Quota == nil {
+		return nil
+	}
+	p := &quotaPage{Billed: r.Quota.Billed, Currency: r.Book.Currency.Code}
+	if q := r.Book.Quota; q != nil {
+		p.Rate, p.AboveRate = q.Rate.Format(r.Book.Currency.MinorUnit), q.AboveRate.Format(r.Book.Currency.MinorUnit)
+	}
+	for _, row := range r.Quota.Rows {
+		var res []string
+		for _, x := range row.Resources {
+			res = append(res, x.Resource+" "+hoursText(x.Hours)+" h")
+		}
+		p.Rows = append(p.Rows, quotaPageRow{Team: row.Team, Source: row.Source, Resources: strings.Join(res, ", "),
+			Quota: hoursText(row.QuotaHours), Held: hoursText(row.HeldHours), Used: hoursText(row.UsedHours),
+			Idle: hoursText(row.IdleQuotaHours), Above: hoursText(row.AboveHours)})
+	}
+	return p
+}
+
+//go:embed quota.html.tmpl
+var quotaHTML string
+
+// The section is its own template in the page's set, as tokens is.
+var _ = template.Must(pageTemplate.New("quota").Parse(quotaHTML))
+
+// focusQuotaCells fills a policy quota line's FOCUS cells. Quota and
+// above-quota lines are charges of their own, not split from a GPU
+// model's capacity, so they carry no allocation columns: the SKU is the
+// quota resource (or the above-quota meter), the quantity the line's
+// GPU-hours at its rate. The platform line is the capacity cost the teams
+// do not pay: an adjustment, negative when they pay more.
+func focusQuotaCells(c map[string]string, r *Report, l Line, f fields) {
+	q := r.Book.Quota
+	tags := map[string]any{}
+	if l.Team != "" {
+		tags[r.Book.TeamLabel] = l.Team
+	}
+	switch l.Type {
+	case LinePlatform:
+		c["ChargeCategory"], c["ChargeFrequency"] = "Adjustment", "Usage-Based"
+		c["ChargeDescription"] = "GPU capacity at the book's rates less what the teams' quota and above-quota lines pay (policy quota)"
+		return
+	case LineQuota:
+		c["ChargeDescription"] = fmt.Sprintf("GPU quota (%s) of %s, per quota GPU-hour whether held or not (policy quota)", q.Source, l.GPUModel)
+		c["SkuId"] = neutralise("gpu-quota/" + l.GPUModel)
+		c["ResourceId"], c["ResourceName"] = neutralise("quota/"+q.Source+"/"+l.Team+"/"+l.GPUModel), neutralise(l.GPUModel+" quota of "+l.Team)
+		tags[focusTagPrefix+"quota-resource"] = l.GPUModel
+	case LineAboveQuota:
+		c["ChargeDescription"] = fmt.Sprintf("GPU-hours held above the %s quota, hour by hour (policy quota)", q.Source)
+		c["SkuId"] = "gpu-above-quota"
+		c["ResourceId"], c["ResourceName"] = neutralise("quota/"+q.Source+"/"+l.Team+"/above"), neutralise("GPUs held above quota by "+l.Team)
+	}
+	qty := decimal(l.Charged, hoursDecimals)
+	c["ChargeCategory"], c["ChargeFrequency"], c["PricingCategory"] = "Usage", "Usage-Based", "Standard"
+	c["PricingQuantity"], c["PricingUnit"], c["ConsumedQuantity"], c["ConsumedUnit"] = qty, focusUnit, qty, focusUnit
+	c["ListUnitPrice"], c["ContractedUnitPrice"] = f.Rate, f.Rate
+	c["SkuMeter"] = "Quota " + focusUnit
+	if l.Type == LineAboveQuota {
+		c["SkuMeter"] = "Above-quota " + focusUnit
+	}
+	c["SkuPriceId"] = neutralise(c["SkuId"] + "/" + f.Currency + "/" + f.Rate)
+	c["ResourceType"] = "GPU quota"
+	if t, err := focusJSON(tags); err == nil {
+		c["Tags"] = t
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/focus"
 	"github.com/gpuledger/gpuledger/quota"
 )
 
@@ -138,5 +139,55 @@ func TestQuotaPolicyByHand(t *testing.T) {
 	}
 	if r.Quota.Rows[0].Source != quota.SourceKueue || r.Quota.Rows[1].Team != "b" {
 		t.Errorf("rows out of order: %+v", r.Quota.Rows)
+	}
+}
+
+// TestQuotaRenderings: the quota report's HTML, JSON and FOCUS forms
+// carry the section and lines, and both FOCUS versions validate.
+func TestQuotaRenderings(t *testing.T) {
+	st := fileLedger(t, quotaDay(), nil)
+	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	r, err := Build(context.Background(), quotaLedger{Source: st, changes: quotaChanges()}, book(t, quotaBook), from, from.AddDate(0, 0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var html, js bytes.Buffer
+	if err := WriteHTML(&html, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<section id="quota">`, "<b>kueue</b> quota: quota-hours at 1.50",
+		`<td><b>a</b></td><td>kueue</td><td class="muted">gpu 27.0 h</td><td class="num">27.0</td><td class="num">12.5</td><td class="num">5.0</td><td class="num">17.5</td><td class="num">3.0</td>`,
+		`<td><b>b</b></td><td>resourcequota</td><td class="muted">mig-1g.10gb 24.0 h</td><td class="num">24.0</td>`,
+		"the platform line (-1.50) is the capacity × rate they do not pay"} {
+		if !strings.Contains(html.String(), want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	if err := WriteJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"billed_source": "kueue"`, `"quota_gpu_hours": 27.000000`, `"above_quota_gpu_hours": 3.000000`,
+		`"idle_quota_gpu_hours": 17.500000`, `"line_type": "above_quota"`, `"total": 48.00`} {
+		if !strings.Contains(js.String(), want) {
+			t.Errorf("JSON lacks %s", want)
+		}
+	}
+	for _, v := range []string{focus.Version13, focus.Version14} {
+		r.FOCUSVersion = v
+		var fo bytes.Buffer
+		if err := WriteFOCUS(&fo, r); err != nil {
+			t.Fatal(err)
+		}
+		violations, err := focus.ValidateVersion(bytes.NewReader(fo.Bytes()), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range violations {
+			t.Errorf("FOCUS %s: %s", v, x)
+		}
+		rows := readTable(t, fo.Bytes())
+		if len(rows) != 4 {
+			t.Errorf("FOCUS %s: %d rows, want the 4 lines", v, len(rows))
+		}
 	}
 }
