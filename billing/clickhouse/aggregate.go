@@ -2,7 +2,6 @@ package clickhouse
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -28,8 +27,7 @@ type aggPlan struct{ days, hours, raw int }
 // hours) is summed from the deduplicated raw rows.
 func (s *Store) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
 	if q.ByNode {
-		// Per-node energy is read from the embedded ledger only.
-		return nil, errors.New("cannot aggregate ledger rows per node: not supported on a ClickHouse ledger (a price book with carbonIntensityByNode needs the embedded ledger)")
+		return s.aggregateNodes(ctx, q)
 	}
 	if q.ByDevice {
 		return s.aggregateDevices(ctx, q)
