@@ -146,3 +146,96 @@ func TestRecordedQuotaIntegratesExactly(t *testing.T) {
 		})
 	}
 }
+
+// TestIntervalsMatchStepping: quota.Intervals of random change lists (in
+// any order, deletions of keys never set included) sums per key and team
+// to the integral computed second by second from the changes, each
+// second under the last change of its key at or before it (the later
+// written one when two share a second); intervals of one key never
+// overlap and lie inside the period; State is what is in force at the
+// last change.
+func TestIntervalsMatchStepping(t *testing.T) {
+	keys := []quota.Key{
+		{Source: quota.SourceKueue, Object: "a", Resource: "gpu"},
+		{Source: quota.SourceKueue, Object: "a", Resource: "mig-3g.40gb"},
+		{Source: quota.SourceVolcano, Object: "b", Resource: "mig-1c.3g.40gb"},
+		{Source: quota.SourceKAI, Object: "c", Resource: "H100-80GB-HBM3"},
+	}
+	base := start.Unix()
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 0x1a7e))
+		var changes []quota.Change
+		for range rng.IntN(30) {
+			k := keys[rng.IntN(len(keys))]
+			c := quota.Change{At: time.Unix(base+rng.Int64N(500), 0).UTC(),
+				Entry: quota.Entry{Key: k, Team: []string{"ml", "vision"}[rng.IntN(2)], Milli: rng.Int64N(20) * 250}}
+			if rng.IntN(4) == 0 {
+				c.Deleted, c.Milli = true, 0
+			}
+			changes = append(changes, c)
+		}
+		from := base - 20 + rng.Int64N(540)
+		to := from + rng.Int64N(base+540-from)
+		// in force at second x: the last change of the key at or before
+		// x, the later of two in one second.
+		inForce := func(k quota.Key, x int64) (quota.Change, bool) {
+			var best quota.Change
+			found := false
+			for _, c := range changes {
+				if c.Key == k && c.At.Unix() <= x && (!found || c.At.Unix() >= best.At.Unix()) {
+					best, found = c, true
+				}
+			}
+			return best, found && !best.Deleted
+		}
+		want := map[teamKey]int64{}
+		for x := from; x < to; x++ {
+			for _, k := range keys {
+				if c, ok := inForce(k, x); ok {
+					want[teamKey{k, c.Team}] += c.Milli * sevenths[k.Resource]
+				}
+			}
+		}
+		f, tt := time.Unix(from, 0).UTC(), time.Unix(to, 0).UTC()
+		ivs := quota.Intervals(changes, f, tt)
+		got := map[teamKey]*big.Rat{}
+		lastTo := map[quota.Key]time.Time{}
+		for _, iv := range ivs {
+			if iv.From.Before(f) || iv.To.After(tt) || !iv.From.Before(iv.To) {
+				t.Fatalf("seed %d: interval %+v outside [%s, %s) or empty", seed, iv, f, tt)
+			}
+			if l, ok := lastTo[iv.Key]; ok && iv.From.Before(l) {
+				t.Fatalf("seed %d: intervals of %+v overlap at %s", seed, iv.Key, iv.From)
+			}
+			lastTo[iv.Key] = iv.To
+			gs, err := iv.GPUSeconds()
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := teamKey{iv.Key, iv.Team}
+			if got[k] == nil {
+				got[k] = new(big.Rat)
+			}
+			got[k].Add(got[k], gs)
+		}
+		for k, v := range want {
+			if g := got[k]; (g == nil && v != 0) || (g != nil && g.Cmp(big.NewRat(v, 7000)) != 0) {
+				t.Errorf("seed %d [%d, %d) %+v: Intervals give %v GPU-seconds, stepping %v", seed, from, to, k, g, big.NewRat(v, 7000).RatString())
+			}
+		}
+		for k, g := range got {
+			if _, ok := want[k]; !ok && g.Sign() != 0 {
+				t.Errorf("seed %d %+v: Intervals give %v GPU-seconds, stepping none", seed, k, g)
+			}
+		}
+		end := base + 600
+		st := quota.State(changes)
+		for _, k := range keys {
+			c, ok := inForce(k, end)
+			e, got := st[k]
+			if ok != got || (ok && e != c.Entry) {
+				t.Errorf("seed %d: State[%+v] = %+v (%v), want %+v (%v)", seed, k, e, got, c.Entry, ok)
+			}
+		}
+	}
+}
