@@ -127,11 +127,11 @@ func (s *FileStore) QuotaChanges(ctx context.Context, from, to time.Time, fn fun
 	if to.Before(from) {
 		return fmt.Errorf("cannot read quota changes of %s from %s: the period ends before it starts", s.path, period)
 	}
-	var tables int
-	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'quota_changes'").Scan(&tables); err != nil {
+	has, err := hasQuotaTable(ctx, s.r)
+	if err != nil {
 		return fmt.Errorf("cannot read quota changes of %s from %s: %w", s.path, period, s.describe(err))
 	}
-	if tables == 0 {
+	if !has {
 		return nil // a version-5 file read as it is: no quota was ever recorded
 	}
 	// SQLite takes the bare columns of a max() aggregate from the row
@@ -171,6 +171,16 @@ ORDER BY 4, 1, 2, 3`
 		return fmt.Errorf("cannot read quota changes of %s from %s: %w", s.path, period, s.describe(err))
 	}
 	return nil
+}
+
+// hasQuotaTable says whether the file has the quota table: a version-5
+// file opened read-only has not.
+func hasQuotaTable(ctx context.Context, q querier) (bool, error) {
+	var n int
+	err := retryBusy(ctx, func() error {
+		return q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'quota_changes'").Scan(&n)
+	})
+	return n > 0, err
 }
 
 // quotaCeil is the first whole second not before t: a change at a stored
