@@ -246,6 +246,8 @@ func sliceColumn(c any, lo, hi int) any {
 	switch v := c.(type) {
 	case []int64:
 		return v[lo:hi]
+	case []uint8:
+		return v[lo:hi]
 	case []uint32:
 		return v[lo:hi]
 	case []uint64:

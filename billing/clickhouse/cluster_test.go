@@ -13,6 +13,7 @@ import (
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/quota"
 )
 
 // TestClusterExactlyOnce runs the --clickhouse-cluster schema on a real
@@ -107,4 +108,17 @@ func TestClusterExactlyOnce(t *testing.T) {
 		t.Fatalf("RebuildRollups: %v", err)
 	}
 	check("rollups")
+
+	// Quota changes written through one node and replayed read once,
+	// in order, through the other (migration 4 on the cluster).
+	h := quotaHistory()
+	for range 2 {
+		if err := writer.AppendQuota(ctx, h); err != nil {
+			t.Fatalf("AppendQuota: %v", err)
+		}
+	}
+	want := []quota.Change{h[1], h[0], h[5], h[6], h[2], h[11], h[10], h[9], h[8]}
+	if got := readQuota(t, reader, qday(11, 1, 0), qday(12, 1, 0)); !reflect.DeepEqual(got, want) {
+		t.Errorf("quota changes of November read through the other node:\n got %+v\nwant %+v", got, want)
+	}
 }

@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is the newest schema this binary knows. Open refuses a
 // database migrated by a newer binary.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // Table names. In cluster mode these are the Distributed tables and the
 // replicated storage lives in <name>_local; the store reads and writes the
@@ -286,6 +286,13 @@ var migrations = []migration{
 		description: "the MIG profile of ledger rows (the FOCUS SkuId)",
 		statements:  func(db, cluster string) []string { return nil },
 		columns:     []addedColumn{{table: &tables[0], name: "mig_profile", typ: "String DEFAULT ''", after: "slice_id"}},
+	},
+	{
+		version:     4,
+		description: "GPU quota changes",
+		statements: func(db, cluster string) []string {
+			return tableDDL(db, cluster, quotaTable)
+		},
 	},
 }
 

@@ -31,16 +31,20 @@ func TestClusterDDL(t *testing.T) {
 		"ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/gpuledger/ledger_rollup_marks_local', '{replica}', seq)",
 		"ALTER TABLE gpuledger.ledger_rows_local ON CLUSTER `prod-1` ADD COLUMN mig_profile String DEFAULT '' AFTER slice_id",
 		"DROP TABLE IF EXISTS gpuledger.ledger_rows ON CLUSTER `prod-1`\n;\nCREATE TABLE IF NOT EXISTS gpuledger.ledger_rows ON CLUSTER `prod-1` AS gpuledger.ledger_rows_local",
+		"ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/gpuledger/quota_changes_local', '{replica}', version)\n" +
+			"ORDER BY (source, object, resource, at)",
+		"CREATE TABLE IF NOT EXISTS gpuledger.quota_changes ON CLUSTER `prod-1` AS gpuledger.quota_changes_local " +
+			"ENGINE = Distributed('prod-1', 'gpuledger', 'quota_changes_local', cityHash64(object))",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("cluster DDL lacks:\n%s", want)
 		}
 	}
 	// Every table (the migrations table, migration 1's tables and the
-	// prices table of migration 2): one replicated local table and one
-	// distributed table; migration 3 alters the first and creates the
-	// second again.
-	if n, want := len(stmts), 1+2*(2+len(tables))+3; n != want {
+	// prices table of migration 2, the quota table of migration 4): one
+	// replicated local table and one distributed table; migration 3 alters
+	// the first and creates the second again.
+	if n, want := len(stmts), 1+2*(3+len(tables))+3; n != want {
 		t.Errorf("cluster DDL has %d statements, want %d", n, want)
 	}
 	for _, s := range stmts {

@@ -138,9 +138,10 @@ func OpenFile(ctx context.Context, path string, opts FileOptions) (*FileStore, e
 // directory, can be read: in such a directory, where SQLite cannot create
 // the -wal and -shm files beside the ledger, the file is opened immutable
 // (no locking at all), which is right only because nothing can write there
-// either. A file whose schema is older than this build's is refused with
-// an error saying to run `gpuledger ledger migrate` (ErrSchemaOutdated).
-// Appends to such a store fail.
+// either. A file whose schema is older than version 5 is refused with an
+// error saying to run `gpuledger ledger migrate` (ErrSchemaOutdated); a
+// version-5 file is read as it is, with no quota changes (version 6 only
+// adds them). Appends to such a store fail.
 func OpenReadOnly(ctx context.Context, path string, opts FileOptions) (*FileStore, error) {
 	opts.ReadOnly, opts.MustExist = true, true
 	return OpenFile(ctx, path, opts)
@@ -307,7 +308,7 @@ func (s *FileStore) openReadOnly(ctx context.Context) error {
 		return err
 	case version == 0:
 		return fmt.Errorf("ledger file %s is empty (no schema): nothing to read", s.path)
-	case version < FileSchemaVersion:
+	case version < fileMinReadVersion:
 		return fmt.Errorf("ledger file %s has schema version %d and this gpuledger reads version %d: %w; run `gpuledger ledger migrate --ledger %s` once where the file is writable",
 			s.path, version, FileSchemaVersion, ErrSchemaOutdated, s.path)
 	}

@@ -9,7 +9,12 @@ import (
 
 // FileSchemaVersion is the schema version this build writes, kept in the
 // file's PRAGMA user_version.
-const FileSchemaVersion = 5
+const FileSchemaVersion = 6
+
+// fileMinReadVersion is the oldest schema a read-only open reads: version
+// 6 only adds the quota changes, which a version-5 file has none of
+// (QuotaChanges returns nothing), so readers need no migration for it.
+const fileMinReadVersion = 5
 
 // fileApplicationID marks a SQLite file as a gpuledger ledger ("GPUL").
 const fileApplicationID = 0x4750554C
@@ -136,6 +141,23 @@ CREATE TABLE IF NOT EXISTS annotation_pins (
 ALTER TABLE ledger_rows ADD COLUMN mig_profile TEXT NOT NULL DEFAULT '';
 DROP TABLE IF EXISTS ledger_rollup_device;
 ` + deviceRollupDDL, data: rebuildDeviceRollup},
+	// 6: GPU quota over time (file_quota.go): one row per change of a
+	// quota object's resource, keyed to the second so a replay replaces
+	// it. The at index serves the period reads and the retention.
+	{sql: `
+CREATE TABLE IF NOT EXISTS quota_changes (
+	source      TEXT    NOT NULL,
+	object      TEXT    NOT NULL,
+	resource    TEXT    NOT NULL,
+	at          INTEGER NOT NULL,
+	team        TEXT    NOT NULL,
+	milli       INTEGER NOT NULL,
+	limit_milli INTEGER NOT NULL,
+	deleted     INTEGER NOT NULL,
+	PRIMARY KEY (source, object, resource, at)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS quota_changes_at ON quota_changes (at);
+`},
 }
 
 // migrate checks the file is ours and not from a newer gpuledger, then

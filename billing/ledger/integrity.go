@@ -90,7 +90,14 @@ func (s *FileStore) checkIntegrity(ctx context.Context, db *sql.DB, scope string
 	case "":
 		targets = []string{"PRAGMA quick_check(3)"}
 	case "small":
-		for _, t := range smallTables {
+		tables := smallTables
+		// A version-5 file, read as it is, has no quota table.
+		if has, err := hasQuotaTable(ctx, db); err != nil {
+			return fmt.Errorf("cannot check ledger file %s: %w", s.path, s.describe(err))
+		} else if has {
+			tables = append(tables[:len(tables):len(tables)], "quota_changes")
+		}
+		for _, t := range tables {
 			targets = append(targets, "PRAGMA quick_check("+t+")")
 		}
 	case "rows":

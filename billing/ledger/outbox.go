@@ -198,7 +198,9 @@ func (s *FileStore) OutboxStats(ctx context.Context, sink string) (pending int64
 // returns the freed pages to the file system. It never deletes rows a sink
 // has not shipped: when they alone exceed the bound it logs loudly and
 // returns ErrOutboxFull (the caller counts it). With no sinks only the
-// retention deletes. Size is the database's used pages;
+// retention deletes. Quota changes are never pruned for size; the
+// retention deletes those superseded before it (pruneQuota), keeping the
+// last change of each key, and they do not count in deleted. Size is the database's used pages;
 // the WAL is bounded separately by journal_size_limit.
 func (s *FileStore) Prune(ctx context.Context) (deleted int64, err error) {
 	cutoff, err := s.pruneCutoff(ctx)
@@ -216,6 +218,16 @@ func (s *FileStore) Prune(ctx context.Context) (deleted int64, err error) {
 		}
 		if deleted > 0 {
 			s.log.Info("deleted ledger rows and findings past the retention", "deleted", deleted,
+				"retention", s.opts.Retention.String(), "before", FormatTime(expiry))
+		}
+		// Quota changes are not shipped: the last one of each key before
+		// the expiry stays, so reports from it on price quota as before.
+		q, err := s.pruneQuota(ctx, expiry)
+		if err != nil {
+			return deleted, err
+		}
+		if q > 0 {
+			s.log.Info("deleted quota changes superseded before the retention", "deleted", q,
 				"retention", s.opts.Retention.String(), "before", FormatTime(expiry))
 		}
 	}
