@@ -60,8 +60,7 @@ func TestRandomQuotaReconciles(t *testing.T) {
 				}
 			}
 		}
-		st := fileLedger(t, rows, nil)
-		r := mustBuild(t, quotaLedger{Source: st, changes: changes}, b, from, to)
+		r := mustBuild(t, quotaLedger(t, rows, changes), b, from, to)
 
 		wantTotal, _ := expectedTotal(t, b, capacitySeconds(gpus, step, from, to))
 		var sum int64

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/focus"
+	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/quota"
 )
 
@@ -53,21 +54,14 @@ func quotaChanges() []quota.Change {
 	}
 }
 
-// quotaLedger is the embedded ledger with quotaDay's rows and the changes.
-type quotaLedger struct {
-	Source
-	changes []quota.Change
-}
-
-func (q quotaLedger) QuotaChanges(_ context.Context, from, to time.Time, fn func(quota.Change) error) error {
-	for _, c := range q.changes {
-		if c.At.Before(to) {
-			if err := fn(c); err != nil {
-				return err
-			}
-		}
+// quotaLedger is the embedded ledger with rows and quota changes.
+func quotaLedger(t testing.TB, rows []attribution.Row, changes []quota.Change) *ledger.FileStore {
+	t.Helper()
+	st := fileLedger(t, rows, nil)
+	if err := st.AppendQuota(context.Background(), changes); err != nil {
+		t.Fatal(err)
 	}
-	return nil
+	return st
 }
 
 const quotaBook = `currency: USD
@@ -87,8 +81,7 @@ quota: {source: kueue, rate: 1.50, aboveRate: 3.00}
 //	quota-hours 0.5 x 6 + 2 x 12 = 27 at 1.50 = 40.50; above 3 h at 3.00 = 9.00
 //	capacity 24 h x 2.00 = 48.00; platform 48.00 - 49.50 = -1.50
 func TestQuotaPolicyByHand(t *testing.T) {
-	st := fileLedger(t, quotaDay(), nil)
-	src := quotaLedger{Source: st, changes: quotaChanges()}
+	src := quotaLedger(t, quotaDay(), quotaChanges())
 	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	r, err := Build(context.Background(), src, book(t, quotaBook), from, from.AddDate(0, 0, 1))
 	if err != nil {
@@ -145,9 +138,8 @@ func TestQuotaPolicyByHand(t *testing.T) {
 // TestQuotaRenderings: the quota report's HTML, JSON and FOCUS forms
 // carry the section and lines, and both FOCUS versions validate.
 func TestQuotaRenderings(t *testing.T) {
-	st := fileLedger(t, quotaDay(), nil)
 	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	r, err := Build(context.Background(), quotaLedger{Source: st, changes: quotaChanges()}, book(t, quotaBook), from, from.AddDate(0, 0, 1))
+	r, err := Build(context.Background(), quotaLedger(t, quotaDay(), quotaChanges()), book(t, quotaBook), from, from.AddDate(0, 0, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
