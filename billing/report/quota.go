@@ -39,15 +39,15 @@ type QuotaSection struct {
 // QuotaRow is one team's quota from one source over the period. Hours
 // are GPU-hours (MIG quotas weighted by their slices). Held and used are
 // the team's, whatever source: its containers' allocated and used hours.
-// Idle quota and above quota are summed hour by hour (calendar hours in
+// Unheld quota and above quota are summed hour by hour (calendar hours in
 // the book's zone): in each hour, quota the team did not hold, and what
 // it held beyond its quota.
 type QuotaRow struct {
-	Team, Source               string
-	Resources                  []QuotaResource
-	QuotaHours                 *big.Rat
-	HeldHours, UsedHours       *big.Rat
-	IdleQuotaHours, AboveHours *big.Rat
+	Team, Source                 string
+	Resources                    []QuotaResource
+	QuotaHours                   *big.Rat
+	HeldHours, UsedHours         *big.Rat
+	UnheldQuotaHours, AboveHours *big.Rat
 }
 
 // QuotaResource is the quota-hours of one resource ("gpu", a GPU model,
@@ -140,7 +140,7 @@ func buildQuota(ctx context.Context, src Source, book *pricebook.Book, from, to 
 	perHour := big.NewRat(3600, 1)
 	for k, byHour := range promised {
 		row := QuotaRow{Team: k.team, Source: k.source, QuotaHours: new(big.Rat), HeldHours: new(big.Rat), UsedHours: new(big.Rat),
-			IdleQuotaHours: new(big.Rat), AboveHours: new(big.Rat)}
+			UnheldQuotaHours: new(big.Rat), AboveHours: new(big.Rat)}
 		hours := map[int64]bool{}
 		for h := range byHour {
 			hours[h] = true
@@ -154,12 +154,12 @@ func buildQuota(ctx context.Context, src Source, book *pricebook.Book, from, to 
 			row.HeldHours.Add(row.HeldHours, hd)
 			row.UsedHours.Add(row.UsedHours, ratOr0(used[k.team][h]))
 			if d := new(big.Rat).Sub(q, hd); d.Sign() > 0 {
-				row.IdleQuotaHours.Add(row.IdleQuotaHours, d)
+				row.UnheldQuotaHours.Add(row.UnheldQuotaHours, d)
 			} else {
 				row.AboveHours.Sub(row.AboveHours, d)
 			}
 		}
-		for _, x := range []*big.Rat{row.QuotaHours, row.HeldHours, row.UsedHours, row.IdleQuotaHours, row.AboveHours} {
+		for _, x := range []*big.Rat{row.QuotaHours, row.HeldHours, row.UsedHours, row.UnheldQuotaHours, row.AboveHours} {
 			x.Quo(x, perHour)
 		}
 		for _, res := range sortedKeys(perRes[k]) {
@@ -314,14 +314,14 @@ type jsonQuota struct {
 }
 
 type jsonQuotaRow struct {
-	Team           string              `json:"team"`
-	Source         string              `json:"source"`
-	Resources      []jsonQuotaResource `json:"resources"`
-	QuotaHours     json.Number         `json:"quota_gpu_hours"`
-	HeldHours      json.Number         `json:"held_gpu_hours"`
-	UsedHours      json.Number         `json:"used_gpu_hours"`
-	IdleQuotaHours json.Number         `json:"idle_quota_gpu_hours"`
-	AboveHours     json.Number         `json:"above_quota_gpu_hours"`
+	Team             string              `json:"team"`
+	Source           string              `json:"source"`
+	Resources        []jsonQuotaResource `json:"resources"`
+	QuotaHours       json.Number         `json:"quota_gpu_hours"`
+	HeldHours        json.Number         `json:"held_gpu_hours"`
+	UsedHours        json.Number         `json:"used_gpu_hours"`
+	UnheldQuotaHours json.Number         `json:"unheld_quota_gpu_hours"`
+	AboveHours       json.Number         `json:"above_quota_gpu_hours"`
 }
 
 type jsonQuotaResource struct {
@@ -337,7 +337,7 @@ func quotaJSON(r *Report) *jsonQuota {
 	for _, row := range r.Quota.Rows {
 		jr := jsonQuotaRow{Team: row.Team, Source: row.Source, Resources: []jsonQuotaResource{},
 			QuotaHours: hoursNum(row.QuotaHours), HeldHours: hoursNum(row.HeldHours), UsedHours: hoursNum(row.UsedHours),
-			IdleQuotaHours: hoursNum(row.IdleQuotaHours), AboveHours: hoursNum(row.AboveHours)}
+			UnheldQuotaHours: hoursNum(row.UnheldQuotaHours), AboveHours: hoursNum(row.AboveHours)}
 		for _, res := range row.Resources {
 			jr.Resources = append(jr.Resources, jsonQuotaResource{Resource: res.Resource, QuotaHours: hoursNum(res.Hours)})
 		}
@@ -353,8 +353,8 @@ type quotaPage struct {
 }
 
 type quotaPageRow struct {
-	Team, Source, Resources        string
-	Quota, Held, Used, Idle, Above string
+	Team, Source, Resources          string
+	Quota, Held, Used, Unheld, Above string
 }
 
 func quotaSection(r *Report) *quotaPage {
@@ -372,7 +372,7 @@ func quotaSection(r *Report) *quotaPage {
 		}
 		p.Rows = append(p.Rows, quotaPageRow{Team: row.Team, Source: row.Source, Resources: strings.Join(res, ", "),
 			Quota: hoursText(row.QuotaHours), Held: hoursText(row.HeldHours), Used: hoursText(row.UsedHours),
-			Idle: hoursText(row.IdleQuotaHours), Above: hoursText(row.AboveHours)})
+			Unheld: hoursText(row.UnheldQuotaHours), Above: hoursText(row.AboveHours)})
 	}
 	return p
 }

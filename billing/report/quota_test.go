@@ -75,9 +75,9 @@ quota: {source: kueue, rate: 1.50, aboveRate: 3.00}
 // TestQuotaPolicyByHand works the day out by hand:
 //
 //	hours 00-06: quota 0.5, held 1   -> above 0.5 x 6 = 3 h
-//	hours 06-12: quota 2,   held 1   -> idle quota 1 x 6 = 6 h
-//	hour  12-13: quota 2,   held 0.5 -> idle 1.5 h
-//	hours 13-18: quota 2,   held 0   -> idle 10 h
+//	hours 06-12: quota 2,   held 1   -> unheld quota 1 x 6 = 6 h
+//	hour  12-13: quota 2,   held 0.5 -> unheld 1.5 h
+//	hours 13-18: quota 2,   held 0   -> unheld 10 h
 //	quota-hours 0.5 x 6 + 2 x 12 = 27 at 1.50 = 40.50; above 3 h at 3.00 = 9.00
 //	capacity 24 h x 2.00 = 48.00; platform 48.00 - 49.50 = -1.50
 func TestQuotaPolicyByHand(t *testing.T) {
@@ -124,7 +124,7 @@ func TestQuotaPolicyByHand(t *testing.T) {
 		{r.Quota.Rows[1], h(24, 1), h(0, 1), h(0, 1), h(24, 1), h(0, 1)},
 	} {
 		for name, pair := range map[string][2]*big.Rat{"quota": {c.row.QuotaHours, c.quota}, "held": {c.row.HeldHours, c.held},
-			"used": {c.row.UsedHours, c.used}, "idle": {c.row.IdleQuotaHours, c.idle}, "above": {c.row.AboveHours, c.above}} {
+			"used": {c.row.UsedHours, c.used}, "unheld": {c.row.UnheldQuotaHours, c.idle}, "above": {c.row.AboveHours, c.above}} {
 			if pair[0].Cmp(pair[1]) != 0 {
 				t.Errorf("%s/%s %s hours = %s, want %s", c.row.Team, c.row.Source, name, pair[0].FloatString(6), pair[1].FloatString(6))
 			}
@@ -159,7 +159,7 @@ func TestQuotaRenderings(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"billed_source": "kueue"`, `"quota_gpu_hours": 27.000000`, `"above_quota_gpu_hours": 3.000000`,
-		`"idle_quota_gpu_hours": 17.500000`, `"line_type": "above_quota"`, `"total": 48.00`} {
+		`"unheld_quota_gpu_hours": 17.500000`, `"line_type": "above_quota"`, `"total": 48.00`} {
 		if !strings.Contains(js.String(), want) {
 			t.Errorf("JSON lacks %s", want)
 		}

@@ -109,6 +109,9 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := store.AppendQuota(ctx, demoQuota(from, *days)); err != nil {
+		return err
+	}
 	csvPath, htmlPath := filepath.Join(*out, "chargeback.csv"), filepath.Join(*out, "chargeback.html")
 	var rep *report.Report
 	for _, f := range []struct{ format, path string }{{"csv", csvPath}, {"html", htmlPath}} {

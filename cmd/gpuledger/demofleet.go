@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuledger/gpuledger/quota"
 	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
@@ -168,4 +169,26 @@ func quoteAll(ss []string) []string {
 		out[i] = fmt.Sprintf("%q", s)
 	}
 	return out
+}
+
+// demoQuota is the quota the demo's teams are promised, recorded as
+// `gpuledger serve --quota` records a cluster's (there is no cluster
+// here): Kueue ClusterQueues for search and research (research's raised
+// half-way through the month), a ResourceQuota on MIG instances and whole
+// GPUs for ads, a Volcano queue for the notebooks' analytics team (which
+// leaves most of it idle) and a KAI queue of half a GPU for genai.
+func demoQuota(from time.Time, days int) []quota.Change {
+	mid := from.Add(time.Duration(days) * 12 * time.Hour)
+	set := func(at time.Time, src, obj, res, team string, milli int64) quota.Change {
+		return quota.Change{At: at, Entry: quota.Entry{Key: quota.Key{Source: src, Object: obj, Resource: res}, Team: team, Milli: milli}}
+	}
+	return []quota.Change{
+		set(from, quota.SourceKueue, "search", quota.ResourceAnyGPU, "search", 1000),
+		set(from, quota.SourceKueue, "research", quota.ResourceAnyGPU, "research", 1000),
+		set(mid, quota.SourceKueue, "research", quota.ResourceAnyGPU, "research", 2000),
+		set(from, quota.SourceResourceQuota, "ads", "mig-2g.20gb", "ads", 1000),
+		set(from, quota.SourceResourceQuota, "ads", quota.ResourceAnyGPU, "ads", 1000),
+		set(from, quota.SourceVolcano, "analytics", quota.ResourceAnyGPU, "analytics", 1000),
+		set(from, quota.SourceKAI, "genai", quota.ResourceAnyGPU, "genai", 500),
+	}
 }
