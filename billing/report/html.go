@@ -66,6 +66,7 @@ type page struct {
 	Unknown                    []string
 	Savings                    *savingsPage
 	Tokens                     *tokensPage
+	TokensUnavailable          string
 	Energy                     *energyPage // nil without an energy section
 }
 
@@ -159,6 +160,9 @@ func newPage(r *Report) page {
 	p.Reconcile = reconcile(r, money)
 	p.Savings = savingsSection(r, money)
 	p.Tokens = tokensSection(r)
+	if p.Tokens == nil {
+		p.TokensUnavailable = r.TokensUnavailable
+	}
 	p.Energy = energySection(r, money)
 	return p
 }
