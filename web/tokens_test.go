@@ -20,15 +20,7 @@ func newTokenServer(t *testing.T, db, prices, prom string, timeout time.Duration
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Open: fileOpener(db), Prices: BookFile(prices), Now: func() time.Time { return testNow }, AdviceRefresh: -1,
-		Prometheus: c, PrometheusTimeout: timeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(hs.Close)
-	return hs
+	return newTestServer(t, fileOpener(db), prices, func(cfg *Config) { cfg.Prometheus, cfg.PrometheusTimeout = c, timeout })
 }
 
 var failuresPattern = regexp.MustCompile(`(?m)^gpuledger_serve_prometheus_query_failures_total (\S+)$`)

@@ -69,18 +69,7 @@ func TestReportCostPerTokenFromPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Tokens struct {
-			Rows []struct {
-				Namespace, Workload, Model, Server string
-				In                                 json.Number `json:"input_tokens"`
-				Out                                json.Number `json:"output_tokens"`
-				Cost                               json.Number `json:"cost"`
-				PerIn                              json.Number `json:"cost_per_million_input_tokens"`
-				PerOut                             json.Number `json:"cost_per_million_output_tokens"`
-			} `json:"rows"`
-		} `json:"tokens"`
-	}
+	var doc tokensDoc
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +97,20 @@ func TestReportCostPerTokenFromPrometheus(t *testing.T) {
 	if f := 180 / num(r.PerIn); math.Abs(f-7) > 1e-5 {
 		t.Errorf("whole-GPU figure / exact = %v, want the sharing factor 7", f)
 	}
+}
+
+// tokensDoc is what the tests read of a JSON report's tokens section.
+type tokensDoc struct {
+	Tokens struct {
+		Rows []struct {
+			Namespace, Workload, Model, Server string
+			In                                 json.Number `json:"input_tokens"`
+			Out                                json.Number `json:"output_tokens"`
+			Cost                               json.Number `json:"cost"`
+			PerIn                              json.Number `json:"cost_per_million_input_tokens"`
+			PerOut                             json.Number `json:"cost_per_million_output_tokens"`
+		} `json:"rows"`
+	} `json:"tokens"`
 }
 
 // tokenPrometheus starts a real Prometheus scraping a vLLM exposition of

@@ -62,9 +62,9 @@ func serveFixture(t *testing.T) (db, prices string) {
 }
 
 // startServe serves the web app over dsn and prices on a test server.
-func startServe(t *testing.T, dsn, prices string) *httptest.Server {
+func startServe(t *testing.T, dsn, prices string, opts ...func(*web.Config)) *httptest.Server {
 	t.Helper()
-	srv, err := newWebServer(dsn, web.BookFile(prices), 24, 0)
+	srv, err := newWebServer(dsn, web.BookFile(prices), 24, 0, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
-	"github.com/gpuledger/gpuledger/web"
 )
 
 // currentMonthLedger holds tenant-0/infer-0 as one of four MPS clients of
@@ -48,14 +47,7 @@ func serveWithTokens(t *testing.T, db, prices, prom string) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := newWebServer(db, web.BookFile(prices), 24, 0, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return hs
+	return startServe(t, db, prices, opt)
 }
 
 // serve --prometheus against a real Prometheus (tokenPrometheus: 1,000,000
@@ -112,18 +104,7 @@ func TestServeCostPerTokenMatchesReport(t *testing.T) {
 		}
 		return body
 	}
-	var doc struct {
-		Tokens struct {
-			Rows []struct {
-				Namespace, Workload, Model, Server string
-				In                                 json.Number `json:"input_tokens"`
-				Out                                json.Number `json:"output_tokens"`
-				Cost                               json.Number `json:"cost"`
-				PerIn                              json.Number `json:"cost_per_million_input_tokens"`
-				PerOut                             json.Number `json:"cost_per_million_output_tokens"`
-			} `json:"rows"`
-		} `json:"tokens"`
-	}
+	var doc tokensDoc
 	if err := json.Unmarshal(same("month running"), &doc); err != nil {
 		t.Fatal(err)
 	}
