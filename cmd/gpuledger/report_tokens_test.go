@@ -120,7 +120,7 @@ type tokensDoc struct {
 // and the increase over a range ending at t1 is exact. It returns the
 // server's URL, t1, and a stop that kills it (also run when the test
 // ends); "" without Prometheus installed (the test is skipped).
-func tokenPrometheus(t *testing.T) (url string, t1 time.Time, stop func()) {
+func tokenPrometheus(t testing.TB) (url string, t1 time.Time, stop func()) {
 	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {

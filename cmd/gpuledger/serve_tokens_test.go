@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -12,12 +13,13 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/web"
 )
 
 // currentMonthLedger holds tenant-0/infer-0 as one of four MPS clients of
 // an A100 for the first minute of the month that holds at: 15 allocated
 // GPU-seconds, with the GPU's other 45 idle.
-func currentMonthLedger(t *testing.T, at time.Time) (db string, month string) {
+func currentMonthLedger(t testing.TB, at time.Time) (db string, month string) {
 	t.Helper()
 	start := time.Date(at.Year(), at.Month(), 1, 0, 0, 0, 0, time.UTC)
 	db = filepath.Join(t.TempDir(), "ledger.db")
@@ -142,5 +144,53 @@ func TestServeCostPerTokenMatchesReport(t *testing.T) {
 	_, metrics := getBody(t, hs.URL+"/metrics")
 	if !bytes.Contains(metrics, []byte("gpuledger_serve_prometheus_query_failures_total 1\n")) {
 		t.Error("/metrics does not count the one failed token query")
+	}
+}
+
+// BenchmarkServeMonthPageTokens: what --prometheus adds to the running
+// month's page, built afresh on every request (a running month is not
+// kept): the same page through the server's handler without and with its
+// token section, against tokenPrometheus's real Prometheus (one pod, two
+// samples a series: the ten queries' round trips and the join, not
+// Prometheus decoding a month of samples, which BenchmarkTokenQueryMonth
+// of billing/tokencost measures).
+//
+//	go test -run '^$' -bench ServeMonthPageTokens -benchtime 50x ./cmd/gpuledger
+func BenchmarkServeMonthPageTokens(b *testing.B) {
+	prom, _, _ := tokenPrometheus(b)
+	if prom == "" {
+		return
+	}
+	db, month := currentMonthLedger(b, time.Now())
+	prices := filepath.Join("..", "..", "deploy", "prices.yaml")
+	opt, err := withPrometheus(prom, 10*time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		opts   []func(*web.Config)
+		marker string
+	}{{"page", nil, "Finance lines"}, {"page-with-tokens", []func(*web.Config){opt}, `<td class="muted">vllm</td>`}} {
+		srv, err := newWebServer(db, web.BookFile(prices), 24, 0, c.opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := srv.Handler()
+		b.Run(c.name, func(b *testing.B) {
+			var body string
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/reports/"+month, nil))
+				if rec.Code != http.StatusOK {
+					b.Fatalf("/reports/%s: %d %.300s", month, rec.Code, rec.Body.String())
+				}
+				body = rec.Body.String()
+			}
+			if !strings.Contains(body, c.marker) {
+				b.Fatalf("/reports/%s lacks %s", month, c.marker)
+			}
+		})
+		srv.Close()
 	}
 }
