@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/gpuledger/gpuledger/advisor/advicereport"
 	"github.com/gpuledger/gpuledger/advisor/advise"
@@ -380,7 +381,13 @@ const maxNote = 300
 // tokensUnavailable is the one line a page shows in place of its token
 // section: which Prometheus, and why, on one line of bounded length.
 func tokensUnavailable(prom string, err error) string {
-	why := strings.Join(strings.Fields(err.Error()), " ")
+	why := strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return ' '
+	}, err.Error())
+	why = strings.Join(strings.Fields(why), " ")
 	if len(why) > maxNote {
 		why = strings.ToValidUTF8(why[:maxNote], "") + "..."
 	}

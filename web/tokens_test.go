@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net"
 	"net/http/httptest"
 	"regexp"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpuledger/gpuledger/billing/tokencost"
 )
@@ -121,5 +123,16 @@ func TestMonthPageWithoutTokensConfigured(t *testing.T) {
 	}
 	if _, metrics := fetch(t, hs.URL+"/metrics"); strings.Contains(metrics, "gpuledger_serve_prometheus") {
 		t.Error("/metrics has the token queries' series without Prometheus")
+	}
+}
+
+// The reason a page gives is one printable line of bounded length,
+// whatever the error says (Prometheus's own error text included).
+func TestTokensUnavailableIsOneBoundedLine(t *testing.T) {
+	long := errors.New("prometheus refused q (HTTP 422):\r\nexecution:\t" + strings.Repeat("é", 400) + "\x00\x1b[31m")
+	got := tokensUnavailable("http://prom:9090", long)
+	if strings.ContainsAny(got, "\r\n\t\x00\x1b") || !utf8.ValidString(got) || len(got) > maxNote+200 ||
+		!strings.HasPrefix(got, "Prometheus http://prom:9090 did not answer its token queries (prometheus refused q (HTTP 422): execution: éé") {
+		t.Errorf("reason %q: want one printable line of at most %d bytes of the error", got, maxNote)
 	}
 }
