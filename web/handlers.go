@@ -22,7 +22,12 @@ import (
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", s.page("index", pageTimeout, s.serveIndex))
-	mux.Handle("GET /reports/{file}", s.page("report", pageTimeout, s.serveReport))
+	reportTimeout := pageTimeout
+	if s.cfg.Prometheus != nil {
+		// The page waits for its token queries on top of the rest.
+		reportTimeout += min(s.cfg.PrometheusTimeout, maxTokenWait)
+	}
+	mux.Handle("GET /reports/{file}", s.page("report", reportTimeout, s.serveReport))
 	mux.Handle("GET /advice/{file}", s.page("advice", adviceTimeout, s.serveAdvice))
 	mux.Handle("GET /metrics", s.m.handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -145,9 +150,19 @@ func splitFile(name string) (month, suffix string) {
 // writes it for the same ledger, book and period.
 func (s *Server) serveReport(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	month, suffix := splitFile(r.PathValue("file"))
-	rep, err := s.monthReport(ctx, month, s.cfg.Now())
+	now := s.cfg.Now()
+	rep, version, err := s.monthReportVersion(ctx, month, now)
 	if err != nil {
 		return err
+	}
+	if suffix == fileHTML || suffix == fileJSON {
+		// The files report --prometheus adds its section to.
+		if err := s.attachTokens(ctx, rep, month, version, now); err != nil {
+			return err
+		}
+		if rep.TokensUnavailable != "" {
+			w.Header().Set("X-Gpuledger-Tokens-Unavailable", rep.TokensUnavailable)
+		}
 	}
 	var b bytes.Buffer
 	switch suffix {

@@ -26,6 +26,10 @@ type metrics struct {
 	requests       *prometheus.CounterVec
 	ledgerFailures prometheus.Counter
 	ledgerSuccess  prometheus.Gauge
+	// promFailures and promSuccess: the token queries of the month's
+	// pages (registered only with Config.Prometheus).
+	promFailures prometheus.Counter
+	promSuccess  prometheus.Gauge
 
 	// The newest month-to-date advice in exposition format, and its
 	// freshness (adviceprom.WriteRefresh).
@@ -55,6 +59,13 @@ func newMetrics(s *Server) *metrics {
 	build.WithLabelValues(orUnknown(s.cfg.Version), orUnknown(s.cfg.Revision)).Set(1)
 	m.reg.MustRegister(m.requests, m.ledgerFailures, m.ledgerSuccess, build, chargeCollector{s},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.promFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuledger_serve_prometheus_query_failures_total",
+		Help: "Months' pages whose token queries to Prometheus failed or timed out (the page is served without its cost per token section)."})
+	m.promSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuledger_serve_prometheus_query_success_timestamp_seconds",
+		Help: "When a month's token queries to Prometheus last succeeded (Unix seconds; 0 before the first)."})
+	if s.cfg.Prometheus != nil {
+		m.reg.MustRegister(m.promFailures, m.promSuccess)
+	}
 	return m
 }
 

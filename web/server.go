@@ -20,14 +20,17 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/gpuledger/gpuledger/advisor/advicereport"
 	"github.com/gpuledger/gpuledger/advisor/advise"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/billing/tokencost"
 )
 
 // Bounds of what one request may cost.
@@ -47,6 +50,10 @@ const (
 	endedTTL = 2 * time.Minute
 	// maxCached bounds the reports and advice kept.
 	maxCached = 64
+	// maxTokenWait bounds what a month's page waits for its token
+	// queries, whatever Config.PrometheusTimeout says: the page must be
+	// written within the HTTP server's write timeout.
+	maxTokenWait = 2 * time.Minute
 )
 
 // Config is what a server reads.
@@ -66,7 +73,15 @@ type Config struct {
 	// AdviceRefresh is how often the month-to-date advice behind
 	// /metrics is recomputed (default 1h); negative: never.
 	AdviceRefresh time.Duration
-	Log           *slog.Logger
+	// Prometheus, when not nil, is where the month's HTML page and JSON
+	// read the inference servers' token counters for their cost per token
+	// section, as report --prometheus does (docs/tokens.md). A Prometheus
+	// that does not answer leaves the section out and the page says why.
+	Prometheus tokencost.Querier
+	// PrometheusTimeout bounds a page's token queries together (default
+	// tokencost.DefaultTimeout, at most maxTokenWait).
+	PrometheusTimeout time.Duration
+	Log               *slog.Logger
 }
 
 // Server serves the pages; Handler is its HTTP surface.
@@ -80,6 +95,7 @@ type Server struct {
 	cacheMu sync.Mutex
 	reports map[cacheKey]cached[*report.Report]
 	advice  map[cacheKey]cached[*advicereport.Advice]
+	tokens  map[cacheKey]cached[*report.Tokens]
 	// adviceSem lets one advice be computed at a time: each reads a
 	// month of container rows.
 	adviceSem chan struct{}
@@ -114,8 +130,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.PrometheusTimeout <= 0 {
+		cfg.PrometheusTimeout = tokencost.DefaultTimeout
+	}
 	s := &Server{cfg: cfg, log: cfg.Log.With("component", "serve"), reports: map[cacheKey]cached[*report.Report]{},
-		advice: map[cacheKey]cached[*advicereport.Advice]{}, adviceSem: make(chan struct{}, 1)}
+		advice: map[cacheKey]cached[*advicereport.Advice]{}, tokens: map[cacheKey]cached[*report.Tokens]{}, adviceSem: make(chan struct{}, 1)}
 	s.m = newMetrics(s)
 	return s, nil
 }
@@ -211,13 +230,20 @@ func (s *Server) book() (*pricebook.Book, string, error) {
 // data in it. A report of an ended month is reused for endedTTL; the
 // returned report is the caller's to change.
 func (s *Server) monthReport(ctx context.Context, month string, now time.Time) (*report.Report, error) {
+	rep, _, err := s.monthReportVersion(ctx, month, now)
+	return rep, err
+}
+
+// monthReportVersion is monthReport and the version of the price book
+// it was built with.
+func (s *Server) monthReportVersion(ctx context.Context, month string, now time.Time) (*report.Report, string, error) {
 	book, version, err := s.book()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	from, to, err := s.period(month, book, now)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	key := cacheKey{month, version}
 	ended := !now.Before(to)
@@ -234,7 +260,7 @@ func (s *Server) monthReport(ctx context.Context, month string, now time.Time) (
 			return err
 		})
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if ended {
 			s.cacheMu.Lock()
@@ -245,9 +271,9 @@ func (s *Server) monthReport(ctx context.Context, month string, now time.Time) (
 	cp := *rep
 	cp.GeneratedAt = now
 	if cp.Empty() {
-		return nil, &httpError{http.StatusNotFound, fmt.Sprintf("no bill for %s: the ledger has no data in it (%s)", month, report.NoUsageMessage)}
+		return nil, "", &httpError{http.StatusNotFound, fmt.Sprintf("no bill for %s: the ledger has no data in it (%s)", month, report.NoUsageMessage)}
 	}
-	return &cp, nil
+	return &cp, version, nil
 }
 
 // monthAdvice is the sharing advice of a month, one computed at a time.
@@ -293,6 +319,79 @@ func (s *Server) monthAdvice(ctx context.Context, month string, now time.Time) (
 		s.cacheMu.Unlock()
 	}
 	return a, nil
+}
+
+// attachTokens gives a month's report its cost per token section, as
+// report --prometheus builds it for the same ledger, book and month: the
+// tokens counted from Config.Prometheus, priced from the ledger. A
+// section of an ended month is reused for endedTTL per price book
+// version, like the month's report. A Prometheus that does not answer
+// within Config.PrometheusTimeout is no error: the report is left
+// without the section, says why in TokensUnavailable, and the failure is
+// logged and counted. A ledger that fails is the page's error, as
+// everywhere.
+func (s *Server) attachTokens(ctx context.Context, rep *report.Report, month, version string, now time.Time) error {
+	if s.cfg.Prometheus == nil {
+		return nil
+	}
+	key := cacheKey{month, version}
+	ended := !now.Before(rep.To)
+	s.cacheMu.Lock()
+	c, ok := s.tokens[key]
+	s.cacheMu.Unlock()
+	if ok && ended && now.Sub(c.at) < endedTTL && now.Sub(c.at) >= 0 {
+		rep.Tokens = c.v
+		return nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, min(s.cfg.PrometheusTimeout, maxTokenWait))
+	counted, err := tokencost.Count(tctx, s.cfg.Prometheus, rep.From, rep.To)
+	cancel()
+	if err != nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ctx.Err() // the reader went away: nobody to tell, nothing to count
+	}
+	if err != nil {
+		s.m.promFailures.Inc()
+		s.log.Warn("the month's page is served without its cost per token section: Prometheus did not answer",
+			"month", month, "prometheus", s.cfg.Prometheus.String(), "err", err)
+		rep.TokensUnavailable = tokensUnavailable(s.cfg.Prometheus.String(), err)
+		return nil
+	}
+	s.m.promSuccess.SetToCurrentTime()
+	var t *report.Tokens
+	err = s.withStore(ctx, func(st ledger.Store) error {
+		var err error
+		t, err = counted.Join(ctx, st, rep.Book)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if ended {
+		s.cacheMu.Lock()
+		putBounded(s.tokens, key, cached[*report.Tokens]{t, now})
+		s.cacheMu.Unlock()
+	}
+	rep.Tokens = t
+	return nil
+}
+
+// maxNote bounds the reason a page gives for its missing token section.
+const maxNote = 300
+
+// tokensUnavailable is the one line a page shows in place of its token
+// section: which Prometheus, and why, on one line of bounded length.
+func tokensUnavailable(prom string, err error) string {
+	why := strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return ' '
+	}, err.Error())
+	why = strings.Join(strings.Fields(why), " ")
+	if len(why) > maxNote {
+		why = strings.ToValidUTF8(why[:maxNote], "") + "..."
+	}
+	return fmt.Sprintf("Prometheus %s did not answer its token queries (%s). The rest of the month is complete; reload to try again.", prom, why)
 }
 
 // putBounded adds v, dropping the oldest entry when the map is full.

@@ -54,9 +54,13 @@ func testLedger(t *testing.T) (db, prices string) {
 
 var testNow = time.Date(2026, 11, 15, 6, 0, 0, 0, time.UTC)
 
-func newTestServer(t *testing.T, open func(context.Context) (ledger.Store, error), prices string) *httptest.Server {
+func newTestServer(t *testing.T, open func(context.Context) (ledger.Store, error), prices string, opts ...func(*Config)) *httptest.Server {
 	t.Helper()
-	s, err := New(Config{Open: open, Prices: BookFile(prices), Now: func() time.Time { return testNow }, AdviceRefresh: -1})
+	cfg := Config{Open: open, Prices: BookFile(prices), Now: func() time.Time { return testNow }, AdviceRefresh: -1}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,6 +67,7 @@ type page struct {
 	Savings                    *savingsPage
 	Tokens                     *tokensPage
 	Quota                      *quotaPage
+	TokensUnavailable          string
 	Energy                     *energyPage // nil without an energy section
 }
 
@@ -161,6 +162,9 @@ func newPage(r *Report) page {
 	p.Savings = savingsSection(r, money)
 	p.Tokens = tokensSection(r)
 	p.Quota = quotaSection(r)
+	if p.Tokens == nil {
+		p.TokensUnavailable = r.TokensUnavailable
+	}
 	p.Energy = energySection(r, money)
 	return p
 }

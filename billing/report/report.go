@@ -157,6 +157,12 @@ type Report struct {
 	// Tokens is the cost per token section, when the caller attached it
 	// (gpuledger report --prometheus); nil otherwise.
 	Tokens *Tokens
+	// TokensUnavailable, when Tokens is nil, says in one line why a cost
+	// per token section that was asked for is missing (gpuledger serve,
+	// when Prometheus does not answer); the HTML page shows it in the
+	// section's place. The report command never sets it: there a
+	// Prometheus that does not answer is an error.
+	TokensUnavailable string
 	// Findings are the period's detector episodes, grouped per container.
 	Findings []FindingSummary
 	// FindingsDropped counts episodes left out: more containers were

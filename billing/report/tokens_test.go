@@ -101,3 +101,34 @@ func TestTokensSectionBoundsTheTable(t *testing.T) {
 		t.Error("the HTML does not say how many rows it left out")
 	}
 }
+
+// A section asked for but missing (serve, Prometheus down) is one line
+// saying why, in the section's place, HTML-escaped; the JSON has no
+// tokens key (its absence is the answer there) and a report with the
+// section shows it, not the line.
+func TestTokensUnavailableLine(t *testing.T) {
+	r := monthReport(t, "allocation", "shared")
+	r.TokensUnavailable = `Prometheus http://prom:9090 did not answer (<dial refused>)`
+	var page, j bytes.Buffer
+	if err := WriteHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&j, r); err != nil {
+		t.Fatal(err)
+	}
+	want := `<p class="none" id="tokens-unavailable">Cost per token is not shown: Prometheus http://prom:9090 did not answer (&lt;dial refused&gt;)</p>`
+	if !strings.Contains(page.String(), want) || strings.Contains(page.String(), `id="tokens"`) {
+		t.Errorf("the page lacks %s, or has a tokens section", want)
+	}
+	if strings.Contains(j.String(), "tokens") {
+		t.Error("the JSON mentions tokens without a section")
+	}
+	r.Tokens = &Tokens{Prometheus: "p", Basis: "allocated"}
+	page.Reset()
+	if err := WriteHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(page.String(), "tokens-unavailable") || !strings.Contains(page.String(), `id="tokens"`) {
+		t.Error("with a section the page still shows the unavailable line")
+	}
+}

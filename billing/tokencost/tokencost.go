@@ -144,15 +144,41 @@ func Costs(ctx context.Context, src report.Source, book *pricebook.Book, from, t
 // their share of its tokens (input and output together; equally when it
 // counted none).
 func Build(ctx context.Context, q Querier, src report.Source, book *pricebook.Book, from, to time.Time) (*report.Tokens, error) {
+	c, err := Count(ctx, q, from, to)
+	if err != nil {
+		return nil, err
+	}
+	return c.Join(ctx, src, book)
+}
+
+// Counted is what the inference servers counted over a period, read from
+// one Prometheus: the first half of Build. Callers that must tell a
+// Prometheus failure from a ledger failure (gpuledger serve renders a
+// month without its token section when Prometheus does not answer, but
+// not when the ledger does not) call Count, then Join.
+type Counted struct {
+	source   string
+	from, to time.Time
+	pods     map[podKey]*podTokens
+}
+
+// Count reads the tokens every pod's servers counted in [from, to) from q.
+func Count(ctx context.Context, q Querier, from, to time.Time) (*Counted, error) {
 	toks, err := countTokens(ctx, q, from, to)
 	if err != nil {
 		return nil, err
 	}
-	costs, basis, err := Costs(ctx, src, book, from, to)
+	return &Counted{source: q.String(), from: from, to: to, pods: toks}, nil
+}
+
+// Join prices the counted period's pods from the ledger and returns the
+// section Build returns for the same period.
+func (c *Counted) Join(ctx context.Context, src report.Source, book *pricebook.Book) (*report.Tokens, error) {
+	costs, basis, err := Costs(ctx, src, book, c.from, c.to)
 	if err != nil {
 		return nil, err
 	}
-	return join(q.String(), to, basis, toks, costs)
+	return join(c.source, c.to, basis, c.pods, costs)
 }
 
 type rowKey struct{ namespace, workload, model, server string }

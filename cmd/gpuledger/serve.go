@@ -12,11 +12,13 @@ import (
 
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/billing/tokencost"
 	"github.com/gpuledger/gpuledger/web"
 )
 
 const serveUsageText = `usage: gpuledger serve --ledger DSN --prices FILE [--listen :8080]
                        [--months 24] [--advice-refresh 1h] [--web.config.file FILE]
+                       [--prometheus URL [--prometheus-timeout D]]
 
 Serves the chargeback as a web app and an API, from the ledger and a price
 book (docs/serve.md):
@@ -39,6 +41,13 @@ book (docs/serve.md):
                recomputed (Prometheus duration; default 1h; 0 never)
   --web.config.file  exporter-toolkit web config: TLS, basic auth
                (env GPULEDGER_WEB_CONFIG)
+  --prometheus  the month's page and JSON carry report --prometheus's
+               "tokens" section, each inference workload's exact GPU cost
+               per million input and output tokens, its servers' token
+               counters read from this Prometheus (env GPULEDGER_PROMETHEUS;
+               docs/tokens.md); unreachable leaves the section out, and the
+               page says why
+  --prometheus-timeout  bound on each token query (default 60s)
 `
 
 type serveFlags struct {
@@ -46,6 +55,9 @@ type serveFlags struct {
 	listen, webConfig string
 	months            int
 	adviceRefresh     time.Duration
+	// prometheus and promTimeout: the month pages' cost per token section.
+	prometheus  string
+	promTimeout time.Duration
 }
 
 func parseServeFlags(args []string) (serveFlags, error) {
@@ -60,6 +72,8 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	fs.StringVar(&f.webConfig, "web.config.file", envDefault("GPULEDGER_WEB_CONFIG", ""), "exporter-toolkit web config file")
 	f.adviceRefresh = time.Hour
 	fs.Func("advice-refresh", "advice refresh period (default 1h)", promDurationFlag(&f.adviceRefresh))
+	fs.StringVar(&f.prometheus, "prometheus", envDefault("GPULEDGER_PROMETHEUS", ""), "Prometheus URL for the cost per token section (env GPULEDGER_PROMETHEUS)")
+	fs.DurationVar(&f.promTimeout, "prometheus-timeout", tokencost.DefaultTimeout, "bound on each token query")
 	if err := parseFlags(fs, args, serveUsageText); err != nil {
 		return f, err
 	}
@@ -76,6 +90,13 @@ func parseServeFlags(args []string) (serveFlags, error) {
 		return f, fmt.Errorf("serve: --months %d: want 1 to %d", f.months, web.MaxMonths)
 	case f.adviceRefresh != 0 && f.adviceRefresh < time.Minute:
 		return f, fmt.Errorf("serve: --advice-refresh %s: want 0 (never) or at least 1m", f.adviceRefresh)
+	case f.promTimeout <= 0 || f.promTimeout > 10*time.Minute:
+		return f, fmt.Errorf("serve: --prometheus-timeout %s: want more than 0 and at most 10m", f.promTimeout)
+	}
+	if f.prometheus != "" {
+		if _, err := tokencost.NewClient(f.prometheus, f.promTimeout); err != nil {
+			return f, fmt.Errorf("serve --prometheus: %w", err)
+		}
 	}
 	if _, err := ledger.ParseDSN(f.ledger); err != nil {
 		return f, err
@@ -89,15 +110,31 @@ func openServedLedger(ctx context.Context, dsn string) (ledger.Store, error) {
 	return ledger.Open(ctx, dsn, storeOpeners)
 }
 
-// newWebServer is the web app over dsn and a price book source.
-func newWebServer(dsn string, prices func() (*pricebook.Book, string, error), months int, adviceRefresh time.Duration) (*web.Server, error) {
+// newWebServer is the web app over dsn and a price book source; opts
+// set what only some callers give (serve --prometheus).
+func newWebServer(dsn string, prices func() (*pricebook.Book, string, error), months int, adviceRefresh time.Duration,
+	opts ...func(*web.Config)) (*web.Server, error) {
 	if adviceRefresh == 0 {
 		adviceRefresh = -1
 	}
-	return web.New(web.Config{
+	cfg := web.Config{
 		Open:   func(ctx context.Context) (ledger.Store, error) { return openServedLedger(ctx, dsn) },
 		Prices: prices, Now: now, Months: months, Version: version, Revision: revision, AdviceRefresh: adviceRefresh,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return web.New(cfg)
+}
+
+// withPrometheus gives the month pages their cost per token section from
+// the Prometheus at url, each query bounded by timeout.
+func withPrometheus(url string, timeout time.Duration) (func(*web.Config), error) {
+	prom, err := tokencost.NewClient(url, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("serve --prometheus: %w", err)
+	}
+	return func(c *web.Config) { c.Prometheus, c.PrometheusTimeout = prom, timeout }, nil
 }
 
 func runServe(ctx context.Context, args []string, stdout io.Writer) error {
@@ -109,7 +146,15 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if _, _, err := prices(); err != nil {
 		return err
 	}
-	srv, err := newWebServer(f.ledger, prices, f.months, f.adviceRefresh)
+	var opts []func(*web.Config)
+	if f.prometheus != "" {
+		o, err := withPrometheus(f.prometheus, f.promTimeout)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, o)
+	}
+	srv, err := newWebServer(f.ledger, prices, f.months, f.adviceRefresh, opts...)
 	if err != nil {
 		return err
 	}

@@ -62,9 +62,9 @@ func serveFixture(t *testing.T) (db, prices string) {
 }
 
 // startServe serves the web app over dsn and prices on a test server.
-func startServe(t *testing.T, dsn, prices string) *httptest.Server {
+func startServe(t *testing.T, dsn, prices string, opts ...func(*web.Config)) *httptest.Server {
 	t.Helper()
-	srv, err := newWebServer(dsn, web.BookFile(prices), 24, 0)
+	srv, err := newWebServer(dsn, web.BookFile(prices), 24, 0, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,6 +299,9 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--ledger", "x", "--prices", "p", "--months", "0"}, "--months 0"},
 		{[]string{"--ledger", "x", "--prices", "p", "--advice-refresh", "5s"}, "--advice-refresh"},
 		{[]string{"--ledger", "mysql://x", "--prices", "p"}, "unsupported scheme"},
+		{[]string{"--ledger", "x", "--prices", "p", "--prometheus", "ftp://x"}, "want http(s)"},
+		{[]string{"--ledger", "x", "--prices", "p", "--prometheus", "http://p:9090", "--prometheus-timeout", "0s"}, "--prometheus-timeout 0s"},
+		{[]string{"--ledger", "x", "--prices", "p", "--prometheus", "http://p:9090", "--prometheus-timeout", "11m"}, "at most 10m"},
 	} {
 		err := run(context.Background(), append([]string{"serve"}, c.args...), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -306,7 +309,11 @@ func TestServeFlags(t *testing.T) {
 		}
 	}
 	f, err := parseServeFlags([]string{"--ledger", "x", "--prices", "p"})
-	if err != nil || f.listen != ":8080" || f.adviceRefresh != time.Hour {
-		t.Errorf("defaults %+v, %v: want --listen :8080, --advice-refresh 1h", f, err)
+	if err != nil || f.listen != ":8080" || f.adviceRefresh != time.Hour || f.prometheus != "" || f.promTimeout != time.Minute {
+		t.Errorf("defaults %+v, %v: want --listen :8080, --advice-refresh 1h, no --prometheus, --prometheus-timeout 1m", f, err)
+	}
+	t.Setenv("GPULEDGER_PROMETHEUS", "http://prometheus.monitoring:9090")
+	if f, err := parseServeFlags([]string{"--ledger", "x", "--prices", "p"}); err != nil || f.prometheus != "http://prometheus.monitoring:9090" {
+		t.Errorf("GPULEDGER_PROMETHEUS: --prometheus %q, %v", f.prometheus, err)
 	}
 }
