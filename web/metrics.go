@@ -66,6 +66,9 @@ func newMetrics(s *Server) *metrics {
 	if s.cfg.Prometheus != nil {
 		m.reg.MustRegister(m.promFailures, m.promSuccess)
 	}
+	// What serve's caller watches besides the ledger (serve --quota: the
+	// quota gauges and the recorder's health).
+	m.reg.MustRegister(s.cfg.Collectors...)
 	return m
 }
 

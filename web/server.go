@@ -25,6 +25,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/gpuledger/gpuledger/advisor/advicereport"
 	"github.com/gpuledger/gpuledger/advisor/advise"
 	"github.com/gpuledger/gpuledger/billing/ledger"
@@ -81,7 +83,10 @@ type Config struct {
 	// PrometheusTimeout bounds a page's token queries together (default
 	// tokencost.DefaultTimeout, at most maxTokenWait).
 	PrometheusTimeout time.Duration
-	Log               *slog.Logger
+	// Collectors are registered on /metrics beside serve's own series
+	// (serve --quota's quota gauges and recorder health).
+	Collectors []prometheus.Collector
+	Log        *slog.Logger
 }
 
 // Server serves the pages; Handler is its HTTP surface.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/quota"
 )
 
 // BenchmarkMonthlyReport: the March report of 32 GPUs at one-minute ledger
@@ -69,6 +70,41 @@ func BenchmarkMonthlyReport(b *testing.B) {
 			}
 		})
 	}
+	// Policy quota: the month's quota changes (each team's quota changed
+	// daily), the hourly aggregates the quota section reads and the quota
+	// lines, on top of the report.
+	b.Run("quota", func(b *testing.B) {
+		var changes []quota.Change
+		for d := from; d.Before(to); d = d.Add(24 * time.Hour) {
+			for i, team := range []string{"genai", "search", "data", "ads", "fraud", "vision", "research"} {
+				k := quota.Key{Source: quota.SourceKueue, Object: "cq-" + team, Resource: quota.ResourceAnyGPU}
+				changes = append(changes, quota.Change{At: d.Add(time.Duration(i) * time.Hour), Entry: quota.Entry{Key: k, Team: team, Milli: int64(500 * (1 + (d.Day()+i)%5))}})
+			}
+		}
+		if err := st.AppendQuota(ctx, changes); err != nil {
+			b.Fatal(err)
+		}
+		y := "currency: USD\npolicy: quota\ndefaultRate: 1.00\nquota: {source: kueue, rate: 1.50, aboveRate: 3.00}\nrates:\n"
+		for m, r := range monthRates {
+			y += fmt.Sprintf("  %q: %s\n", m, r)
+		}
+		qb := book(b, y)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			r, err := Build(ctx, st, qb, from, to)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := WriteCSV(io.Discard, r); err != nil {
+				b.Fatal(err)
+			}
+			if err := WriteHTML(io.Discard, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(changes)), "quota-changes")
+	})
 	// The store's part: the day aggregates alone.
 	b.Run("store-aggregate", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
