@@ -92,6 +92,8 @@ type Watcher struct {
 	coreInformers      []cache.SharedIndexInformer
 
 	started, probed atomic.Bool
+	// rechecks counts the probe rounds (tests wait on it).
+	rechecks atomic.Int64
 	// dirty is set by informer events and cleared by the rebuild.
 	dirty atomic.Bool
 
@@ -200,6 +202,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 		}
 		w.probed.Store(true)
+		w.rechecks.Add(1)
 		select {
 		case <-ctx.Done():
 			return nil
