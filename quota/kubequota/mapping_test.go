@@ -192,6 +192,10 @@ spec:
       resources:
       - {name: cpu, nominalQuota: 1}
       - {name: nvidia.com/gpu, nominalQuota: 1500m}
+    - name: no-such-flavor
+      resources:
+      - {name: cpu, nominalQuota: 1}
+      - {name: nvidia.com/gpu, nominalQuota: 1, borrowingLimit: 2}
   - coveredResources: [nvidia.com/mig-1g.10gb]
     flavors:
     - name: unknown-flavor
@@ -289,10 +293,13 @@ spec: {clusterQueue: research-cq}
 		// No namespaceSelector admits nothing: no team from LocalQueues.
 		entry("kueue", "lonely-cq", "gpu", "lonely-cq", 1000, 0),
 		// h100 and h100-spot both name the H100-80GB-HBM3 and sum: 8+2
-		// nominal, (8+4)+(2+0) limit. default-flavor names no model; the
-		// MIG flavor has no ResourceFlavor yet.
+		// nominal, (8+4)+(2+0) limit. The MIG flavor has no
+		// ResourceFlavor yet.
 		entry("kueue", "research-cq", "H100-80GB-HBM3", "research", 10000, 14000),
-		entry("kueue", "research-cq", "gpu", "research", 1500, 0),
+		// default-flavor and a flavor with no ResourceFlavor object both
+		// give any GPU: 1.5+1 nominal; default-flavor states no borrowing
+		// limit, so the sum has no ceiling (0), not 1+2.
+		entry("kueue", "research-cq", "gpu", "research", 2500, 0),
 		entry("kueue", "research-cq", "mig-1g.10gb", "research", 7000, 14000),
 		// Two LocalQueues, both in team ml's namespaces.
 		entry("kueue", "shared-cq", "gpu", "ml", 4000, 0),
