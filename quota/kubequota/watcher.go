@@ -44,10 +44,14 @@ const probeTimeout = 30 * time.Second
 // Option configures New.
 type Option func(*Watcher)
 
-// WithRecheck sets how often absent or forbidden sources are tried again
-// (default DefaultRecheck), clamped to [MinRecheck, MaxRecheck].
+// WithRecheck sets how often absent or forbidden sources are tried again,
+// clamped to [MinRecheck, MaxRecheck]; zero or less keeps DefaultRecheck.
 func WithRecheck(d time.Duration) Option {
-	return func(w *Watcher) { w.recheck = min(max(d, MinRecheck), MaxRecheck) }
+	return func(w *Watcher) {
+		if d > 0 {
+			w.recheck = min(max(d, MinRecheck), MaxRecheck)
+		}
+	}
 }
 
 // crdSource is one optional source: its API group, the versions read
@@ -118,6 +122,10 @@ func New(cfg *rest.Config, teamLabel string, logger *slog.Logger, opts ...Option
 	for _, o := range opts {
 		o(w)
 	}
+	// API warnings (a deprecated Kueue version, say) come with every
+	// request; client-go would print each through klog.
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandler = &onceWarnings{log: w.log}
 	var err error
 	if w.core, err = newCoreClient(cfg); err != nil {
 		return nil, err
@@ -509,4 +517,27 @@ func trimUnstructured(obj any) (any, error) {
 		t.Object["spec"] = spec
 	}
 	return t, nil
+}
+
+// maxWarnings bounds the distinct API warnings remembered (and logged).
+const maxWarnings = 64
+
+// onceWarnings logs each distinct API server warning once.
+type onceWarnings struct {
+	log  *slog.Logger
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (o *onceWarnings) HandleWarningHeader(_ int, _ string, text string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.seen[text] || len(o.seen) >= maxWarnings {
+		return
+	}
+	if o.seen == nil {
+		o.seen = map[string]bool{}
+	}
+	o.seen[text] = true
+	o.log.Info("the API server warns: " + text)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpuledger/gpuledger/internal/kubetest"
 	"github.com/gpuledger/gpuledger/internal/testenv"
@@ -495,4 +497,72 @@ func checkSeries(t *testing.T, reg *prometheus.Registry, want []string) {
 	if !slices.Equal(got, want) {
 		t.Errorf("metrics:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// A Kueue release that serves v1beta1 alone (the CRDs cut to that version,
+// made the storage one): the watcher falls back to it.
+func TestWatcherKueueV1beta1Only(t *testing.T) {
+	c := kubetest.StartT(t, kubetest.Options{})
+	for _, f := range allCRDs[:3] {
+		u := objs(t, readFile(t, filepath.Join("testdata", "crds", f)))[0]
+		versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+		var keep []any
+		for _, v := range versions {
+			if m := v.(map[string]any); m["name"] == "v1beta1" {
+				m["storage"] = true
+				keep = append(keep, m)
+			}
+		}
+		if len(keep) != 1 {
+			t.Fatalf("%s serves no v1beta1", f)
+		}
+		if err := unstructured.SetNestedSlice(u.Object, keep, "spec", "versions"); err != nil {
+			t.Fatal(err)
+		}
+		b, err := u.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		apply(t, c, string(b))
+	}
+	kubectl(t, c, "wait", "--for=condition=Established", "--timeout=60s", "crd/clusterqueues.kueue.x-k8s.io",
+		"crd/localqueues.kueue.x-k8s.io", "crd/resourceflavors.kueue.x-k8s.io")
+	apply(t, c, `
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: a100}
+spec:
+  nodeLabels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: old-cq, labels: {team: legacy}}
+spec:
+  cohort: pool
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: a100
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 3, borrowingLimit: 1}
+`)
+	w, logs := startWatcher(t, c, c.Admin, time.Minute)
+	waitSnapshot(t, w, []quota.Entry{entry("kueue", "old-cq", "A100-SXM4-80GB", "legacy", 3000, 4000)})
+	if n := logs.count("api=kueue.x-k8s.io/v1beta1"); n != 1 {
+		t.Errorf("not read through v1beta1:\n%s", logs)
+	}
+	// The deprecation warning comes with every request: said once.
+	if n := logs.count("the API server warns: This version is deprecated"); n != 1 {
+		t.Errorf("deprecation warning logged %d times, want once:\n%s", n, logs)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
