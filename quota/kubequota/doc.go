@@ -13,6 +13,28 @@
 // team label, else its name. Tenants write pod labels and nothing here
 // reads them.
 //
+// What each source gives (mapping.go has the details):
+//
+//   - ResourceQuota: one entry per namespace and GPU resource (Object is
+//     the namespace). Every unscoped quota of a namespace binds, so the
+//     namespace's quota is the smallest; scoped quotas (spec.scopes,
+//     spec.scopeSelector) bind only some pods and are left out.
+//   - Kueue ClusterQueue: nominalQuota per GPU resource, flavors that name
+//     the same model (their ResourceFlavor's nvidia.com/gpu.product node
+//     label) summed; the limit is nominal plus borrowingLimit when every
+//     summed flavor states one. The team is the queue's label, else the
+//     one team of the namespaces whose LocalQueues point at it (only
+//     namespaces its namespaceSelector admits), else its name: a queue
+//     shared by several teams has no single payer and should be labelled.
+//   - Volcano Queue: the guarantee, else deserved; the limit is the
+//     capability. Only leaf queues count (a parent's share is its
+//     children's).
+//   - KAI Queue: spec.resources.gpu.quota in GPUs (-1: none), the limit
+//     (-1: none). Only leaf queues count.
+//
+// Every quantity is bounded by quota.MaxMilli; an object with a bad GPU
+// quantity is left out whole and logged with its name.
+//
 // RBAC, read-only, cluster-wide:
 //
 //   - apiGroups: [""]
