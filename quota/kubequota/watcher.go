@@ -260,7 +260,13 @@ func (w *Watcher) probe(ctx context.Context, s *crdSource) ([]cache.SharedIndexI
 		s.reason = kind
 		w.mu.Unlock()
 		if !same {
-			w.log.Warn(s.name+" quotas not recorded: "+reason+"; rechecking", "every", w.recheck)
+			// A scheduler that is not installed is normal; a forbidden or
+			// failing one is something to fix.
+			level := slog.LevelWarn
+			if kind == "not served" {
+				level = slog.LevelInfo
+			}
+			w.log.Log(ctx, level, s.name+" quotas not recorded: "+reason+"; rechecking", "every", w.recheck)
 		}
 		return nil, nil
 	}
