@@ -473,6 +473,36 @@ subjects:
 	if !w.HasSynced() {
 		t.Error("HasSynced is false with every forbidden source logged")
 	}
+
+	// Granting the rule later needs no restart: the recheck picks it up.
+	apply(t, c, `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: quota-volcano}
+rules:
+- apiGroups: [scheduling.volcano.sh]
+  resources: [queues]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: quota-volcano}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: quota-volcano}
+subjects:
+- {kind: User, name: "system:serviceaccount:gpuledger:serve"}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: granted}
+spec:
+  guarantee: {resource: {nvidia.com/gpu: "1"}}
+`)
+	waitSnapshot(t, w, []quota.Entry{
+		entry("resourcequota", "ml-a", "gpu", "ml", 6000, 0),
+		entry("resourcequota", "ml-a", "mig-1g.10gb", "ml", 14000, 0),
+		entry("resourcequota", "scratch", "gpu", "scratch", 500, 0),
+		entry("volcano", "granted", "gpu", "granted", 1000, 0),
+	})
 }
 
 // checkSeries gathers reg and compares every sample, as
