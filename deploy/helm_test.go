@@ -314,7 +314,8 @@ func TestDefaults(t *testing.T) {
 	if got := kinds(objs); !slices.Equal(got, want) {
 		t.Fatalf("kinds %v, want %v (no Secret, CronJob or monitoring.coreos.com objects by default)", got, want)
 	}
-	checkClusterRole(t, only[*rbacv1.ClusterRole](t, objs))
+	checkClusterRole(t, named[*rbacv1.ClusterRole](t, objs, "gpuledger"))
+	checkServeQuotaRBAC(t, objs)
 	ds := only[*appsv1.DaemonSet](t, objs)
 	checkCollector(t, ds)
 	if v := ds.Spec.Template.Spec.Volumes; volume(t, v, "data").HostPath == nil ||
@@ -355,7 +356,8 @@ func TestAllFeatures(t *testing.T) {
 	if got := kinds(objs); !slices.Equal(got, want) {
 		t.Fatalf("kinds %v, want %v", got, want)
 	}
-	checkClusterRole(t, only[*rbacv1.ClusterRole](t, objs))
+	checkClusterRole(t, named[*rbacv1.ClusterRole](t, objs, "gpuledger"))
+	checkServeQuotaRBAC(t, objs)
 	ds := only[*appsv1.DaemonSet](t, objs)
 	checkCollector(t, ds)
 	c := ds.Spec.Template.Spec.Containers[0]
@@ -664,6 +666,74 @@ func checkClusterRole(t *testing.T, cr *rbacv1.ClusterRole) {
 	}
 }
 
+// checkServeQuotaRBAC: serve's own ServiceAccount, bound to a ClusterRole
+// of exactly get/list/watch on namespaces, ResourceQuotas and the Kueue,
+// Volcano and KAI queue objects; the collectors' binding does not name it.
+func checkServeQuotaRBAC(t *testing.T, objs []object) {
+	t.Helper()
+	sa := named[*corev1.ServiceAccount](t, objs, "gpuledger-serve")
+	cr := named[*rbacv1.ClusterRole](t, objs, "gpuledger-serve-quota")
+	got := map[string]bool{}
+	for _, r := range cr.Rules {
+		if len(r.NonResourceURLs) > 0 || len(r.ResourceNames) > 0 {
+			t.Errorf("unexpected serve rule %+v", r)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					got[g+"/"+res+":"+v] = true
+				}
+			}
+		}
+	}
+	want := map[string]bool{}
+	for _, res := range []string{"/namespaces", "/resourcequotas", "kueue.x-k8s.io/clusterqueues", "kueue.x-k8s.io/localqueues",
+		"kueue.x-k8s.io/resourceflavors", "scheduling.volcano.sh/queues", "scheduling.run.ai/queues"} {
+		for _, v := range []string{"get", "list", "watch"} {
+			want[res+":"+v] = true
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("serve's ClusterRole grants %v, want exactly %v", keys(got), keys(want))
+	}
+	b := named[*rbacv1.ClusterRoleBinding](t, objs, "gpuledger-serve-quota")
+	if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != cr.Name || len(b.Subjects) != 1 ||
+		b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != sa.Name || b.Subjects[0].Namespace != sa.Namespace {
+		t.Errorf("serve's binding %+v, want ClusterRole %s to ServiceAccount %s/%s", b, cr.Name, sa.Namespace, sa.Name)
+	}
+	for _, s := range named[*rbacv1.ClusterRoleBinding](t, objs, "gpuledger").Subjects {
+		if s.Name == sa.Name {
+			t.Errorf("the collectors' binding names serve's account: %+v", s)
+		}
+	}
+}
+
+// With serve.quota.enabled=false serve reads no Kubernetes API: no
+// account, role or token of its own; with rbac.create=false its account
+// is there for the operator to bind, and no role is rendered.
+func TestServeQuotaSwitch(t *testing.T) {
+	objs := render(t, "--set", "serve.quota.enabled=false")
+	pod := named[*appsv1.Deployment](t, objs, "gpuledger-serve").Spec.Template.Spec
+	if pod.ServiceAccountName != "" || pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("serve without quota: serviceAccountName %q, automount %v; want no account and no token",
+			pod.ServiceAccountName, pod.AutomountServiceAccountToken)
+	}
+	for _, o := range objs {
+		if strings.HasPrefix(o.Name, "gpuledger-serve") && (o.Kind == "ServiceAccount" || o.Kind == "ClusterRole" || o.Kind == "ClusterRoleBinding") {
+			t.Errorf("%s %s rendered with serve.quota.enabled=false", o.Kind, o.Name)
+		}
+	}
+	checkClusterRole(t, named[*rbacv1.ClusterRole](t, objs, "gpuledger"))
+
+	objs = render(t, "--set", "rbac.create=false")
+	named[*corev1.ServiceAccount](t, objs, "gpuledger-serve")
+	for _, o := range objs {
+		if o.Kind == "ClusterRole" || o.Kind == "ClusterRoleBinding" {
+			t.Errorf("%s %s rendered with rbac.create=false", o.Kind, o.Name)
+		}
+	}
+}
+
 func keys(m map[string]bool) []string {
 	var k []string
 	for s := range m {
@@ -964,7 +1034,7 @@ func TestSecretFilesReadable(t *testing.T) {
 }
 
 // checkServe: `gpuledger serve` on the cluster ledger and the price book,
-// non-root with a read-only root and no service account token, probes on
+// non-root with a read-only root and its own service account, probes on
 // /healthz and /readyz, and a ClusterIP Service that selects exactly its
 // pods.
 func checkServe(t *testing.T, objs []object, secret string) {
@@ -978,8 +1048,11 @@ func checkServe(t *testing.T, objs []object, secret string) {
 	}
 	checkClickHouseEnv(t, "serve", c, pod.Volumes, secret)
 	checkNonRoot(t, "serve", c)
-	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
-		t.Error("serve reads ClickHouse only: it must not mount a service account token")
+	// serve.quota.enabled (the default): its own account, whose token it
+	// needs to watch the quota objects; never the collectors' account.
+	if pod.ServiceAccountName != "gpuledger-serve" || pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
+		t.Errorf("serve: serviceAccountName %q, automount %v; want its own account gpuledger-serve with a token",
+			pod.ServiceAccountName, pod.AutomountServiceAccountToken)
 	}
 	if v := volume(t, pod.Volumes, "prices"); v.ConfigMap == nil || v.ConfigMap.Name != "gpuledger-prices" {
 		t.Errorf("serve prices volume %+v", v)

@@ -191,6 +191,11 @@ func install(t *testing.T) (applied, unserved []object) {
 		}
 	}
 	shared.installOnce.Do(func() {
+		// The schedulers' CRDs, so serve's rules on their queues name
+		// resources the server has (can-i refuses unknown ones).
+		if shared.installErr = installQuotaCRDs(ctx, c); shared.installErr != nil {
+			return
+		}
 		if shared.installErr = apply(ctx, t, c, applied, false); shared.installErr == nil {
 			waitForRBAC(ctx, c, shared.collector)
 		}
@@ -291,4 +296,26 @@ func waitForRBAC(ctx context.Context, c *kubetest.Cluster, id kubetest.Identity)
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+}
+
+// quotaCRDs are the upstream CRDs quota/kubequota's tests keep: Kueue's,
+// Volcano's and KAI's queue objects, which serve watches.
+const quotaCRDs = "../../quota/kubequota/testdata/crds"
+
+// installQuotaCRDs creates them and waits until the server serves them.
+func installQuotaCRDs(ctx context.Context, c *kubetest.Cluster) error {
+	files, err := filepath.Glob(filepath.Join(quotaCRDs, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no CRDs in %s (%v)", quotaCRDs, err)
+	}
+	for _, f := range files {
+		if _, err := c.Kubectl(ctx, nil, "create", "-f", f); err != nil {
+			return err
+		}
+		group, plural, _ := strings.Cut(strings.TrimSuffix(filepath.Base(f), ".yaml"), "_")
+		if _, err := c.Kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+plural+"."+group); err != nil {
+			return err
+		}
+	}
+	return nil
 }

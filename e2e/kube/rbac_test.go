@@ -18,6 +18,14 @@ var collectorReads = []string{"pods", "namespaces", "nodes", "resourceslices.res
 
 var readVerbs = []string{"get", "list", "watch"}
 
+// serveAccount is the ServiceAccount of `gpuledger serve`, which watches
+// the GPU quota objects (quota/kubequota): get, list and watch on these,
+// cluster-wide, and nothing else.
+const serveAccount = "gpuledger-serve"
+
+var serveReads = []string{"namespaces", "resourcequotas", "clusterqueues.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io",
+	"resourceflavors.kueue.x-k8s.io", "queues.scheduling.volcano.sh", "queues.scheduling.run.ai"}
+
 func TestManifestsOnRealAPIServer(t *testing.T) {
 	c, _, collector := cluster(t)
 	applied, unserved := install(t)
@@ -122,11 +130,19 @@ func TestManifestsOnRealAPIServer(t *testing.T) {
 	// Other ServiceAccounts of the manifests (jobs) read nothing from the
 	// API. The bundled ClickHouse's secret Job may create Secrets in its
 	// own namespace, and nothing else anywhere.
+	servesOwn := false
 	for _, o := range applied {
 		if o.GetKind() != "ServiceAccount" || "system:serviceaccount:"+o.GetNamespace()+":"+o.GetName() == collector.User {
 			continue
 		}
+		servesOwn = servesOwn || o.GetName() == serveAccount
 		id := kubetest.ServiceAccount(o.GetNamespace(), o.GetName())
+		if o.GetName() == serveAccount {
+			t.Run("serve reads the quota objects only", func(t *testing.T) {
+				checkServeAccount(ctx, t, c, id)
+			})
+			continue
+		}
 		t.Run("can-i --list for "+id.User, func(t *testing.T) {
 			var own map[string][]string
 			if o.GetName() == secretJobAccount {
@@ -137,6 +153,45 @@ func TestManifestsOnRealAPIServer(t *testing.T) {
 			checkList(ctx, t, c, id, []string{"default"}, nil)
 		})
 	}
+	if !servesOwn {
+		t.Errorf("no ServiceAccount %s among the applied objects: serve cannot read the quota objects", serveAccount)
+	}
+}
+
+// checkServeAccount: serve's account may get, list and watch the quota
+// objects everywhere, may not write them, and reads nothing else (no
+// secrets, no pods).
+func checkServeAccount(ctx context.Context, t *testing.T, c *kubetest.Cluster, id kubetest.Identity) {
+	t.Helper()
+	waitCanI(ctx, c, id, "list", "clusterqueues.kueue.x-k8s.io", "default")
+	ns := strings.Split(id.User, ":")[2]
+	for _, r := range serveReads {
+		for _, v := range readVerbs {
+			if !canI(ctx, t, c, id, v, r, "-A") {
+				t.Errorf("%s cannot %s %s cluster-wide", id.User, v, r)
+			}
+		}
+		for _, v := range []string{"create", "update", "patch", "delete", "deletecollection"} {
+			for _, where := range [][]string{{"-A"}, {"-n", ns}} {
+				if canI(ctx, t, c, id, v, r, where...) {
+					t.Errorf("%s CAN %s %s %v", id.User, v, r, where)
+				}
+			}
+		}
+	}
+	for _, r := range []string{"secrets", "configmaps", "pods", "nodes", "serviceaccounts", "limitranges",
+		"events", "clusterroles.rbac.authorization.k8s.io"} {
+		for _, where := range [][]string{{"-A"}, {"-n", ns}} {
+			if canI(ctx, t, c, id, "get", r, where...) || canI(ctx, t, c, id, "list", r, where...) {
+				t.Errorf("%s can read %s %v", id.User, r, where)
+			}
+		}
+	}
+	intended := map[string][]string{}
+	for _, r := range serveReads {
+		intended[r] = readVerbs
+	}
+	checkList(ctx, t, c, id, []string{ns, "default"}, intended)
 }
 
 // canI asks the server, as the admin impersonating id (`--as`), whether id
