@@ -133,7 +133,7 @@ func TestIntervalsHand(t *testing.T) {
 		}
 	}
 	// GPU-seconds by hand: 4 GPUs x (9.5 days) + 6 x 9.5 days + 7 x 1/7 x 6 days.
-	wantSecs := []int64{4 * 9*86400 + 4*12*3600, 6 * (9*86400 + 12*3600), 1 * 6 * 86400}
+	wantSecs := []int64{4*9*86400 + 4*12*3600, 6 * (9*86400 + 12*3600), 1 * 6 * 86400}
 	for i, iv := range got {
 		s, err := iv.GPUSeconds()
 		if err != nil || s.Cmp(big.NewRat(wantSecs[i], 1)) != 0 {

@@ -30,6 +30,12 @@ type Recorder struct {
 	// Logger receives Run's failures and the entries Record skips (nil:
 	// slog.Default()).
 	Logger *slog.Logger
+	// Unobserved, when set, names the sources whose objects cannot be read
+	// now (forbidden, failing, not probed yet): their recorded entries are
+	// kept as they are, so a source that is down for a while is not read
+	// as every one of its quotas deleted. A source that is not installed
+	// is observed, and its quotas are gone.
+	Unobserved func() []string
 
 	mu     sync.Mutex
 	state  map[Key]Entry // what the ledger holds in force; nil until loaded
@@ -103,7 +109,7 @@ func (r *Recorder) Record(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cannot record quota: cannot list quota objects: %w", err)
 	}
-	now := r.checked(entries)
+	now := r.withUnobserved(r.checked(entries))
 	at := r.now().Truncate(time.Second)
 	if at.Before(r.last) {
 		// The clock went back: a change stamped before the last one
@@ -188,4 +194,31 @@ func (r *Recorder) Run(ctx context.Context, interval time.Duration) error {
 		case <-c:
 		}
 	}
+}
+
+// withUnobserved adds to now the recorded entries of the sources
+// Unobserved names, in place of whatever now says of them.
+func (r *Recorder) withUnobserved(now []Entry) []Entry {
+	if r.Unobserved == nil {
+		return now
+	}
+	skip := map[string]bool{}
+	for _, s := range r.Unobserved() {
+		skip[s] = true
+	}
+	if len(skip) == 0 {
+		return now
+	}
+	out := now[:0:0]
+	for _, e := range now {
+		if !skip[e.Source] {
+			out = append(out, e)
+		}
+	}
+	for _, e := range r.state {
+		if skip[e.Source] {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -294,3 +294,39 @@ func TestRecorderRun(t *testing.T) {
 		t.Errorf("the failure was not logged:\n%s", logs.String())
 	}
 }
+
+// A source whose objects cannot be read (forbidden, failing) keeps its
+// recorded quotas: its entries missing from the snapshot are not
+// deletions. Once it is observed again (running, or not installed), what
+// it lacks is deleted.
+func TestRecorderKeepsUnobservedSources(t *testing.T) {
+	s := openLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	w := &world{}
+	var unobserved []string
+	r := w.recorder(s)
+	r.Unobserved = func() []string { return unobserved }
+	ml := entry(quota.SourceKueue, "cq-ml", "gpu", "ml", 8000)
+	rq := entry(quota.SourceResourceQuota, "vision", "gpu", "vision", 2000)
+	w.set(start, ml, rq)
+	record(t, r, 2)
+	// Kueue is forbidden now: the watcher lists nothing of it.
+	unobserved = []string{quota.SourceKueue}
+	w.set(start.Add(time.Minute), rq)
+	record(t, r, 0)
+	// Kueue's entry cannot change while unobserved, even if listed.
+	ml2 := ml
+	ml2.Milli = 1000
+	w.set(start.Add(2*time.Minute), rq, ml2)
+	record(t, r, 0)
+	// Observed again and gone: deleted then.
+	unobserved = nil
+	w.set(start.Add(3*time.Minute), rq)
+	record(t, r, 1)
+	want := []quota.Change{
+		{At: start, Entry: ml}, {At: start, Entry: rq},
+		{At: start.Add(3 * time.Minute), Entry: quota.Entry{Key: ml.Key, Team: "ml"}, Deleted: true},
+	}
+	if got := allChanges(t, s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("recorded:\n got %+v\nwant %+v", got, want)
+	}
+}

@@ -384,6 +384,21 @@ func (w *Watcher) HasSynced() bool {
 	return true
 }
 
+// Unobserved names the optional sources whose objects cannot be read now:
+// not probed yet, forbidden, or failing. A source the API server does not
+// serve is observed (it has no quota); so is a running one.
+func (w *Watcher) Unobserved() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, s := range w.sources {
+		if s.version == "" && s.reason != "not served" {
+			out = append(out, s.name)
+		}
+	}
+	return out
+}
+
 // WaitForSync waits until HasSynced or ctx ends (the error).
 func (w *Watcher) WaitForSync(ctx context.Context) error {
 	t := time.NewTicker(50 * time.Millisecond)

@@ -402,6 +402,10 @@ func TestWatcherWithoutCRDs(t *testing.T) {
 			t.Errorf("%q logged %d times, want once:\n%s", line, n, logs)
 		}
 	}
+	// Not installed is observed: such a source has no quota.
+	if u := w.Unobserved(); len(u) != 0 {
+		t.Errorf("Unobserved() = %v with no scheduler installed, want none", u)
+	}
 
 	// Volcano installed while the watcher runs.
 	installCRDs(t, c, "scheduling.volcano.sh_queues.yaml")
@@ -473,6 +477,10 @@ subjects:
 	if !w.HasSynced() {
 		t.Error("HasSynced is false with every forbidden source logged")
 	}
+	// Forbidden is not observed: the recorder keeps what it recorded.
+	if u := w.Unobserved(); !slices.Equal(u, []string{"kueue", "volcano", "kai"}) {
+		t.Errorf("Unobserved() = %v, want kueue, volcano, kai", u)
+	}
 
 	// Granting the rule later needs no restart: the recheck picks it up.
 	apply(t, c, `
@@ -503,6 +511,9 @@ spec:
 		entry("resourcequota", "scratch", "gpu", "scratch", 500, 0),
 		entry("volcano", "granted", "gpu", "granted", 1000, 0),
 	})
+	if u := w.Unobserved(); !slices.Equal(u, []string{"kueue", "kai"}) {
+		t.Errorf("Unobserved() = %v once volcano is granted, want kueue, kai", u)
+	}
 }
 
 // checkSeries gathers reg and compares every sample, as
