@@ -36,6 +36,9 @@ type Recorder struct {
 	// as every one of its quotas deleted. A source that is not installed
 	// is observed, and its quotas are gone.
 	Unobserved func() []string
+	// OnRecord, when set, is told what each of Run's records did: the
+	// changes appended, or the error (serve's health metrics).
+	OnRecord func(changes int, err error)
 
 	mu     sync.Mutex
 	state  map[Key]Entry // what the ledger holds in force; nil until loaded
@@ -182,6 +185,9 @@ func (r *Recorder) Run(ctx context.Context, interval time.Duration) error {
 	defer stop()
 	for {
 		n, err := r.Record(ctx)
+		if r.OnRecord != nil && ctx.Err() == nil {
+			r.OnRecord(n, err)
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			r.log().Error("cannot record quota changes: trying again at the next tick", "interval", interval.String(), "err", err)

@@ -13,12 +13,14 @@ import (
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/tokencost"
+	"github.com/gpuledger/gpuledger/quota"
 	"github.com/gpuledger/gpuledger/web"
 )
 
 const serveUsageText = `usage: gpuledger serve --ledger DSN --prices FILE [--listen :8080]
                        [--months 24] [--advice-refresh 1h] [--web.config.file FILE]
                        [--prometheus URL [--prometheus-timeout D]]
+                       [--quota [--quota-interval 1m] [--kubeconfig FILE]]
 
 Serves the chargeback as a web app and an API, from the ledger and a price
 book (docs/serve.md):
@@ -48,6 +50,15 @@ book (docs/serve.md):
                docs/tokens.md); unreachable leaves the section out, and the
                page says why
   --prometheus-timeout  bound on each token query (default 60s)
+  --quota      record the cluster's GPU quota (ResourceQuotas, and Kueue,
+               Volcano and KAI queues where installed) into the ledger as
+               it changes, and serve gpuledger_team_quota_gpus on /metrics
+               (docs/quota.md); needs a ClickHouse ledger and read access
+               to those objects (the chart's serve.quota.enabled)
+  --quota-interval  how often the quota objects are compared with the
+               ledger (default 1m, 10s to 1h)
+  --kubeconfig  kubeconfig for --quota (env KUBECONFIG); empty means the
+               in-cluster config
 `
 
 type serveFlags struct {
@@ -58,6 +69,10 @@ type serveFlags struct {
 	// prometheus and promTimeout: the month pages' cost per token section.
 	prometheus  string
 	promTimeout time.Duration
+	// quota, quotaInterval and kubeconfig: serve --quota.
+	quota         bool
+	quotaInterval time.Duration
+	kubeconfig    string
 }
 
 func parseServeFlags(args []string) (serveFlags, error) {
@@ -74,6 +89,9 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	fs.Func("advice-refresh", "advice refresh period (default 1h)", promDurationFlag(&f.adviceRefresh))
 	fs.StringVar(&f.prometheus, "prometheus", envDefault("GPULEDGER_PROMETHEUS", ""), "Prometheus URL for the cost per token section (env GPULEDGER_PROMETHEUS)")
 	fs.DurationVar(&f.promTimeout, "prometheus-timeout", tokencost.DefaultTimeout, "bound on each token query")
+	fs.BoolVar(&f.quota, "quota", false, "record the cluster's GPU quota into the ledger")
+	fs.DurationVar(&f.quotaInterval, "quota-interval", time.Minute, "how often quota objects are compared with the ledger")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", envDefault("KUBECONFIG", ""), "kubeconfig for --quota; empty means in-cluster config")
 	if err := parseFlags(fs, args, serveUsageText); err != nil {
 		return f, err
 	}
@@ -92,14 +110,20 @@ func parseServeFlags(args []string) (serveFlags, error) {
 		return f, fmt.Errorf("serve: --advice-refresh %s: want 0 (never) or at least 1m", f.adviceRefresh)
 	case f.promTimeout <= 0 || f.promTimeout > 10*time.Minute:
 		return f, fmt.Errorf("serve: --prometheus-timeout %s: want more than 0 and at most 10m", f.promTimeout)
+	case f.quotaInterval < quota.MinRecordInterval || f.quotaInterval > quota.MaxRecordInterval:
+		return f, fmt.Errorf("serve: --quota-interval %s: want %s to %s", f.quotaInterval, quota.MinRecordInterval, quota.MaxRecordInterval)
 	}
 	if f.prometheus != "" {
 		if _, err := tokencost.NewClient(f.prometheus, f.promTimeout); err != nil {
 			return f, fmt.Errorf("serve --prometheus: %w", err)
 		}
 	}
-	if _, err := ledger.ParseDSN(f.ledger); err != nil {
+	d, err := ledger.ParseDSN(f.ledger)
+	if err != nil {
 		return f, err
+	}
+	if f.quota && d.Scheme != ledger.SchemeClickHouse {
+		return f, errQuotaNeedsClickHouse
 	}
 	return f, nil
 }
@@ -154,11 +178,27 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		opts = append(opts, o)
 	}
+	var qs *quotaService
+	if f.quota {
+		// The team label is the book's at start: the quota objects' teams
+		// are read with the label the ledger's teams were.
+		book, _, _ := prices()
+		if qs, err = newQuotaService(f.ledger, f.kubeconfig, book.TeamLabel, f.quotaInterval); err != nil {
+			return err
+		}
+		opts = append(opts, func(c *web.Config) { c.Collectors = append(c.Collectors, qs.collectors()...) })
+	}
 	srv, err := newWebServer(f.ledger, prices, f.months, f.adviceRefresh, opts...)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	if qs != nil {
+		qctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); qs.run(qctx) }()
+		defer func() { cancel(); <-done }()
+	}
 	return serveWeb(ctx, srv, f.listen, f.webConfig, stdout)
 }
 

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/collector/kubemeta"
+	"github.com/gpuledger/gpuledger/internal/backoff"
+	"github.com/gpuledger/gpuledger/quota"
+	"github.com/gpuledger/gpuledger/quota/kubequota"
+)
+
+// quotaService is serve --quota: the cluster's GPU quota objects watched
+// (quota/kubequota) and their changes recorded into the cluster ledger
+// (quota.Recorder), with the quota gauges and the recorder's health on
+// serve's /metrics.
+type quotaService struct {
+	dsn      string
+	interval time.Duration
+	watcher  *kubequota.Watcher
+	log      *slog.Logger
+
+	failures prometheus.Counter
+	changes  prometheus.Counter
+	success  prometheus.Gauge
+}
+
+// errQuotaNeedsClickHouse: the embedded file has one writer, the
+// collector, so serve records quota only into ClickHouse.
+var errQuotaNeedsClickHouse = errors.New("serve --quota records quota changes into the cluster ledger: --ledger must be clickhouse://...; the embedded file's one writer is the collector")
+
+func newQuotaService(dsn, kubeconfig, teamLabel string, interval time.Duration) (*quotaService, error) {
+	d, err := ledger.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if d.Scheme != ledger.SchemeClickHouse {
+		return nil, errQuotaNeedsClickHouse
+	}
+	cfg, err := kubemeta.RESTConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("serve --quota: %w", err)
+	}
+	log := slog.Default().With("component", "quota")
+	w, err := kubequota.New(cfg, teamLabel, log)
+	if err != nil {
+		return nil, fmt.Errorf("serve --quota: %w", err)
+	}
+	return &quotaService{dsn: dsn, interval: interval, watcher: w, log: log,
+		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuledger_quota_record_failures_total",
+			Help: "Quota records that failed (the ledger or the quota objects could not be read or written); retried at the next interval."}),
+		changes: prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuledger_quota_changes_recorded_total",
+			Help: "Quota changes (created, changed, deleted) written to the ledger."}),
+		success: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuledger_quota_record_success_timestamp_seconds",
+			Help: "When the quota objects were last compared with the ledger and every change written (Unix seconds; 0 before the first)."}),
+	}, nil
+}
+
+// collectors are the quota gauges and the recorder's health series.
+func (q *quotaService) collectors() []prometheus.Collector {
+	return []prometheus.Collector{q.watcher.Collector(), q.failures, q.changes, q.success}
+}
+
+// run watches and records until ctx ends. The first record waits for the
+// informers' first lists, so a quota not listed yet is never recorded as
+// deleted; the ledger is opened (again, with backoff) until it answers.
+func (q *quotaService) run(ctx context.Context) {
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if err := q.watcher.Run(ctx); err != nil {
+			q.log.Error("cannot watch GPU quota objects", "err", err)
+		}
+	}()
+	defer func() { <-watched }()
+	if err := q.watcher.WaitForSync(ctx); err != nil {
+		return
+	}
+	st, err := q.openLedger(ctx)
+	if err != nil {
+		return
+	}
+	defer st.Close()
+	qs, ok := st.(quota.Store)
+	if !ok {
+		q.log.Error("the ledger does not record quota changes; quota is not recorded")
+		return
+	}
+	rec := &quota.Recorder{Store: qs, Snapshot: func() ([]quota.Entry, error) { return q.watcher.Snapshot(), nil },
+		Unobserved: q.watcher.Unobserved, Logger: q.log, OnRecord: q.recorded}
+	if err := rec.Run(ctx, q.interval); err != nil {
+		q.log.Error("cannot record quota", "err", err)
+	}
+}
+
+func (q *quotaService) recorded(n int, err error) {
+	if err != nil {
+		q.failures.Inc()
+		return
+	}
+	q.changes.Add(float64(n))
+	q.success.SetToCurrentTime()
+}
+
+// openLedger opens the cluster ledger for the recorder, retrying with
+// backoff (ClickHouse may start after serve); an error only when ctx ends.
+func (q *quotaService) openLedger(ctx context.Context) (ledger.Store, error) {
+	for attempt := 0; ; attempt++ {
+		st, err := ledger.Open(ctx, q.dsn, storeOpeners)
+		if err == nil {
+			return st, nil
+		}
+		q.failures.Inc()
+		wait := backoff.Jittered(attempt, time.Second, time.Minute)
+		q.log.Warn("cannot open the ledger to record quota; retrying", "in", wait.String(), "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
