@@ -712,8 +712,17 @@ func checkServeQuotaRBAC(t *testing.T, objs []object) {
 // account, role or token of its own; with rbac.create=false its account
 // is there for the operator to bind, and no role is rendered.
 func TestServeQuotaSwitch(t *testing.T) {
+	// On by default: serve records quota (--quota); a Prometheus URL gives
+	// the month pages their cost per token (--prometheus).
+	def := named[*appsv1.Deployment](t, render(t, "--set", "serve.prometheus.url=http://prometheus.monitoring:9090"), "gpuledger-serve").Spec.Template.Spec
+	if args := def.Containers[0].Args; !slices.Contains(args, "--quota") || !slices.Contains(args, "--prometheus=http://prometheus.monitoring:9090") {
+		t.Errorf("serve's args %q: want --quota and --prometheus=http://prometheus.monitoring:9090", args)
+	}
 	objs := render(t, "--set", "serve.quota.enabled=false")
 	pod := named[*appsv1.Deployment](t, objs, "gpuledger-serve").Spec.Template.Spec
+	if slices.Contains(pod.Containers[0].Args, "--quota") || slices.ContainsFunc(pod.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--prometheus") }) {
+		t.Errorf("serve's args %q with serve.quota.enabled=false and no Prometheus URL", pod.Containers[0].Args)
+	}
 	if pod.ServiceAccountName != "" || pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
 		t.Errorf("serve without quota: serviceAccountName %q, automount %v; want no account and no token",
 			pod.ServiceAccountName, pod.AutomountServiceAccountToken)
@@ -1042,7 +1051,7 @@ func checkServe(t *testing.T, objs []object, secret string) {
 	d := named[*appsv1.Deployment](t, objs, "gpuledger-serve")
 	pod := d.Spec.Template.Spec
 	c := pod.Containers[0]
-	want := []string{"serve", "--ledger=$(GPULEDGER_LEDGER)", "--prices=/etc/gpuledger/prices/prices.yaml", "--listen=:8080"}
+	want := []string{"serve", "--ledger=$(GPULEDGER_LEDGER)", "--prices=/etc/gpuledger/prices/prices.yaml", "--listen=:8080", "--quota"}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("serve args %q, want %q", c.Args, want)
 	}
