@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -23,6 +24,8 @@ import (
 	"github.com/gpuledger/gpuledger/billing/tokencost"
 	"github.com/gpuledger/gpuledger/collector/exposition"
 	"github.com/gpuledger/gpuledger/dashboards"
+	"github.com/gpuledger/gpuledger/quota"
+	"github.com/gpuledger/gpuledger/quota/kubequota"
 )
 
 // targetLabels are labels Prometheus itself may put on any scraped series:
@@ -216,6 +219,11 @@ func all(ms []*labels.Matcher, v string) bool {
 func TestEveryQueryReadsExportedSeries(t *testing.T) {
 	fams := exported(t)
 	advice := adviceFamilies(t)
+	// serve --quota's gauges count with the advice's: served by another
+	// process than the collector.
+	for n, ls := range quotaFamilies(t) {
+		advice[n] = ls
+	}
 	ruleExprs, recorded := ruleExpressions(t)
 	known := make([]string, 0, len(fams)+len(advice)+len(recorded)+1)
 	for n := range fams {
@@ -370,6 +378,35 @@ func adviceFamilies(t *testing.T) map[string]map[string]bool {
 	}
 	if len(out) < 5 {
 		t.Fatalf("only %d advice families: %v", len(out), out)
+	}
+	return out
+}
+
+// quotaFamilies are the families serve --quota's collector serves
+// (quota/kubequota), with their labels: what the quota rules and panel
+// may read.
+func quotaFamilies(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(kubequota.NewCollector(func() []quota.Entry {
+		return []quota.Entry{{Key: quota.Key{Source: quota.SourceKueue, Object: "cq", Resource: "gpu"}, Team: "t", Milli: 1000, LimitMilli: 2000}}
+	}))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("cannot gather the quota series: %v", err)
+	}
+	out := map[string]map[string]bool{}
+	for _, mf := range mfs {
+		ls := map[string]bool{}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				ls[lp.GetName()] = true
+			}
+		}
+		out[mf.GetName()] = ls
+	}
+	if len(out) != 2 {
+		t.Fatalf("quota families %v, want the quota and its limit", out)
 	}
 	return out
 }

@@ -11,7 +11,12 @@ const (
 	chargebackCostRate
 	chargebackTopIdle
 	chargebackTokens
+	chargebackQuota
 )
+
+// quotaFilter selects serve's quota gauges: per team, resource and source,
+// no node or namespace.
+const quotaFilter = `cluster=~"$cluster", team=~"$team"`
 
 // idleAllocatedSeconds is, per container slice, the allocated GPU-seconds
 // it left unused over the time range (never negative: time-sliced tenants
@@ -71,5 +76,11 @@ func chargeback() *dashboard.DashboardBuilder {
 		24, 8, map[string]string{"A": "per M input tokens", "B": "per M output tokens"}, []string{"cluster"},
 		q("A", costPerMillionTokens(promptTokenMetrics), ""),
 		q("B", costPerMillionTokens(generationTokenMetrics), "")))
+	b.WithPanel(timeSeries(chargebackQuota, "GPU quota, held and used by team",
+		"The GPUs each team is promised by quota (ResourceQuota, Kueue, Volcano or KAI, from gpuledger serve --quota; MIG quotas weighted by their slices) beside the GPUs its containers hold and use. Quota above held is promised but unheld; held above quota is borrowed (docs/quota.md).",
+		unitGPUs, 24, 9,
+		q("A", sumBy("team, source", sel(mQuota, quotaFilter)), "{{team}} quota ({{source}})"),
+		q("B", sumBy("team", rate(alloc)), "{{team}} held"),
+		q("C", sumBy("team", rate(used)), "{{team}} used")))
 	return b
 }

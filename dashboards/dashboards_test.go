@@ -150,9 +150,11 @@ func TestPanelsAndVariables(t *testing.T) {
 				}
 				// Every query follows the cluster filter; every query of
 				// collector series follows the node filter (advise's
-				// series are per workload, not per node).
+				// series are per workload, serve's quota per team, not
+				// per node).
 				if !strings.Contains(tg.Expr, `cluster=~"$cluster"`) ||
-					(strings.Contains(tg.Expr, "gpuledger_") && !strings.Contains(tg.Expr, "gpuledger_advice_") && !strings.Contains(tg.Expr, `node=~"$node"`)) {
+					(strings.Contains(tg.Expr, "gpuledger_") && !strings.Contains(tg.Expr, "gpuledger_advice_") &&
+						!strings.HasPrefix(tg.Expr, "sum by (team, source) (gpuledger_team_quota_gpus{") && !strings.Contains(tg.Expr, `node=~"$node"`)) {
 					t.Errorf("%s panel %q: query ignores the cluster or node variable: %s", uid, p.Title, tg.Expr)
 				}
 			}

@@ -35,6 +35,9 @@ const (
 	// mPrice is the price book the collector exports with --prices, the
 	// same rates the chargeback report uses.
 	mPrice = "gpuledger_price_per_gpu_hour"
+	// mQuota is the GPU quota serve --quota exports per team, resource
+	// and source.
+	mQuota = "gpuledger_team_quota_gpus"
 )
 
 // Label filters of the template variables.

@@ -32,6 +32,9 @@ const (
 	PanelDrillUsage       = 1
 	PanelDrillUnattribute = 4
 
+	// Team chargeback: quota, held and used.
+	PanelChargebackQuota = 8
+
 	// Findings.
 	PanelFindingsNoisy   = 1
 	PanelFindingsStarved = 2

@@ -63,7 +63,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	targets := append(startNodes(ctx, t, bin), serveAdvice(ctx, t, bin), serveTokens(t))
+	targets := append(startNodes(ctx, t, bin), serveAdvice(ctx, t, bin), serveTokens(t), serveQuota(t))
 	api := startPrometheus(ctx, t, promBin, targets)
 	t.Logf("built and started in %s", time.Since(began).Round(time.Millisecond))
 
