@@ -38,7 +38,8 @@ type Advice struct {
 	Plan   *advise.Plan
 	Report *report.Report
 	// Charges is the report's charge lines added up: what teams paid for
-	// the GPU-hours their containers held (allocation) or used (usage).
+	// the GPU-hours their containers held (allocation) or used (usage);
+	// under policy quota their quota and above-quota lines.
 	Charges int64
 }
 
@@ -73,7 +74,7 @@ func For(ctx context.Context, st Source, book *pricebook.Book, rep *report.Repor
 	}
 	res := &Advice{Plan: plan, Report: rep}
 	for _, l := range rep.Lines {
-		if l.Type == report.LineCharge {
+		if l.Type == report.LineCharge || l.Type == report.LineQuota || l.Type == report.LineAboveQuota {
 			res.Charges += l.Amount
 		}
 	}
