@@ -65,24 +65,8 @@ func (p *parser) energy(e *entry) *Energy {
 	if e == nil || e.value.Tag == "!!null" {
 		return nil
 	}
-	if e.value.Kind != yaml.MappingNode {
-		p.addf(e.value, fieldEnergy, "want a mapping of %s, not a %s", strings.Join(energyFields, ", "), kindName(e.value))
-		return nil
-	}
 	out := &Energy{}
-	seen := map[string]int{}
-	for i := 0; i+1 < len(e.value.Content); i += 2 {
-		k, v := resolve(e.value.Content[i]), resolve(e.value.Content[i+1])
-		field := fieldEnergy + "." + k.Value
-		if k.Kind != yaml.ScalarNode || !slices.Contains(energyFields, k.Value) {
-			p.addf(k, field, "unknown field%s", suggestFrom(k.Value, energyFields))
-			continue
-		}
-		if first, dup := seen[k.Value]; dup {
-			p.addf(k, field, "given twice (first on line %d)", first)
-			continue
-		}
-		seen[k.Value] = k.Line
+	seen, ok := p.section(e, fieldEnergy, energyFields, func(k, v *yaml.Node, field string) {
 		switch k.Value {
 		case fieldEnergyRate:
 			if x, ok := p.unitFigure(v, field, "a price per kWh such as 0.15 or 150/MWh", rateUnits, nil); ok {
@@ -95,7 +79,7 @@ func (p *parser) energy(e *entry) *Energy {
 				// model and mode, not per node, so it could not apply
 				// figures by node or region: refuse rather than ignore.
 				p.addf(v, field, "one figure for the nodes not listed in %s (such as 350); the ledger carries node names, not node labels such as regions, so per-node figures go in %s", fieldIntensityByNode, fieldIntensityByNode)
-				continue
+				return
 			}
 			if x, ok := p.intensity(v, field); ok {
 				out.CarbonIntensity = x
@@ -103,6 +87,9 @@ func (p *parser) energy(e *entry) *Energy {
 		case fieldIntensityByNode:
 			out.CarbonIntensityByNode = p.intensityByNode(v, field)
 		}
+	})
+	if !ok {
+		return nil
 	}
 	if first, ok := seen[fieldIntensityByNode]; ok && seen[fieldCarbonIntensity] == 0 {
 		p.addf(e.value, fieldEnergy+"."+fieldCarbonIntensity, "missing: %s (line %d) needs carbonIntensity for the nodes it does not list", fieldIntensityByNode, first)
@@ -220,4 +207,31 @@ func suggestFrom(s string, known []string) string {
 		}
 	}
 	return fmt.Sprintf(" (want %s)", strings.Join(known, ", "))
+}
+
+// section reads a mapping field of the book: each known key once, handed
+// to fn with its value and its dotted field name; unknown and repeated
+// keys are problems. seen maps each key read to its line; ok is false
+// when the field is not a mapping.
+func (p *parser) section(e *entry, name string, known []string, fn func(k, v *yaml.Node, field string)) (seen map[string]int, ok bool) {
+	if e.value.Kind != yaml.MappingNode {
+		p.addf(e.value, name, "want a mapping of %s, not a %s", strings.Join(known, ", "), kindName(e.value))
+		return nil, false
+	}
+	seen = map[string]int{}
+	for i := 0; i+1 < len(e.value.Content); i += 2 {
+		k, v := resolve(e.value.Content[i]), resolve(e.value.Content[i+1])
+		field := name + "." + k.Value
+		if k.Kind != yaml.ScalarNode || !slices.Contains(known, k.Value) {
+			p.addf(k, field, "unknown field%s", suggestFrom(k.Value, known))
+			continue
+		}
+		if first, dup := seen[k.Value]; dup {
+			p.addf(k, field, "given twice (first on line %d)", first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		fn(k, v, field)
+	}
+	return seen, true
 }

@@ -1,7 +1,6 @@
 package pricebook
 
 import (
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -42,29 +41,13 @@ func (p *parser) quotaSection(e *entry) *Quota {
 	if e == nil {
 		return nil
 	}
-	if e.value.Kind != yaml.MappingNode {
-		p.addf(e.value, fieldQuota, "want a mapping of %s, not a %s", strings.Join(quotaFields, ", "), kindName(e.value))
-		return nil
-	}
 	out := &Quota{}
-	seen := map[string]int{}
-	for i := 0; i+1 < len(e.value.Content); i += 2 {
-		k, v := resolve(e.value.Content[i]), resolve(e.value.Content[i+1])
-		field := fieldQuota + "." + k.Value
-		if k.Kind != yaml.ScalarNode || !slices.Contains(quotaFields, k.Value) {
-			p.addf(k, field, "unknown field%s", suggestFrom(k.Value, quotaFields))
-			continue
-		}
-		if first, dup := seen[k.Value]; dup {
-			p.addf(k, field, "given twice (first on line %d)", first)
-			continue
-		}
-		seen[k.Value] = k.Line
+	seen, ok := p.section(e, fieldQuota, quotaFields, func(k, v *yaml.Node, field string) {
 		switch k.Value {
 		case fieldQuotaSource:
 			if v.Kind != yaml.ScalarNode || !quota.ValidSource(v.Value) {
 				p.addf(v, field, "%q: want one of %s", truncate(v.Value), strings.Join(quota.Sources(), ", "))
-				continue
+				return
 			}
 			out.Source = v.Value
 		case fieldQuotaRate:
@@ -72,6 +55,9 @@ func (p *parser) quotaSection(e *entry) *Quota {
 		case fieldQuotaAboveRate:
 			out.AboveRate, _ = p.rate(v, field)
 		}
+	})
+	if !ok {
+		return nil
 	}
 	for _, f := range quotaFields {
 		if seen[f] == 0 {
