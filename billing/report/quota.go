@@ -246,6 +246,9 @@ func (b *builder) finishQuota(r *Report) error {
 			continue
 		}
 		for _, res := range row.Resources {
+			if res.Hours.Sign() == 0 {
+				continue // a quota of 0 (a Volcano queue with only a capability)
+			}
 			rate := q.Rate
 			l := Line{Team: row.Team, GPUModel: res.Resource, Type: LineQuota, AllocatedHours: res.Hours,
 				Charged: res.Hours, Rate: &rate, Exact: new(big.Rat).Mul(res.Hours, rate.Rat())}
