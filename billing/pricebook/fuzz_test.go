@@ -17,6 +17,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("currency: KWD\npolicy: allocation\nrates:\n  &a A100: 2.123456789\n  *a : 1\ndefaultRate: .5\n"))
 	f.Add([]byte("a: &x [*x]\n"))
 	f.Add([]byte("currency: USD\npolicy: allocation\ndefaultRate: 1e3\nrates: [1]\n"))
+	f.Add([]byte("currency: USD\npolicy: quota\ndefaultRate: 2\nquota: {source: kai, rate: 1.5, aboveRate: 3, extra: &q [*q]}\n"))
 	f.Add([]byte("currency: USD\npolicy: usage\nmemoryWeight: 0.3\nmemoryMiB: {L40S: 46068}\nrates: {L40S: 1.9}\ndefaultRate: 2\n"))
 	f.Add([]byte("currency: USD\npolicy: usage\nmemoryWeight: -0.1\ndefaultRate: 2\n"))
 	f.Add([]byte("currency: USD\npolicy: usage\nmemoryWeight: 1.5\nmemoryMiB: {L40S: 0}\ndefaultRate: 2\n"))
