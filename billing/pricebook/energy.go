@@ -24,18 +24,51 @@ type Energy struct {
 	// (gCO2e per kWh); nodes not listed take CarbonIntensity. Empty when
 	// the book has none.
 	CarbonIntensityByNode map[string]*big.Rat
+	// CarbonIntensityByNodeLabel gives nodes the intensity of their value
+	// of one node label (such as their region); nil when the book has
+	// none. The ledger records each node's value over time (serve --quota).
+	CarbonIntensityByNodeLabel *LabelIntensities
 }
 
-// IntensityFor is the carbon intensity of a node.
+// LabelIntensities are carbon intensities (gCO2e per kWh) by the value of
+// the node label Label.
+type LabelIntensities struct {
+	Label       string
+	Intensities map[string]*big.Rat
+}
+
+// IntensityFor is the carbon intensity of a node, without its labels.
 func (e *Energy) IntensityFor(node string) *big.Rat {
+	return e.IntensityOf(node, "", false)
+}
+
+// IntensityOf is the carbon intensity of a node whose value of the book's
+// node label is value (labelled false: it has none recorded): the node's
+// own figure, else its label value's, else CarbonIntensity.
+func (e *Energy) IntensityOf(node, value string, labelled bool) *big.Rat {
 	if x, ok := e.CarbonIntensityByNode[node]; ok {
 		return x
+	}
+	if l := e.CarbonIntensityByNodeLabel; l != nil && labelled {
+		if x, ok := l.Intensities[value]; ok {
+			return x
+		}
 	}
 	return e.CarbonIntensity
 }
 
+// PerNode reports whether nodes may differ in carbon intensity: the
+// report then prices the ledger's energy node by node.
+func (e *Energy) PerNode() bool {
+	return e != nil && (len(e.CarbonIntensityByNode) > 0 || e.CarbonIntensityByNodeLabel != nil)
+}
+
 // maxIntensityNodes bounds carbonIntensityByNode: a fleet's nodes.
 const maxIntensityNodes = 10_000
+
+// maxIntensityValues bounds carbonIntensityByNodeLabel's intensities: a
+// provider's regions or a fleet's zones number tens to hundreds.
+const maxIntensityValues = 10_000
 
 // maxCarbonIntensity bounds gCO2e per kWh: the dirtiest grids emit about
 // 1,000; ten times that is surely a unit mistake.
@@ -43,13 +76,19 @@ const maxCarbonIntensity = 10_000
 
 // Fields of the energy section.
 const (
-	fieldEnergy          = "energy"
-	fieldEnergyRate      = "rate"
-	fieldCarbonIntensity = "carbonIntensity"
-	fieldIntensityByNode = "carbonIntensityByNode"
+	fieldEnergy               = "energy"
+	fieldEnergyRate           = "rate"
+	fieldCarbonIntensity      = "carbonIntensity"
+	fieldIntensityByNode      = "carbonIntensityByNode"
+	fieldIntensityByNodeLabel = "carbonIntensityByNodeLabel"
+	fieldLabelLabel           = "label"
+	fieldLabelIntensities     = "intensities"
 )
 
-var energyFields = []string{fieldEnergyRate, fieldCarbonIntensity, fieldIntensityByNode}
+var (
+	energyFields      = []string{fieldEnergyRate, fieldCarbonIntensity, fieldIntensityByNode, fieldIntensityByNodeLabel}
+	labelEnergyFields = []string{fieldLabelLabel, fieldLabelIntensities}
+)
 
 // Units a figure may carry after its number, and what they multiply the
 // number by to make the canonical unit (money per kWh; gCO2e per kWh).
@@ -75,10 +114,9 @@ func (p *parser) energy(e *entry) *Energy {
 			}
 		case fieldCarbonIntensity:
 			if v.Kind == yaml.MappingNode {
-				// The report reads the ledger summed per team, namespace,
-				// model and mode, not per node, so it could not apply
-				// figures by node or region: refuse rather than ignore.
-				p.addf(v, field, "one figure for the nodes not listed in %s (such as 350); the ledger carries node names, not node labels such as regions, so per-node figures go in %s", fieldIntensityByNode, fieldIntensityByNode)
+				// A mapping here is probably figures per region: refuse
+				// rather than ignore, and name the fields that take them.
+				p.addf(v, field, "one figure for the nodes without their own (such as 350); figures per node go in %s, per node label such as a region in %s", fieldIntensityByNode, fieldIntensityByNodeLabel)
 				return
 			}
 			if x, ok := p.intensity(v, field); ok {
@@ -86,6 +124,8 @@ func (p *parser) energy(e *entry) *Energy {
 			}
 		case fieldIntensityByNode:
 			out.CarbonIntensityByNode = p.intensityByNode(v, field)
+		case fieldIntensityByNodeLabel:
+			out.CarbonIntensityByNodeLabel = p.intensityByNodeLabel(&entry{key: k, value: v}, field)
 		}
 	})
 	if !ok {
@@ -93,6 +133,9 @@ func (p *parser) energy(e *entry) *Energy {
 	}
 	if first, ok := seen[fieldIntensityByNode]; ok && seen[fieldCarbonIntensity] == 0 {
 		p.addf(e.value, fieldEnergy+"."+fieldCarbonIntensity, "missing: %s (line %d) needs carbonIntensity for the nodes it does not list", fieldIntensityByNode, first)
+	}
+	if first, ok := seen[fieldIntensityByNodeLabel]; ok && seen[fieldCarbonIntensity] == 0 {
+		p.addf(e.value, fieldEnergy+"."+fieldCarbonIntensity, "missing: %s (line %d) needs carbonIntensity for the nodes without the label or with a value it does not list", fieldIntensityByNodeLabel, first)
 	}
 	if out.Rate == nil && out.CarbonIntensity == nil {
 		return nil
@@ -137,6 +180,75 @@ func (p *parser) intensityByNode(v *yaml.Node, field string) map[string]*big.Rat
 		}
 	}
 	return out
+}
+
+// intensityByNodeLabel reads {label: KEY, intensities: {VALUE: FIGURE}}:
+// both required.
+func (p *parser) intensityByNodeLabel(e *entry, field string) *LabelIntensities {
+	out := &LabelIntensities{Intensities: map[string]*big.Rat{}}
+	good := true
+	seen, ok := p.section(e, field, labelEnergyFields, func(k, v *yaml.Node, f string) {
+		switch k.Value {
+		case fieldLabelLabel:
+			if v.Kind != yaml.ScalarNode || v.Tag == "!!null" || !isLabelKey(v.Value) {
+				p.addf(v, f, "want a Kubernetes node label key such as topology.kubernetes.io/region")
+				good = false
+				return
+			}
+			out.Label = v.Value
+		case fieldLabelIntensities:
+			good = p.intensityByValue(v, f, out.Intensities) && good
+		}
+	})
+	if !ok {
+		return nil
+	}
+	for _, need := range labelEnergyFields {
+		if _, ok := seen[need]; !ok {
+			p.addf(e.value, field+"."+need, "missing")
+			good = false
+		}
+	}
+	if !good {
+		return nil
+	}
+	return out
+}
+
+// intensityByValue reads a mapping of label value to carbon intensity
+// into out; false when there was a problem.
+func (p *parser) intensityByValue(v *yaml.Node, field string, out map[string]*big.Rat) bool {
+	if v.Kind != yaml.MappingNode {
+		p.addf(v, field, "want a mapping of label value to grams of CO2e per kWh (such as eu-north-1: 30), not a %s", kindName(v))
+		return false
+	}
+	if len(v.Content)/2 > maxIntensityValues {
+		p.addf(v, field, "%d label values, more than %d", len(v.Content)/2, maxIntensityValues)
+		return false
+	}
+	good := true
+	lines := map[string]int{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, x := resolve(v.Content[i]), resolve(v.Content[i+1])
+		if k.Kind != yaml.ScalarNode || !labelName.MatchString(k.Value) {
+			p.addf(k, field, "%q is not a Kubernetes label value (letters, digits, '-', '_' and '.', at most 63)", truncate(k.Value))
+			good = false
+			continue
+		}
+		f := field + "." + k.Value
+		if first, dup := lines[k.Value]; dup {
+			p.addf(k, f, "value given twice (first on line %d)", first)
+			good = false
+			continue
+		}
+		lines[k.Value] = k.Line
+		if g, ok := p.intensity(x, f); ok {
+			out[k.Value] = g
+		} else {
+			good = false
+		}
+	}
+	return good
 }
 
 // unitFigure reads "NUMBER" or "NUMBER UNIT" (unit one of units, space

@@ -84,14 +84,31 @@ func TestParseEnergyErrors(t *testing.T) {
 		{"unit case", "energy:\n  carbonIntensity: 300 g/kwh\n", []string{`p.yaml:5: energy.carbonIntensity: "300 g/kwh": unknown unit "g/kwh" (did you mean gCO2e/kWh?)`}},
 		{"misspelt key", "energy:\n  carbonintensity: 300\n  price: 0.1\n", []string{
 			"p.yaml:5: energy.carbonintensity: unknown field (did you mean carbonIntensity?)",
-			"p.yaml:6: energy.price: unknown field (want rate, carbonIntensity, carbonIntensityByNode)"}},
-		{"not a mapping", "energy: 0.12\n", []string{"p.yaml:4: energy: want a mapping of rate, carbonIntensity, carbonIntensityByNode, not a value"}},
+			"p.yaml:6: energy.price: unknown field (want rate, carbonIntensity, carbonIntensityByNode, carbonIntensityByNodeLabel)"}},
+		{"not a mapping", "energy: 0.12\n", []string{"p.yaml:4: energy: want a mapping of rate, carbonIntensity, carbonIntensityByNode, carbonIntensityByNodeLabel, not a value"}},
 		{"twice", "energy:\n  rate: 0.1\n  rate: 0.2\n", []string{"p.yaml:6: energy.rate: given twice (first on line 5)"}},
 		{"not a number", "energy:\n  rate: cheap\n  carbonIntensity: [1]\n", []string{
 			`p.yaml:5: energy.rate: "cheap" is not a plain decimal number: want a price per kWh`, "p.yaml:6: energy.carbonIntensity: want grams of CO2e per kWh"}},
 		{"too much carbon", "energy:\n  carbonIntensity: 20 kgCO2e/kWh\n", []string{`p.yaml:5: energy.carbonIntensity: "20 kgCO2e/kWh" is more than 10000 gCO2e/kWh`}},
 		{"per region", "energy:\n  carbonIntensity:\n    eu-north-1: 30\n    us-east-1: 380\n", []string{
-			"p.yaml:6: energy.carbonIntensity: one figure for the nodes not listed in carbonIntensityByNode (such as 350); the ledger carries node names, not node labels such as regions"}},
+			"p.yaml:6: energy.carbonIntensity: one figure for the nodes without their own (such as 350); figures per node go in carbonIntensityByNode, per node label such as a region in carbonIntensityByNodeLabel"}},
+		{"by label without a default", "energy:\n  carbonIntensityByNodeLabel: {label: topology.kubernetes.io/region, intensities: {eu: 30}}\n", []string{
+			"p.yaml:5: energy.carbonIntensity: missing: carbonIntensityByNodeLabel (line 5) needs carbonIntensity for the nodes without the label or with a value it does not list"}},
+		{"by label bad key", "energy:\n  carbonIntensity: 300\n  carbonIntensityByNodeLabel:\n    label: \"-region/\"\n    intensities: {eu: 30}\n", []string{
+			"p.yaml:7: energy.carbonIntensityByNodeLabel.label: want a Kubernetes node label key such as topology.kubernetes.io/region"}},
+		{"by label missing parts", "energy:\n  carbonIntensity: 300\n  carbonIntensityByNodeLabel: {}\n", []string{
+			"p.yaml:6: energy.carbonIntensityByNodeLabel.label: missing", "p.yaml:6: energy.carbonIntensityByNodeLabel.intensities: missing"}},
+		{"by label not a mapping", "energy:\n  carbonIntensity: 300\n  carbonIntensityByNodeLabel: region\n", []string{
+			"p.yaml:6: energy.carbonIntensityByNodeLabel: want a mapping of label, intensities, not a value"}},
+		{"by label bad figures", "energy:\n  carbonIntensity: 300\n  carbonIntensityByNodeLabel:\n    label: region\n    intensities:\n      eu: -3\n      us: 5 lb/kWh\n      eu: 4\n      \"bad value!\": 1\n      ap: 20 kgCO2e/kWh\n    zone: x\n", []string{
+			`p.yaml:9: energy.carbonIntensityByNodeLabel.intensities.eu: "-3" is negative`,
+			`p.yaml:10: energy.carbonIntensityByNodeLabel.intensities.us: "5 lb/kWh": unknown unit "lb/kWh"`,
+			"p.yaml:11: energy.carbonIntensityByNodeLabel.intensities.eu: value given twice (first on line 9)",
+			`p.yaml:12: energy.carbonIntensityByNodeLabel.intensities: "bad value!" is not a Kubernetes label value`,
+			`p.yaml:13: energy.carbonIntensityByNodeLabel.intensities.ap: "20 kgCO2e/kWh" is more than 10000 gCO2e/kWh`,
+			"p.yaml:14: energy.carbonIntensityByNodeLabel.zone: unknown field (want label, intensities)"}},
+		{"by label intensities not a mapping", "energy:\n  carbonIntensity: 300\n  carbonIntensityByNodeLabel: {label: region, intensities: [30]}\n", []string{
+			"p.yaml:6: energy.carbonIntensityByNodeLabel.intensities: want a mapping of label value to grams of CO2e per kWh"}},
 		{"by node without a default", "energy:\n  carbonIntensityByNode: {n1: 30}\n", []string{
 			"p.yaml:5: energy.carbonIntensity: missing: carbonIntensityByNode (line 5) needs carbonIntensity for the nodes it does not list"}},
 		{"bad node figures", "energy:\n  carbonIntensity: 300\n  carbonIntensityByNode:\n    n1: -3\n    n2: 5 lb/kWh\n    n1: 4\n    n3: [1]\n", []string{
@@ -114,5 +131,50 @@ func TestParseEnergyErrors(t *testing.T) {
 				t.Errorf("%s: error\n%v\nlacks %q", c.name, err, w)
 			}
 		}
+	}
+}
+
+// TestParseEnergyByNodeLabel: figures by a node label, and the precedence
+// node name > label value > carbonIntensity.
+func TestParseEnergyByNodeLabel(t *testing.T) {
+	b, err := Parse("p.yaml", []byte(energyHead+`energy:
+  carbonIntensity: 400
+  carbonIntensityByNode: {gpu-special: 5}
+  carbonIntensityByNodeLabel:
+    label: topology.kubernetes.io/region
+    intensities: {eu-north-1: 0.03 kgCO2e/kWh, us-east-1: 380}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := b.Energy.CarbonIntensityByNodeLabel
+	if l == nil || l.Label != "topology.kubernetes.io/region" || len(l.Intensities) != 2 {
+		t.Fatalf("by label = %+v", l)
+	}
+	if !b.Energy.PerNode() {
+		t.Error("PerNode false with figures by label")
+	}
+	for _, c := range []struct {
+		node, value string
+		labelled    bool
+		want        int64
+	}{
+		{"n1", "eu-north-1", true, 30},
+		{"n2", "us-east-1", true, 380},
+		{"n3", "ap-south-1", true, 400}, // a value not listed
+		{"n4", "", false, 400},          // no value recorded
+		{"n5", "eu-north-1", false, 400},
+		{"gpu-special", "us-east-1", true, 5}, // the name wins
+	} {
+		if got := b.Energy.IntensityOf(c.node, c.value, c.labelled); got.Cmp(big.NewRat(c.want, 1)) != 0 {
+			t.Errorf("%+v: %s gCO2e/kWh, want %d", c, got.RatString(), c.want)
+		}
+	}
+	b, err = Parse("p.yaml", []byte(energyHead+"energy: {carbonIntensity: 400}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Energy.PerNode() || b.Energy.CarbonIntensityByNodeLabel != nil {
+		t.Error("one figure reads as per node")
 	}
 }

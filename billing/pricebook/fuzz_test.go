@@ -26,6 +26,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("currency: EUR\npolicy: flat\nslotRates: {}\nrates: {A100: 1}\nmemoryWeight: 1\n"))
 	f.Add([]byte("currency: USD\npolicy: usage\ndefaultRate: 2\nenergy: {rate: 150/MWh, carbonIntensity: 0.35 kgCO2e/kWh}\n"))
 	f.Add([]byte("currency: USD\npolicy: usage\ndefaultRate: 2\nenergy: {rate: -1 /kWh, carbonIntensity: 9e9, x: 1}\n"))
+	f.Add([]byte("currency: USD\npolicy: usage\ndefaultRate: 2\nenergy: {carbonIntensity: 400, carbonIntensityByNodeLabel: {label: topology.kubernetes.io/region, intensities: {eu-north-1: 30, us-east-1: 0.38 kgCO2e/kWh}}}\n"))
+	f.Add([]byte("currency: USD\npolicy: usage\ndefaultRate: 2\nenergy: {carbonIntensityByNodeLabel: {label: -x/, intensities: {\"a b\": -1, c: [1]}, y: 2}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := Parse("fuzz.yaml", data)
 		if err != nil {

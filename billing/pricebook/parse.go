@@ -225,15 +225,21 @@ func (p *parser) teamLabel(e *entry) string {
 	if !ok {
 		return ""
 	}
-	prefix, name, hasPrefix := strings.Cut(s, "/")
-	if !hasPrefix {
-		prefix, name = "", s
-	}
-	if !labelName.MatchString(name) || (hasPrefix && (len(prefix) > 253 || !labelPrefix.MatchString(prefix))) {
+	if !isLabelKey(s) {
 		p.addf(e.value, fieldTeamLabel, "%q is not a Kubernetes label key (such as team or example.com/team)", s)
 		return ""
 	}
 	return s
+}
+
+// isLabelKey reports whether s is a Kubernetes label key: a name of at
+// most 63 characters, optionally after a DNS-subdomain prefix and "/".
+func isLabelKey(s string) bool {
+	prefix, name, hasPrefix := strings.Cut(s, "/")
+	if !hasPrefix {
+		prefix, name = "", s
+	}
+	return labelName.MatchString(name) && (!hasPrefix || len(prefix) <= 253 && labelPrefix.MatchString(prefix))
 }
 
 // enum reads a field that takes one of a few words; def == "" makes it
