@@ -121,4 +121,16 @@ func TestClusterExactlyOnce(t *testing.T) {
 	if got := readQuota(t, reader, qday(11, 1, 0), qday(12, 1, 0)); !reflect.DeepEqual(got, want) {
 		t.Errorf("quota changes of November read through the other node:\n got %+v\nwant %+v", got, want)
 	}
+
+	// Node labels written through one node and replayed read once
+	// through the other (migration 5 on the cluster).
+	nh := nodeLabelHistory()
+	for range 2 {
+		if err := writer.AppendNodeLabels(ctx, nh); err != nil {
+			t.Fatalf("AppendNodeLabels: %v", err)
+		}
+	}
+	if got, want := readLabels(t, reader, regionKey, qday(12, 1, 0)), map[string]string{"a": "us-east-1", "b": "ap-south-1", "c": "eu-north-1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("node labels read through the other node: %v, want %v", got, want)
+	}
 }

@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is the newest schema this binary knows. Open refuses a
 // database migrated by a newer binary.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // Table names. In cluster mode these are the Distributed tables and the
 // replicated storage lives in <name>_local; the store reads and writes the
@@ -292,6 +292,13 @@ var migrations = []migration{
 		description: "GPU quota changes",
 		statements: func(db, cluster string) []string {
 			return tableDDL(db, cluster, quotaTable)
+		},
+	},
+	{
+		version:     5,
+		description: "node label changes",
+		statements: func(db, cluster string) []string {
+			return tableDDL(db, cluster, nodeLabelsTable)
 		},
 	},
 }

@@ -35,16 +35,21 @@ func TestClusterDDL(t *testing.T) {
 			"ORDER BY (source, object, resource, at)",
 		"CREATE TABLE IF NOT EXISTS gpuledger.quota_changes ON CLUSTER `prod-1` AS gpuledger.quota_changes_local " +
 			"ENGINE = Distributed('prod-1', 'gpuledger', 'quota_changes_local', cityHash64(object))",
+		"ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/gpuledger/node_labels_local', '{replica}', version)\n" +
+			"ORDER BY (key, node, at)",
+		"CREATE TABLE IF NOT EXISTS gpuledger.node_labels ON CLUSTER `prod-1` AS gpuledger.node_labels_local " +
+			"ENGINE = Distributed('prod-1', 'gpuledger', 'node_labels_local', cityHash64(node))",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("cluster DDL lacks:\n%s", want)
 		}
 	}
 	// Every table (the migrations table, migration 1's tables and the
-	// prices table of migration 2, the quota table of migration 4): one
-	// replicated local table and one distributed table; migration 3 alters
-	// the first and creates the second again.
-	if n, want := len(stmts), 1+2*(3+len(tables))+3; n != want {
+	// prices table of migration 2, the quota table of migration 4, the
+	// node labels table of migration 5): one replicated local table and
+	// one distributed table; migration 3 alters the first and creates the
+	// second again.
+	if n, want := len(stmts), 1+2*(4+len(tables))+3; n != want {
 		t.Errorf("cluster DDL has %d statements, want %d", n, want)
 	}
 	for _, s := range stmts {

@@ -9,11 +9,12 @@ import (
 
 // FileSchemaVersion is the schema version this build writes, kept in the
 // file's PRAGMA user_version.
-const FileSchemaVersion = 6
+const FileSchemaVersion = 7
 
 // fileMinReadVersion is the oldest schema a read-only open reads: version
 // 6 only adds the quota changes, which a version-5 file has none of
-// (QuotaChanges returns nothing), so readers need no migration for it.
+// (QuotaChanges returns nothing), and version 7 the node labels (none:
+// NodeLabels returns none), so readers need no migration for them.
 const fileMinReadVersion = 5
 
 // fileApplicationID marks a SQLite file as a gpuledger ledger ("GPUL").
@@ -157,6 +158,19 @@ CREATE TABLE IF NOT EXISTS quota_changes (
 	PRIMARY KEY (source, object, resource, at)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS quota_changes_at ON quota_changes (at);
+`},
+	// 7: node labels over time (file_nodelabels.go), such as each node's
+	// region for carbon intensities: one row per change of a node's
+	// label, keyed to the second so a replay replaces it.
+	{sql: `
+CREATE TABLE IF NOT EXISTS node_labels (
+	node    TEXT    NOT NULL,
+	key     TEXT    NOT NULL,
+	at      INTEGER NOT NULL,
+	value   TEXT    NOT NULL,
+	deleted INTEGER NOT NULL,
+	PRIMARY KEY (node, key, at)
+) WITHOUT ROWID;
 `},
 }
 
