@@ -42,9 +42,12 @@ func Build(ctx context.Context, src Source, book *pricebook.Book, from, to time.
 		return nil, err
 	}
 	b := newBuilder(book)
-	perNode := book.Energy != nil && len(book.Energy.CarbonIntensityByNode) > 0
+	perNode := book.Energy.PerNode()
 	if perNode {
 		b.fractions = map[dayModelKey]map[lineKey]*big.Rat{}
+		if b.labels, err = nodeLabels(ctx, src, book, to); err != nil {
+			return nil, err
+		}
 	}
 	for _, day := range byDay(aggs) {
 		if err := b.addDay(day); err != nil {
@@ -133,6 +136,11 @@ type builder struct {
 	// energy (energy.go); both only for books with per-node intensities.
 	fractions map[dayModelKey]map[lineKey]*big.Rat
 	carbon    map[devLineKey]*big.Rat
+	// labels are the nodes' values of the book's carbon node label at
+	// the period's end (nil without one), and unlabelled the nodes with
+	// energy that had none recorded and no figure of their own.
+	labels     map[string]string
+	unlabelled map[string]bool
 }
 
 func newBuilder(book *pricebook.Book) *builder {
@@ -293,7 +301,14 @@ func (b *builder) finish(r *Report) error {
 		return err
 	}
 	summarise(r)
-	return energyFigures(r, b.carbon)
+	if err := energyFigures(r, b.carbon); err != nil {
+		return err
+	}
+	if r.Energy != nil && b.book.Energy.CarbonIntensityByNodeLabel != nil {
+		r.Energy.NodeLabel = b.book.Energy.CarbonIntensityByNodeLabel.Label
+		r.Energy.UnlabelledNodes = len(b.unlabelled)
+	}
+	return nil
 }
 
 func (b *builder) lines() []Line {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
 )
 
 // Energy cost and CO2e (docs/report.md, "Energy and carbon"). The ledger
@@ -34,6 +35,12 @@ type EnergyTotals struct {
 	// lines' part: energy of capacity no team was charged for.
 	PlatformKWh                     *big.Rat
 	PlatformCost, PlatformCo2eGrams int64
+	// NodeLabel is the book's carbon node label (carbonIntensityByNodeLabel;
+	// "" without one), and UnlabelledNodes how many nodes with energy in
+	// the period had no value of it recorded (and no figure by name): they
+	// took carbonIntensity.
+	NodeLabel       string
+	UnlabelledNodes int
 }
 
 // co2eDecimals: CO2e is written in kg to the gram.
@@ -256,6 +263,49 @@ func (b *builder) recordShare(day time.Time, model string, k lineKey, f *big.Rat
 	b.fractions[dk][k] = f
 }
 
+// nodeLabelReader is what a ledger that records node labels offers; a
+// store without it has none, and every node takes the default intensity.
+type nodeLabelReader interface {
+	NodeLabels(ctx context.Context, key string, at time.Time) (map[string]string, error)
+}
+
+// nodeLabels reads each node's value of the book's carbon node label as
+// recorded at the period's end: a node removed from the cluster within
+// the period keeps its last value. Nil when the book names no label; empty
+// when the ledger records none.
+func nodeLabels(ctx context.Context, src Source, book *pricebook.Book, to time.Time) (map[string]string, error) {
+	l := book.Energy.CarbonIntensityByNodeLabel
+	if l == nil {
+		return nil, nil
+	}
+	nr, ok := src.(nodeLabelReader)
+	if !ok {
+		return map[string]string{}, nil
+	}
+	labels, err := nr.NodeLabels(ctx, l.Label, to)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the nodes' %s: %w", l.Label, err)
+	}
+	return labels, nil
+}
+
+// intensity is a node's carbon intensity: by name, else by its recorded
+// label value, else the default; it notes the nodes that had no value.
+func (b *builder) intensity(node string) *big.Rat {
+	e := b.book.Energy
+	if b.labels == nil {
+		return e.IntensityFor(node)
+	}
+	v, ok := b.labels[node]
+	if _, named := e.CarbonIntensityByNode[node]; !ok && !named {
+		if b.unlabelled == nil {
+			b.unlabelled = map[string]bool{}
+		}
+		b.unlabelled[node] = true
+	}
+	return e.IntensityOf(node, v, ok)
+}
+
 // nodeCarbon works out each line's CO2e when the book gives nodes their
 // own carbon intensity: it reads the period's energy per day, group and
 // node, prices each node's energy at its intensity, and splits it as the
@@ -283,7 +333,7 @@ func (b *builder) nodeCarbon(ctx context.Context, src Source, from, to time.Time
 		if err != nil {
 			return nil, err
 		}
-		c := new(big.Rat).Mul(big.NewRat(mj, 1), b.book.Energy.IntensityFor(a.Node))
+		c := new(big.Rat).Mul(big.NewRat(mj, 1), b.intensity(a.Node))
 		switch a.Kind {
 		case attribution.KindContainer:
 			add(devLineKey{lineKey{a.Team, a.Namespace, a.GPUModel, a.Mode}, LineCharge}, c)

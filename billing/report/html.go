@@ -74,6 +74,9 @@ type page struct {
 // energyPage is the "Energy and carbon" section.
 type energyPage struct {
 	Rate, Intensity string // as the book names them; "" when it does not
+	// Unlabelled is the line on nodes without a recorded value of the
+	// book's carbon node label; "" without one.
+	Unlabelled      string
 	Teams           []energyRow
 	Platform, Total energyRow
 }
@@ -179,6 +182,9 @@ func energySection(r *Report, money func(int64) string) *energyPage {
 	}
 	if r.HasCarbon() {
 		e.Intensity = exactDecimal(r.Book.Energy.CarbonIntensity)
+	}
+	if t := r.Energy; t.NodeLabel != "" {
+		e.Unlabelled = fmt.Sprintf("nodes without a recorded %s: %d", t.NodeLabel, t.UnlabelledNodes)
 	}
 	row := func(team string, kwh *big.Rat, cost, grams int64) energyRow {
 		return energyRow{Team: team, KWh: decimal(kwh, energyDecimals), Cost: money(cost), Co2e: Kg(grams)}

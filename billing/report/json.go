@@ -53,6 +53,11 @@ type jsonEnergy struct {
 	PlatformKWh     json.Number  `json:"platform_energy_kwh"`
 	PlatformCost    *json.Number `json:"platform_energy_cost,omitempty"`
 	PlatformCo2eKg  *json.Number `json:"platform_co2e_kg,omitempty"`
+	// NodeLabel and UnlabelledNodes: with carbon intensities by node
+	// label, the label and how many nodes had no value of it recorded
+	// (they took carbon_intensity_g_per_kwh).
+	NodeLabel       string `json:"carbon_node_label,omitempty"`
+	UnlabelledNodes *int   `json:"nodes_without_recorded_label,omitempty"`
 }
 
 type jsonPeriod struct {
@@ -256,6 +261,10 @@ func energyJSON(r *Report) *jsonEnergy {
 	}
 	j.EnergyCost, j.Co2eKg = energyCells(r, t.Cost, t.Co2eGrams)
 	j.PlatformCost, j.PlatformCo2eKg = energyCells(r, t.PlatformCost, t.PlatformCo2eGrams)
+	if t.NodeLabel != "" {
+		n := t.UnlabelledNodes
+		j.NodeLabel, j.UnlabelledNodes = t.NodeLabel, &n
+	}
 	return j
 }
 
