@@ -171,10 +171,27 @@ func (r *Recorder) checked(entries []Entry) []Entry {
 // trying again at the next tick. It returns nil when ctx ends, and an error
 // only for an interval out of bounds.
 func (r *Recorder) Run(ctx context.Context, interval time.Duration) error {
-	if interval < MinRecordInterval || interval > MaxRecordInterval {
-		return fmt.Errorf("quota record interval %s is outside %s..%s", interval, MinRecordInterval, MaxRecordInterval)
+	return every(ctx, interval, "quota", r.Record, r.OnRecord, r.log(), r.ticker)
+}
+
+// Every runs record at once, then every interval (MinRecordInterval to
+// MaxRecordInterval) until ctx ends, as Recorder.Run does: what names the
+// changes in log lines, and onRecord (when set) is told each record's
+// result. Other recorders that compare the cluster with the ledger (serve's
+// node labels) run on it.
+func Every(ctx context.Context, interval time.Duration, what string, record func(context.Context) (int, error),
+	onRecord func(int, error), logger *slog.Logger) error {
+	if logger == nil {
+		logger = slog.Default()
 	}
-	tick := r.ticker
+	return every(ctx, interval, what, record, onRecord, logger, nil)
+}
+
+func every(ctx context.Context, interval time.Duration, what string, record func(context.Context) (int, error),
+	onRecord func(int, error), logger *slog.Logger, tick func(time.Duration) (<-chan time.Time, func())) error {
+	if interval < MinRecordInterval || interval > MaxRecordInterval {
+		return fmt.Errorf("%s record interval %s is outside %s..%s", what, interval, MinRecordInterval, MaxRecordInterval)
+	}
 	if tick == nil {
 		tick = func(d time.Duration) (<-chan time.Time, func()) {
 			t := time.NewTicker(d)
@@ -184,15 +201,15 @@ func (r *Recorder) Run(ctx context.Context, interval time.Duration) error {
 	c, stop := tick(interval)
 	defer stop()
 	for {
-		n, err := r.Record(ctx)
-		if r.OnRecord != nil && ctx.Err() == nil {
-			r.OnRecord(n, err)
+		n, err := record(ctx)
+		if onRecord != nil && ctx.Err() == nil {
+			onRecord(n, err)
 		}
 		switch {
 		case err != nil && ctx.Err() == nil:
-			r.log().Error("cannot record quota changes: trying again at the next tick", "interval", interval.String(), "err", err)
+			logger.Error("cannot record "+what+" changes: trying again at the next tick", "interval", interval.String(), "err", err)
 		case n > 0:
-			r.log().Info("recorded quota changes", "changes", n)
+			logger.Info("recorded "+what+" changes", "changes", n)
 		}
 		select {
 		case <-ctx.Done():
