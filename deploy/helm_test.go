@@ -667,7 +667,7 @@ func checkClusterRole(t *testing.T, cr *rbacv1.ClusterRole) {
 }
 
 // checkServeQuotaRBAC: serve's own ServiceAccount, bound to a ClusterRole
-// of exactly get/list/watch on namespaces, ResourceQuotas and the Kueue,
+// of exactly get/list/watch on namespaces, ResourceQuotas, nodes and the Kueue,
 // Volcano and KAI queue objects; the collectors' binding does not name it.
 func checkServeQuotaRBAC(t *testing.T, objs []object) {
 	t.Helper()
@@ -687,7 +687,7 @@ func checkServeQuotaRBAC(t *testing.T, objs []object) {
 		}
 	}
 	want := map[string]bool{}
-	for _, res := range []string{"/namespaces", "/resourcequotas", "kueue.x-k8s.io/clusterqueues", "kueue.x-k8s.io/localqueues",
+	for _, res := range []string{"/namespaces", "/resourcequotas", "/nodes", "kueue.x-k8s.io/clusterqueues", "kueue.x-k8s.io/localqueues",
 		"kueue.x-k8s.io/resourceflavors", "scheduling.volcano.sh/queues", "scheduling.run.ai/queues"} {
 		for _, v := range []string{"get", "list", "watch"} {
 			want[res+":"+v] = true

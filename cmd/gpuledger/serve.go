@@ -54,7 +54,11 @@ book (docs/serve.md):
                Volcano and KAI queues where installed) into the ledger as
                it changes, and serve gpuledger_team_quota_gpus on /metrics
                (docs/quota.md); needs a ClickHouse ledger and read access
-               to those objects (the chart's serve.quota.enabled)
+               to those objects (the chart's serve.quota.enabled). When the
+               price book prices carbon by a node label
+               (energy.carbonIntensityByNodeLabel), it also records each
+               node's value of that label (docs/report.md), on the same
+               interval; that needs read access to nodes
   --quota-interval  how often the quota objects are compared with the
                ledger (default 1m, 10s to 1h)
   --kubeconfig  kubeconfig for --quota (env KUBECONFIG); empty means the
@@ -183,7 +187,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		// The team label is the book's at start: the quota objects' teams
 		// are read with the label the ledger's teams were.
 		book, _, _ := prices()
-		if qs, err = newQuotaService(f.ledger, f.kubeconfig, book.TeamLabel, f.quotaInterval); err != nil {
+		if qs, err = newQuotaService(f.ledger, f.kubeconfig, book.TeamLabel, carbonNodeLabel(book), f.quotaInterval); err != nil {
 			return err
 		}
 		opts = append(opts, func(c *web.Config) { c.Collectors = append(c.Collectors, qs.collectors()...) })
@@ -200,6 +204,16 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		defer func() { cancel(); <-done }()
 	}
 	return serveWeb(ctx, srv, f.listen, f.webConfig, stdout)
+}
+
+// carbonNodeLabel is the node label the book prices carbon by, which
+// serve --quota records; "" when it prices none. Like the team label, it
+// is the book's at start.
+func carbonNodeLabel(book *pricebook.Book) string {
+	if book.Energy == nil || book.Energy.CarbonIntensityByNodeLabel == nil {
+		return ""
+	}
+	return book.Energy.CarbonIntensityByNodeLabel.Label
 }
 
 // serveWeb serves the web app on listen until ctx ends, refreshing its

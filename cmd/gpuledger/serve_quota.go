@@ -12,6 +12,8 @@ import (
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/collector/kubemeta"
 	"github.com/gpuledger/gpuledger/internal/backoff"
+	"github.com/gpuledger/gpuledger/nodelabel"
+	"github.com/gpuledger/gpuledger/nodelabel/kubenode"
 	"github.com/gpuledger/gpuledger/quota"
 	"github.com/gpuledger/gpuledger/quota/kubequota"
 )
@@ -19,7 +21,10 @@ import (
 // quotaService is serve --quota: the cluster's GPU quota objects watched
 // (quota/kubequota) and their changes recorded into the cluster ledger
 // (quota.Recorder), with the quota gauges and the recorder's health on
-// serve's /metrics.
+// serve's /metrics. When the price book prices carbon by a node label
+// (energy.carbonIntensityByNodeLabel), it also records each node's value
+// of that label (nodelabel.Recorder over a kubenode.Watcher), on the same
+// interval and cluster access.
 type quotaService struct {
 	dsn      string
 	interval time.Duration
@@ -29,13 +34,21 @@ type quotaService struct {
 	failures prometheus.Counter
 	changes  prometheus.Counter
 	success  prometheus.Gauge
+
+	// nodes watches the node label named by nodeKey; nil without one.
+	nodes        *kubenode.Watcher
+	nodeKey      string
+	nodeFailures prometheus.Counter
+	nodeChanges  prometheus.Counter
 }
 
 // errQuotaNeedsClickHouse: the embedded file has one writer, the
 // collector, so serve records quota only into ClickHouse.
 var errQuotaNeedsClickHouse = errors.New("serve --quota records quota changes into the cluster ledger: --ledger must be clickhouse://...; the embedded file's one writer is the collector")
 
-func newQuotaService(dsn, kubeconfig, teamLabel string, interval time.Duration) (*quotaService, error) {
+// newQuotaService prepares serve --quota; nodeLabel, when not "", is the
+// node label whose values are recorded too.
+func newQuotaService(dsn, kubeconfig, teamLabel, nodeLabel string, interval time.Duration) (*quotaService, error) {
 	d, err := ledger.ParseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -52,19 +65,34 @@ func newQuotaService(dsn, kubeconfig, teamLabel string, interval time.Duration) 
 	if err != nil {
 		return nil, fmt.Errorf("serve --quota: %w", err)
 	}
-	return &quotaService{dsn: dsn, interval: interval, watcher: w, log: log,
+	q := &quotaService{dsn: dsn, interval: interval, watcher: w, log: log,
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuledger_quota_record_failures_total",
 			Help: "Quota records that failed (the ledger or the quota objects could not be read or written); retried at the next interval."}),
 		changes: prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuledger_quota_changes_recorded_total",
 			Help: "Quota changes (created, changed, deleted) written to the ledger."}),
 		success: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuledger_quota_record_success_timestamp_seconds",
 			Help: "When the quota objects were last compared with the ledger and every change written (Unix seconds; 0 before the first)."}),
-	}, nil
+	}
+	if nodeLabel != "" {
+		if q.nodes, err = kubenode.New(cfg, nodeLabel, slog.Default().With("component", "nodelabels")); err != nil {
+			return nil, fmt.Errorf("serve --quota: %w", err)
+		}
+		q.nodeKey = nodeLabel
+		q.nodeFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuledger_node_label_record_failures_total",
+			Help: "Node label records that failed (the ledger or the nodes could not be read or written); retried at the next interval."})
+		q.nodeChanges = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuledger_node_label_changes_recorded_total",
+			Help: "Changes of the price book's carbon node label (a node labelled, relabelled or unlabelled) written to the ledger."})
+	}
+	return q, nil
 }
 
-// collectors are the quota gauges and the recorder's health series.
+// collectors are the quota gauges and the recorders' health series.
 func (q *quotaService) collectors() []prometheus.Collector {
-	return []prometheus.Collector{q.watcher.Collector(), q.failures, q.changes, q.success}
+	out := []prometheus.Collector{q.watcher.Collector(), q.failures, q.changes, q.success}
+	if q.nodes != nil {
+		out = append(out, q.nodeFailures, q.nodeChanges)
+	}
+	return out
 }
 
 // run watches and records until ctx ends. The first record waits for the
@@ -79,6 +107,16 @@ func (q *quotaService) run(ctx context.Context) {
 		}
 	}()
 	defer func() { <-watched }()
+	if q.nodes != nil {
+		nodesWatched := make(chan struct{})
+		go func() {
+			defer close(nodesWatched)
+			if err := q.nodes.Run(ctx); err != nil {
+				q.log.Error("cannot watch nodes", "err", err)
+			}
+		}()
+		defer func() { <-nodesWatched }()
+	}
 	if err := q.watcher.WaitForSync(ctx); err != nil {
 		return
 	}
@@ -87,6 +125,11 @@ func (q *quotaService) run(ctx context.Context) {
 		return
 	}
 	defer st.Close()
+	if q.nodes != nil {
+		recorded := make(chan struct{})
+		go func() { defer close(recorded); q.recordNodeLabels(ctx, st) }()
+		defer func() { <-recorded }()
+	}
 	qs, ok := st.(quota.Store)
 	if !ok {
 		q.log.Error("the ledger does not record quota changes; quota is not recorded")
@@ -96,6 +139,31 @@ func (q *quotaService) run(ctx context.Context) {
 		Unobserved: q.watcher.Unobserved, Logger: q.log, OnRecord: q.recorded}
 	if err := rec.Run(ctx, q.interval); err != nil {
 		q.log.Error("cannot record quota", "err", err)
+	}
+}
+
+// recordNodeLabels records the nodes' values of the book's carbon node
+// label until ctx ends, from the first list of the nodes on: a node not
+// listed yet would read as one that lost its label.
+func (q *quotaService) recordNodeLabels(ctx context.Context, st ledger.Store) {
+	ns, ok := st.(nodelabel.Store)
+	if !ok {
+		q.log.Error("the ledger does not record node labels; node labels are not recorded")
+		return
+	}
+	if err := q.nodes.WaitForSync(ctx); err != nil {
+		return
+	}
+	rec := &nodelabel.Recorder{Store: ns, Key: q.nodeKey, Snapshot: q.nodes.Snapshot}
+	onRecord := func(n int, err error) {
+		if err != nil {
+			q.nodeFailures.Inc()
+			return
+		}
+		q.nodeChanges.Add(float64(n))
+	}
+	if err := quota.Every(ctx, q.interval, "node label", rec.Record, onRecord, q.log.With("label", q.nodeKey)); err != nil {
+		q.log.Error("cannot record node labels", "err", err)
 	}
 }
 

@@ -23,7 +23,7 @@ var readVerbs = []string{"get", "list", "watch"}
 // cluster-wide, and nothing else.
 const serveAccount = "gpuledger-serve"
 
-var serveReads = []string{"namespaces", "resourcequotas", "clusterqueues.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io",
+var serveReads = []string{"namespaces", "resourcequotas", "nodes", "clusterqueues.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io",
 	"resourceflavors.kueue.x-k8s.io", "queues.scheduling.volcano.sh", "queues.scheduling.run.ai"}
 
 func TestManifestsOnRealAPIServer(t *testing.T) {
@@ -159,8 +159,8 @@ func TestManifestsOnRealAPIServer(t *testing.T) {
 }
 
 // checkServeAccount: serve's account may get, list and watch the quota
-// objects everywhere, may not write them, and reads nothing else (no
-// secrets, no pods).
+// objects and nodes everywhere, may not write them (no patch of a node),
+// and reads nothing else (no secrets, no pods, no node subresources).
 func checkServeAccount(ctx context.Context, t *testing.T, c *kubetest.Cluster, id kubetest.Identity) {
 	t.Helper()
 	waitCanI(ctx, c, id, "list", "clusterqueues.kueue.x-k8s.io", "default")
@@ -179,10 +179,14 @@ func checkServeAccount(ctx context.Context, t *testing.T, c *kubetest.Cluster, i
 			}
 		}
 	}
-	for _, r := range []string{"secrets", "configmaps", "pods", "nodes", "serviceaccounts", "limitranges",
+	for _, r := range []string{"secrets", "configmaps", "pods", "nodes/proxy", "nodes/status", "serviceaccounts", "limitranges",
 		"events", "clusterroles.rbac.authorization.k8s.io"} {
 		for _, where := range [][]string{{"-A"}, {"-n", ns}} {
-			if canI(ctx, t, c, id, "get", r, where...) || canI(ctx, t, c, id, "list", r, where...) {
+			res, args := r, where
+			if base, sub, ok := strings.Cut(r, "/"); ok {
+				res, args = base, append([]string{"--subresource", sub}, where...)
+			}
+			if canI(ctx, t, c, id, "get", res, args...) || canI(ctx, t, c, id, "list", res, args...) {
 				t.Errorf("%s can read %s %v", id.User, r, where)
 			}
 		}
