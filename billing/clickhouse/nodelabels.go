@@ -13,27 +13,6 @@ import (
 
 var _ nodelabel.Store = (*Store)(nil)
 
-// tableNodeLabels holds node label changes (migration 5): one row per
-// change of a node's label, keyed to the second. A replay inserts the same
-// key again under a newer version and collapses to one row; reads use
-// FINAL, so they never see two.
-const tableNodeLabels = "node_labels"
-
-var nodeLabelsTable = table{
-	name: tableNodeLabels,
-	columns: `node String,
-	key String,
-	at DateTime('UTC'),
-	value String,
-	deleted UInt8,
-	version UInt64`,
-	engine: "ReplacingMergeTree", args: "version",
-	// No partitions: a fleet's label changes are a few rows a month.
-	orderBy: "key, node, at",
-	// Every change of one node on one shard, so a replay collapses there.
-	shardKey: "cityHash64(node)",
-}
-
 var nodeLabelsInsertColumns = []string{"node", "key", "at", "value", "deleted", "version"}
 
 // AppendNodeLabels inserts node label changes (nodelabel.Store) with the
@@ -46,25 +25,27 @@ func (s *Store) AppendNodeLabels(ctx context.Context, changes []nodelabel.Change
 	if err := nodelabel.Validate(changes, minStorable, maxStorable); err != nil {
 		return permanentError{fmt.Errorf("cannot append node label changes to %s: %w", s.table(tableNodeLabels), err)}
 	}
-	n := len(changes)
-	if n == 0 {
+	if len(changes) == 0 {
 		return nil
 	}
-	version := uint64(time.Now().UnixNano())
-	var (
-		node, key, value = make([]string, n), make([]string, n), make([]string, n)
-		at               = make([]int64, n)
-		deleted          = make([]uint8, n)
-		versions         = make([]uint64, n)
-	)
-	for i := range changes {
-		c := &changes[i]
-		node[i], key[i], value[i], at[i], versions[i] = c.Node, c.Key, c.Value, c.At.Unix(), version
+	return s.insert(ctx, tableNodeLabels, nodeLabelsInsertColumns, nodeLabelColumns(changes, uint64(time.Now().UnixNano())), len(changes))
+}
+
+// nodeLabelColumns are the insert's columns (nodeLabelsInsertColumns),
+// every row of one version.
+func nodeLabelColumns(changes []nodelabel.Change, version uint64) []any {
+	n := len(changes)
+	node, key, value := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	at, deleted, versions := make([]int64, 0, n), make([]uint8, 0, n), make([]uint64, 0, n)
+	for _, c := range changes {
+		node, key, value = append(node, c.Node), append(key, c.Key), append(value, c.Value)
+		d := uint8(0)
 		if c.Deleted {
-			deleted[i] = 1
+			d = 1
 		}
+		at, deleted, versions = append(at, c.At.Unix()), append(deleted, d), append(versions, version)
 	}
-	return s.insert(ctx, tableNodeLabels, nodeLabelsInsertColumns, []any{node, key, at, value, deleted, versions}, n)
+	return []any{node, key, at, value, deleted, versions}
 }
 
 // NodeLabels is each node's value of key as last recorded at or before at,

@@ -149,6 +149,27 @@ var tables = []table{
 	},
 }
 
+// tableNodeLabels holds node label changes (migration 5): one row per
+// change of a node's label, keyed to the second. A replay inserts the same
+// key again under a newer version and collapses to one row; reads use
+// FINAL, so they never see two.
+const tableNodeLabels = "node_labels"
+
+var nodeLabelsTable = table{
+	name: tableNodeLabels,
+	columns: `node String,
+	key String,
+	at DateTime('UTC'),
+	value String,
+	deleted UInt8,
+	version UInt64`,
+	engine: "ReplacingMergeTree", args: "version",
+	// No partitions: a fleet's label changes are a few rows a month.
+	orderBy: "key, node, at",
+	// Every change of one node on one shard, so a replay collapses there.
+	shardKey: "cityHash64(node)",
+}
+
 var migrationsTable = table{
 	name:     tableMigrations,
 	columns:  "version UInt32,\n\tdescription String,\n\tapplied_at DateTime('UTC')",

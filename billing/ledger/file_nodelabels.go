@@ -29,26 +29,36 @@ func (s *FileStore) AppendNodeLabels(ctx context.Context, changes []nodelabel.Ch
 	if len(changes) == 0 {
 		return nil
 	}
+	return s.upsertAll(ctx, "node label changes", upsertNodeLabel, len(changes), func(i int) ([]any, string) {
+		c := &changes[i]
+		return []any{c.Node, c.Key, c.At.Unix(), c.Value, c.Deleted}, fmt.Sprintf("label %s of node %s", c.Key, c.Node)
+	})
+}
+
+// upsertAll runs query on the n argument lists row gives, in one
+// transaction: the writes of AppendQuota and AppendNodeLabels. what names
+// the rows in errors, and row's text the one that failed.
+func (s *FileStore) upsertAll(ctx context.Context, what, query string, n int, row func(i int) ([]any, string)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("cannot append node label changes to ledger %s: %w", s.path, s.busyWriter(err))
+		return fmt.Errorf("cannot append %s to ledger %s: %w", what, s.path, s.busyWriter(err))
 	}
 	defer tx.Rollback()
-	st, err := tx.PrepareContext(ctx, upsertNodeLabel)
+	st, err := tx.PrepareContext(ctx, query)
 	if err != nil {
-		return fmt.Errorf("cannot append node label changes to ledger %s: %w", s.path, err)
+		return fmt.Errorf("cannot append %s to ledger %s: %w", what, s.path, err)
 	}
 	defer st.Close()
-	for i := range changes {
-		c := &changes[i]
-		if _, err := st.ExecContext(ctx, c.Node, c.Key, c.At.Unix(), c.Value, c.Deleted); err != nil {
-			return fmt.Errorf("cannot append label %s of node %s to ledger %s: %w", c.Key, c.Node, s.path, err)
+	for i := range n {
+		args, which := row(i)
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("cannot append %s to ledger %s: %w", which, s.path, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("cannot commit node label changes to ledger %s: %w", s.path, s.describe(err))
+		return fmt.Errorf("cannot commit %s to ledger %s: %w", what, s.path, s.describe(err))
 	}
 	return nil
 }

@@ -43,29 +43,11 @@ func (s *FileStore) AppendQuota(ctx context.Context, changes []quota.Change) err
 	if len(changes) == 0 {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("cannot append quota changes to ledger %s: %w", s.path, s.busyWriter(err))
-	}
-	defer tx.Rollback()
-	st, err := tx.PrepareContext(ctx, upsertQuota)
-	if err != nil {
-		return fmt.Errorf("cannot append quota changes to ledger %s: %w", s.path, err)
-	}
-	defer st.Close()
-	for i := range changes {
+	return s.upsertAll(ctx, "quota changes", upsertQuota, len(changes), func(i int) ([]any, string) {
 		c := &changes[i]
-		if _, err := st.ExecContext(ctx, c.Source, c.Object, c.Resource, c.At.Unix(), c.Team,
-			c.Milli, c.LimitMilli, c.Deleted); err != nil {
-			return fmt.Errorf("cannot append quota change of %s %s %s to ledger %s: %w", c.Source, c.Object, c.Resource, s.path, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("cannot commit quota changes to ledger %s: %w", s.path, s.describe(err))
-	}
-	return nil
+		return []any{c.Source, c.Object, c.Resource, c.At.Unix(), c.Team, c.Milli, c.LimitMilli, c.Deleted},
+			fmt.Sprintf("quota change of %s %s %s", c.Source, c.Object, c.Resource)
+	})
 }
 
 // ValidateQuotaChanges checks what a store's AppendQuota is given, with At

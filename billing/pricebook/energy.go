@@ -154,32 +154,58 @@ func (p *parser) intensityByNode(v *yaml.Node, field string) map[string]*big.Rat
 	if v.Tag == "!!null" {
 		return out
 	}
+	p.intensities(v, field, out, intensityKeys{what: "node", key: "node name", example: "gpu-node-7", max: maxIntensityNodes,
+		valid: func(s string) bool { return strings.TrimSpace(s) != "" && len(s) <= 253 },
+		bad:   "node names must be non-empty text of at most 253 characters"})
+	return out
+}
+
+// intensityKeys describe the keys of a mapping to carbon intensities.
+type intensityKeys struct {
+	what, key, example string // "node", "node name", "gpu-node-7"
+	max                int
+	valid              func(string) bool
+	bad                string // the problem of a key valid refuses (%q: the key)
+}
+
+// intensities reads a mapping of keys to carbon intensities into out;
+// false when there was a problem.
+func (p *parser) intensities(v *yaml.Node, field string, out map[string]*big.Rat, keys intensityKeys) bool {
 	if v.Kind != yaml.MappingNode {
-		p.addf(v, field, "want a mapping of node name to grams of CO2e per kWh (such as gpu-node-7: 30), not a %s", kindName(v))
-		return out
+		p.addf(v, field, "want a mapping of %s to grams of CO2e per kWh (such as %s: 30), not a %s", keys.key, keys.example, kindName(v))
+		return false
 	}
-	if len(v.Content)/2 > maxIntensityNodes {
-		p.addf(v, field, "%d nodes, more than %d", len(v.Content)/2, maxIntensityNodes)
-		return out
+	if len(v.Content)/2 > keys.max {
+		p.addf(v, field, "%d %ss, more than %d", len(v.Content)/2, keys.what, keys.max)
+		return false
 	}
+	good := true
 	lines := map[string]int{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		k, x := resolve(v.Content[i]), resolve(v.Content[i+1])
-		if k.Kind != yaml.ScalarNode || strings.TrimSpace(k.Value) == "" || len(k.Value) > 253 {
-			p.addf(k, field, "node names must be non-empty text of at most 253 characters")
+		if k.Kind != yaml.ScalarNode || !keys.valid(k.Value) {
+			msg := keys.bad
+			if strings.Contains(msg, "%q") {
+				msg = fmt.Sprintf(msg, truncate(k.Value))
+			}
+			p.addf(k, field, "%s", msg)
+			good = false
 			continue
 		}
 		f := field + "." + k.Value
 		if first, dup := lines[k.Value]; dup {
-			p.addf(k, f, "node given twice (first on line %d)", first)
+			p.addf(k, f, "%s given twice (first on line %d)", keys.what, first)
+			good = false
 			continue
 		}
 		lines[k.Value] = k.Line
 		if g, ok := p.intensity(x, f); ok {
 			out[k.Value] = g
+		} else {
+			good = false
 		}
 	}
-	return out
+	return good
 }
 
 // intensityByNodeLabel reads {label: KEY, intensities: {VALUE: FIGURE}}:
@@ -197,7 +223,9 @@ func (p *parser) intensityByNodeLabel(e *entry, field string) *LabelIntensities 
 			}
 			out.Label = v.Value
 		case fieldLabelIntensities:
-			good = p.intensityByValue(v, f, out.Intensities) && good
+			good = p.intensities(v, f, out.Intensities, intensityKeys{what: "label value", key: "label value", example: "eu-north-1", max: maxIntensityValues,
+				valid: labelName.MatchString,
+				bad:   "%q is not a Kubernetes label value (letters, digits, '-', '_' and '.', at most 63)"}) && good
 		}
 	})
 	if !ok {
@@ -213,42 +241,6 @@ func (p *parser) intensityByNodeLabel(e *entry, field string) *LabelIntensities 
 		return nil
 	}
 	return out
-}
-
-// intensityByValue reads a mapping of label value to carbon intensity
-// into out; false when there was a problem.
-func (p *parser) intensityByValue(v *yaml.Node, field string, out map[string]*big.Rat) bool {
-	if v.Kind != yaml.MappingNode {
-		p.addf(v, field, "want a mapping of label value to grams of CO2e per kWh (such as eu-north-1: 30), not a %s", kindName(v))
-		return false
-	}
-	if len(v.Content)/2 > maxIntensityValues {
-		p.addf(v, field, "%d label values, more than %d", len(v.Content)/2, maxIntensityValues)
-		return false
-	}
-	good := true
-	lines := map[string]int{}
-	for i := 0; i+1 < len(v.Content); i += 2 {
-		k, x := resolve(v.Content[i]), resolve(v.Content[i+1])
-		if k.Kind != yaml.ScalarNode || !labelName.MatchString(k.Value) {
-			p.addf(k, field, "%q is not a Kubernetes label value (letters, digits, '-', '_' and '.', at most 63)", truncate(k.Value))
-			good = false
-			continue
-		}
-		f := field + "." + k.Value
-		if first, dup := lines[k.Value]; dup {
-			p.addf(k, f, "value given twice (first on line %d)", first)
-			good = false
-			continue
-		}
-		lines[k.Value] = k.Line
-		if g, ok := p.intensity(x, f); ok {
-			out[k.Value] = g
-		} else {
-			good = false
-		}
-	}
-	return good
 }
 
 // unitFigure reads "NUMBER" or "NUMBER UNIT" (unit one of units, space

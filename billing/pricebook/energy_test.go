@@ -103,7 +103,7 @@ func TestParseEnergyErrors(t *testing.T) {
 		{"by label bad figures", "energy:\n  carbonIntensity: 300\n  carbonIntensityByNodeLabel:\n    label: region\n    intensities:\n      eu: -3\n      us: 5 lb/kWh\n      eu: 4\n      \"bad value!\": 1\n      ap: 20 kgCO2e/kWh\n    zone: x\n", []string{
 			`p.yaml:9: energy.carbonIntensityByNodeLabel.intensities.eu: "-3" is negative`,
 			`p.yaml:10: energy.carbonIntensityByNodeLabel.intensities.us: "5 lb/kWh": unknown unit "lb/kWh"`,
-			"p.yaml:11: energy.carbonIntensityByNodeLabel.intensities.eu: value given twice (first on line 9)",
+			"p.yaml:11: energy.carbonIntensityByNodeLabel.intensities.eu: label value given twice (first on line 9)",
 			`p.yaml:12: energy.carbonIntensityByNodeLabel.intensities: "bad value!" is not a Kubernetes label value`,
 			`p.yaml:13: energy.carbonIntensityByNodeLabel.intensities.ap: "20 kgCO2e/kWh" is more than 10000 gCO2e/kWh`,
 			"p.yaml:14: energy.carbonIntensityByNodeLabel.zone: unknown field (want label, intensities)"}},

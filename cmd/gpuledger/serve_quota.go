@@ -78,10 +78,10 @@ func newQuotaService(dsn, kubeconfig, teamLabel, nodeLabel string, interval time
 			return nil, fmt.Errorf("serve --quota: %w", err)
 		}
 		q.nodeKey = nodeLabel
-		q.nodeFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuledger_node_label_record_failures_total",
-			Help: "Node label records that failed (the ledger or the nodes could not be read or written); retried at the next interval."})
-		q.nodeChanges = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuledger_node_label_changes_recorded_total",
-			Help: "Changes of the price book's carbon node label (a node labelled, relabelled or unlabelled) written to the ledger."})
+		q.nodeFailures, q.nodeChanges = counter("gpuledger_node_label_record_failures_total",
+			"Node label records that failed (the ledger or the nodes could not be read or written); retried at the next interval."),
+			counter("gpuledger_node_label_changes_recorded_total",
+				"Changes of the price book's carbon node label (a node labelled, relabelled or unlabelled) written to the ledger.")
 	}
 	return q, nil
 }
@@ -99,23 +99,21 @@ func (q *quotaService) collectors() []prometheus.Collector {
 // informers' first lists, so a quota not listed yet is never recorded as
 // deleted; the ledger is opened (again, with backoff) until it answers.
 func (q *quotaService) run(ctx context.Context) {
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		if err := q.watcher.Run(ctx); err != nil {
-			q.log.Error("cannot watch GPU quota objects", "err", err)
-		}
-	}()
-	defer func() { <-watched }()
-	if q.nodes != nil {
-		nodesWatched := make(chan struct{})
+	// watch runs run in the background, logging its error; the
+	// function it returns waits for run to return.
+	watch := func(what string, run func(context.Context) error) func() {
+		done := make(chan struct{})
 		go func() {
-			defer close(nodesWatched)
-			if err := q.nodes.Run(ctx); err != nil {
-				q.log.Error("cannot watch nodes", "err", err)
+			defer close(done)
+			if err := run(ctx); err != nil {
+				q.log.Error("cannot "+what, "err", err)
 			}
 		}()
-		defer func() { <-nodesWatched }()
+		return func() { <-done }
+	}
+	defer watch("watch GPU quota objects", q.watcher.Run)()
+	if q.nodes != nil {
+		defer watch("watch nodes", q.nodes.Run)()
 	}
 	if err := q.watcher.WaitForSync(ctx); err != nil {
 		return
@@ -126,9 +124,7 @@ func (q *quotaService) run(ctx context.Context) {
 	}
 	defer st.Close()
 	if q.nodes != nil {
-		recorded := make(chan struct{})
-		go func() { defer close(recorded); q.recordNodeLabels(ctx, st) }()
-		defer func() { <-recorded }()
+		defer watch("record node labels", func(ctx context.Context) error { return q.recordNodeLabels(ctx, st) })()
 	}
 	qs, ok := st.(quota.Store)
 	if !ok {
@@ -145,14 +141,13 @@ func (q *quotaService) run(ctx context.Context) {
 // recordNodeLabels records the nodes' values of the book's carbon node
 // label until ctx ends, from the first list of the nodes on: a node not
 // listed yet would read as one that lost its label.
-func (q *quotaService) recordNodeLabels(ctx context.Context, st ledger.Store) {
+func (q *quotaService) recordNodeLabels(ctx context.Context, st ledger.Store) error {
 	ns, ok := st.(nodelabel.Store)
 	if !ok {
-		q.log.Error("the ledger does not record node labels; node labels are not recorded")
-		return
+		return errors.New("the ledger does not record node labels; node labels are not recorded")
 	}
 	if err := q.nodes.WaitForSync(ctx); err != nil {
-		return
+		return nil // ctx ended
 	}
 	rec := &nodelabel.Recorder{Store: ns, Key: q.nodeKey, Snapshot: q.nodes.Snapshot}
 	onRecord := func(n int, err error) {
@@ -162,9 +157,11 @@ func (q *quotaService) recordNodeLabels(ctx context.Context, st ledger.Store) {
 		}
 		q.nodeChanges.Add(float64(n))
 	}
-	if err := quota.Every(ctx, q.interval, "node label", rec.Record, onRecord, q.log.With("label", q.nodeKey)); err != nil {
-		q.log.Error("cannot record node labels", "err", err)
-	}
+	return quota.Every(ctx, q.interval, "node label", rec.Record, onRecord, q.log.With("label", q.nodeKey))
+}
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 }
 
 func (q *quotaService) recorded(n int, err error) {
