@@ -62,7 +62,7 @@ deps:
 # property tests gain nothing under -race and take over ten minutes there.
 LEDGER_RACE_TESTS ?= Readers|Writer|Outbox|Append|Prune|Retention|Streaming|Pins|Crash|SIGKILL
 race:
-	$(GO) test -count=1 -race ./collector/ ./collector/exposition/ ./collector/podresources/ ./collector/kubemeta/ ./billing/shipper/ ./billing/outbox/ ./quota/ ./quota/kubequota/
+	$(GO) test -count=1 -race ./collector/ ./collector/exposition/ ./collector/podresources/ ./collector/kubemeta/ ./billing/shipper/ ./billing/outbox/ ./quota/ ./quota/kubequota/ ./nodelabel/ ./nodelabel/kubenode/
 	$(GO) test -count=1 -race -run '$(LEDGER_RACE_TESTS)' ./billing/ledger/
 
 ## contract: simulate every scenario with ground truth (testdata/examples,
