@@ -330,3 +330,26 @@ func TestRecorderKeepsUnobservedSources(t *testing.T) {
 		t.Fatalf("recorded:\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// Every refuses an interval out of bounds naming what it records, and
+// otherwise records at once, reports each result, and returns nil when
+// its context ends.
+func TestEvery(t *testing.T) {
+	err := quota.Every(context.Background(), time.Second, "node label", func(context.Context) (int, error) { return 0, nil }, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "node label record interval 1s is outside 10s..1h0m0s") {
+		t.Errorf("interval 1s: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var got []int
+	record := func(context.Context) (int, error) { return 3, nil }
+	onRecord := func(n int, err error) {
+		got = append(got, n)
+		cancel() // the first record ends the loop
+	}
+	if err := quota.Every(ctx, time.Hour, "node label", record, onRecord, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != 3 {
+		t.Errorf("onRecord saw %v, want [3]", got)
+	}
+}
