@@ -2,7 +2,6 @@ package clickhouse
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/gpuledger/gpuledger/billing/ledger"
 )
@@ -33,6 +32,17 @@ var deviceGrain = rawGrain[deviceKey]{
 }
 
 func (s *Store) aggregateDevices(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
+	out, err := aggregateRaw(ctx, s, q, &deviceGrain)
+	if err != nil {
+		return nil, err
+	}
+	ledger.SortDeviceAggregates(out)
+	return out, nil
+}
+
+// aggregateRaw sums the deduplicated raw rows of q per bucket and key of
+// gr, for the grains the rollups do not keep (device, node).
+func aggregateRaw[K comparable](ctx context.Context, s *Store, q ledger.AggregateQuery, gr *rawGrain[K]) ([]ledger.Aggregate, error) {
 	buckets, err := planBuckets(q.From, q.To, q.Location, q.Bucket)
 	if err != nil {
 		return nil, err
@@ -41,7 +51,7 @@ func (s *Store) aggregateDevices(ctx context.Context, q ledger.AggregateQuery) (
 	for i, b := range buckets {
 		segs = append(segs, segment{bucket: i, level: levelRaw, from: b.From, to: b.To})
 	}
-	acc := newAccumulator(q.Bucket, buckets, &deviceGrain)
+	acc := newAccumulator(q.Bucket, buckets, gr)
 	// One query per rebuildQuerySpan of time at most, as rollup builds do:
 	// 18.16 reads one FINAL query's range on one thread. They run one after
 	// the other: four at once (as RebuildRollups runs them) took 6.2 s
@@ -49,10 +59,8 @@ func (s *Store) aggregateDevices(ctx context.Context, q ledger.AggregateQuery) (
 	// of 10.9 s for 400 GPUs, on the 2-core benchmark machine.
 	for _, qs := range rebuildQueryRanges(segs) {
 		if err := rawQuery(ctx, s, qs, acc); err != nil {
-			return nil, fmt.Errorf("cannot aggregate ledger rows per device: %w", err)
+			return nil, err // it names the grain and the server
 		}
 	}
-	out := acc.result()
-	ledger.SortDeviceAggregates(out)
-	return out, nil
+	return acc.result(), nil
 }

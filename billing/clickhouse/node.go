@@ -36,21 +36,10 @@ func (s *Store) aggregateNodes(ctx context.Context, q ledger.AggregateQuery) ([]
 	if q.ByDevice {
 		return nil, fmt.Errorf("cannot aggregate ledger rows per node and per device at once")
 	}
-	buckets, err := planBuckets(q.From, q.To, q.Location, q.Bucket)
+	out, err := aggregateRaw(ctx, s, q, &nodeGrain)
 	if err != nil {
 		return nil, err
 	}
-	var segs []segment
-	for i, b := range buckets {
-		segs = append(segs, segment{bucket: i, level: levelRaw, from: b.From, to: b.To})
-	}
-	acc := newAccumulator(q.Bucket, buckets, &nodeGrain)
-	for _, qs := range rebuildQueryRanges(segs) {
-		if err := rawQuery(ctx, s, qs, acc); err != nil {
-			return nil, fmt.Errorf("cannot aggregate ledger rows per node: %w", err)
-		}
-	}
-	out := acc.result()
 	for i := range out {
 		// ByNode sums only energy and rows (ledger.AggregateQuery).
 		out[i].AllocatedSeconds, out[i].UsedSeconds, out[i].MemoryMiBSeconds = 0, 0, 0

@@ -78,7 +78,7 @@ func energyFigures(r *Report, carbon map[devLineKey]*big.Rat) error {
 		total.KWh.Add(total.KWh, l.EnergyKWh)
 	}
 	if r.HasEnergyCost() {
-		scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(r.Book.Currency.MinorUnit)), nil))
+		scale := minorScale(r.Book.Currency)
 		per := new(big.Rat).Mul(r.Book.Energy.Rate.Rat(), scale) // minor units per kWh
 		amounts, sum, err := shareOut(r.Lines, idx, per, nil)
 		if err != nil {

@@ -359,7 +359,7 @@ func focusDeviceRows(r *Report, header []string) ([][]string, error) {
 	}
 	var all []part
 	totals := map[string]*big.Rat{}
-	scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(r.Book.Currency.MinorUnit)), nil))
+	scale := minorScale(r.Book.Currency)
 	for _, l := range r.Lines {
 		if l.Type == LineRounding {
 			all = append(all, part{l: l})

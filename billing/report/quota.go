@@ -263,20 +263,14 @@ func (b *builder) finishQuota(r *Report) error {
 			lines = append(lines, l)
 		}
 	}
-	scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(b.book.Currency.MinorUnit)), nil))
-	fleet, unalloc := new(big.Rat), new(big.Rat)
-	targets, exacts := map[string]int64{}, map[string]*big.Rat{}
-	for _, name := range sortedKeys(b.models) {
-		mt := b.models[name]
-		price := b.price(name)
-		exact := new(big.Rat).Mul(mt.priced, price.Rat())
-		fleet.Add(fleet, exact)
+	scale := minorScale(b.book.Currency)
+	fleet, targets, exacts, err := b.capacityAmounts(scale)
+	if err != nil {
+		return err
+	}
+	unalloc := new(big.Rat)
+	for _, mt := range b.models {
 		unalloc.Add(unalloc, hours(mt.unalloc))
-		target, err := roundHalfAway(new(big.Rat).Mul(exact, scale))
-		if err != nil {
-			return fmt.Errorf("model %s: %w", name, err)
-		}
-		targets[name], exacts[name] = target, exact
 	}
 	lines = append(lines, Line{Type: LinePlatform, AllocatedHours: unalloc, Exact: new(big.Rat).Sub(fleet, paid)})
 	total, err := roundHalfAway(new(big.Rat).Mul(fleet, scale))

@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"slices"
 	"sort"
+
+	"github.com/gpuledger/gpuledger/billing/pricebook"
 )
 
 // round sets every line's Amount and adds the rounding line.
@@ -20,28 +22,21 @@ import (
 // from the models' rounded totals (at most half a minor unit per model) is
 // the one rounding line. No minor unit is lost or invented.
 func (b *builder) round(r *Report) error {
-	scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(b.book.Currency.MinorUnit)), nil))
+	scale := minorScale(b.book.Currency)
 	byModel := map[string][]int{}
 	for i, l := range r.Lines {
 		byModel[l.GPUModel] = append(byModel[l.GPUModel], i)
 	}
-	fleet := new(big.Rat)
+	fleet, targets, exacts, err := b.capacityAmounts(scale)
+	if err != nil {
+		return err
+	}
 	var models int64
-	targets, exacts := map[string]int64{}, map[string]*big.Rat{}
 	for _, name := range sortedKeys(b.models) {
-		mt := b.models[name]
-		price := b.price(name)
-		exact := new(big.Rat).Mul(mt.priced, price.Rat())
-		fleet.Add(fleet, exact)
-		target, err := roundHalfAway(new(big.Rat).Mul(exact, scale))
-		if err != nil {
+		if err := apportion(r.Lines, byModel[name], exacts[name], targets[name], scale); err != nil {
 			return fmt.Errorf("model %s: %w", name, err)
 		}
-		if err := apportion(r.Lines, byModel[name], exact, target, scale); err != nil {
-			return fmt.Errorf("model %s: %w", name, err)
-		}
-		models += target
-		targets[name], exacts[name] = target, exact
+		models += targets[name]
 	}
 	total, err := roundHalfAway(new(big.Rat).Mul(fleet, scale))
 	if err != nil {
@@ -52,6 +47,29 @@ func (b *builder) round(r *Report) error {
 	r.Lines = append(r.Lines, Line{Type: LineRounding, Exact: new(big.Rat), Amount: r.Rounding})
 	b.modelSummaries(r, targets, exacts)
 	return nil
+}
+
+// minorScale is 10^the currency's minor unit: an amount times it is in
+// minor units.
+func minorScale(c pricebook.Currency) *big.Rat {
+	return new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(c.MinorUnit)), nil))
+}
+
+// capacityAmounts is each model's capacity x rate, exact and rounded once
+// to the minor unit (scale), and their exact sum: what every policy's
+// file adds up to.
+func (b *builder) capacityAmounts(scale *big.Rat) (fleet *big.Rat, targets map[string]int64, exacts map[string]*big.Rat, err error) {
+	fleet, targets, exacts = new(big.Rat), map[string]int64{}, map[string]*big.Rat{}
+	for _, name := range sortedKeys(b.models) {
+		exact := new(big.Rat).Mul(b.models[name].priced, b.price(name).Rat())
+		fleet.Add(fleet, exact)
+		target, err := roundHalfAway(new(big.Rat).Mul(exact, scale))
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("model %s: %w", name, err)
+		}
+		targets[name], exacts[name] = target, exact
+	}
+	return fleet, targets, exacts, nil
 }
 
 // apportion gives the lines idx amounts that add up to target minor units,

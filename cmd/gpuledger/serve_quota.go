@@ -66,10 +66,9 @@ func newQuotaService(dsn, kubeconfig, teamLabel, nodeLabel string, interval time
 		return nil, fmt.Errorf("serve --quota: %w", err)
 	}
 	q := &quotaService{dsn: dsn, interval: interval, watcher: w, log: log,
-		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuledger_quota_record_failures_total",
-			Help: "Quota records that failed (the ledger or the quota objects could not be read or written); retried at the next interval."}),
-		changes: prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuledger_quota_changes_recorded_total",
-			Help: "Quota changes (created, changed, deleted) written to the ledger."}),
+		failures: counter("gpuledger_quota_record_failures_total",
+			"Quota records that failed (the ledger or the quota objects could not be read or written); retried at the next interval."),
+		changes: counter("gpuledger_quota_changes_recorded_total", "Quota changes (created, changed, deleted) written to the ledger."),
 		success: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuledger_quota_record_success_timestamp_seconds",
 			Help: "When the quota objects were last compared with the ledger and every change written (Unix seconds; 0 before the first)."}),
 	}

@@ -365,12 +365,22 @@ func namespaceSelector(cq *unstructured.Unstructured) func(map[string]string) bo
 // give entries, so a parent's share of its children is not counted twice.
 // The team is the queue's team label, else its name.
 func VolcanoEntries(queues []*unstructured.Unstructured, key string) ([]quota.Entry, []error) {
+	return leafQueueEntries(queues, "parent", "volcano Queue", func(q *unstructured.Unstructured) ([]quota.Entry, error) {
+		return volcanoQueueEntries(q, key)
+	})
+}
+
+// leafQueueEntries maps the leaf queues of a hierarchy (queues no other
+// queue names in spec.<parentField>) with entries, an error naming the
+// queue (as kind) for each that does not map; both sorted.
+func leafQueueEntries(queues []*unstructured.Unstructured, parentField, kind string,
+	entries func(*unstructured.Unstructured) ([]quota.Entry, error)) ([]quota.Entry, []error) {
 	parents := map[string]bool{}
 	for _, q := range queues {
 		if q == nil {
 			continue
 		}
-		if p, _, _ := unstructured.NestedString(q.Object, "spec", "parent"); p != "" && p != q.GetName() {
+		if p, _, _ := unstructured.NestedString(q.Object, "spec", parentField); p != "" && p != q.GetName() {
 			parents[p] = true
 		}
 	}
@@ -380,9 +390,9 @@ func VolcanoEntries(queues []*unstructured.Unstructured, key string) ([]quota.En
 		if q == nil || parents[q.GetName()] {
 			continue
 		}
-		es, err := volcanoQueueEntries(q, key)
+		es, err := entries(q)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("volcano Queue %q: %w", q.GetName(), err))
+			errs = append(errs, fmt.Errorf("%s %q: %w", kind, q.GetName(), err))
 			continue
 		}
 		out = append(out, es...)
@@ -456,33 +466,13 @@ func volcanoQueueEntries(q *unstructured.Unstructured, key string) ([]quota.Entr
 // department's quota is not counted beside its children's. The team is
 // the queue's team label, else its name.
 func KAIEntries(queues []*unstructured.Unstructured, key string) ([]quota.Entry, []error) {
-	parents := map[string]bool{}
-	for _, q := range queues {
-		if q == nil {
-			continue
-		}
-		if p, _, _ := unstructured.NestedString(q.Object, "spec", "parentQueue"); p != "" && p != q.GetName() {
-			parents[p] = true
-		}
-	}
-	var out []quota.Entry
-	var errs []error
-	for _, q := range queues {
-		if q == nil || parents[q.GetName()] {
-			continue
-		}
+	return leafQueueEntries(queues, "parentQueue", "kai Queue", func(q *unstructured.Unstructured) ([]quota.Entry, error) {
 		e, ok, err := kaiQueueEntry(q, key)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("kai Queue %q: %w", q.GetName(), err))
-			continue
+		if !ok || err != nil {
+			return nil, err
 		}
-		if ok {
-			out = append(out, e)
-		}
-	}
-	sortEntries(out)
-	sortErrors(errs)
-	return out, errs
+		return []quota.Entry{e}, nil
+	})
 }
 
 // errNone marks KAI's -1: nothing stated.
