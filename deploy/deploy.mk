@@ -11,7 +11,7 @@ tools:
 manifests:
 	scripts/manifests.sh
 
-chart-test:
+chart-test: tools
 	$(GO) test -count=1 ./deploy/
 
 image-test:

@@ -88,7 +88,10 @@ func TestImage(t *testing.T) {
 	// lives in the tools cache between runs, so a rebuild is incremental.
 	// No layer cache: intermediate images of every source change would
 	// pile up in the local store; the image itself is removed at the end.
-	tools := filepath.Join(goEnv(t, "GOCACHE"), "..", "gpuledger-tools")
+	tools := os.Getenv("GPULEDGER_TOOLS_DIR") // as scripts/tools.sh and kube-tools.sh
+	if tools == "" {
+		tools = filepath.Join(goEnv(t, "GOCACHE"), "..", "gpuledger-tools")
+	}
 	gocache := filepath.Join(tools, "image-gocache")
 	if err := os.MkdirAll(gocache, 0o755); err != nil {
 		t.Fatal(err)
