@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/internal/outfile"
 )
 
 // clickhouseMigrate creates or upgrades the ClickHouse schema; the
@@ -149,9 +149,11 @@ func runLedgerExport(ctx context.Context, args []string, stdout io.Writer) error
 	return nil
 }
 
-// exportTarget returns where the export goes. A file is written beside its
-// final name and renamed into place only when the export succeeded, so a
-// failed export never leaves a truncated file that looks complete.
+// exportTarget returns where the output of report, advise, whatif and
+// ledger export goes: standard output for "" or "-", else a file written
+// through outfile (renamed into place only when the output succeeded, so a
+// failed run never leaves a truncated file that looks complete; never over
+// a device, FIFO, socket or directory; links followed).
 func exportTarget(path string, stdout io.Writer) (io.Writer, func(ok bool) error, error) {
 	if path == "" || path == "-" {
 		bw := bufio.NewWriterSize(stdout, 256<<10)
@@ -160,16 +162,16 @@ func exportTarget(path string, stdout io.Writer) (io.Writer, func(ok bool) error
 				return nil
 			}
 			if err := bw.Flush(); err != nil {
-				return fmt.Errorf("cannot write export: %w", err)
+				return fmt.Errorf("cannot write to standard output: %w", err)
 			}
 			return nil
 		}, nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := outfile.Create(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot create export file: %w", err)
+		return nil, nil, err
 	}
-	bw := bufio.NewWriterSize(tmp, 256<<10)
+	bw := bufio.NewWriterSize(f, 256<<10)
 	done := false
 	return bw, func(ok bool) error {
 		if done {
@@ -177,20 +179,14 @@ func exportTarget(path string, stdout io.Writer) (io.Writer, func(ok bool) error
 		}
 		done = true
 		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			f.Abort()
 			return nil
 		}
-		// CreateTemp makes the file 0600; an export is an ordinary file.
-		err := errors.Join(bw.Flush(), tmp.Chmod(0o644), tmp.Sync(), tmp.Close())
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
+		if err := bw.Flush(); err != nil {
+			f.Abort()
+			return fmt.Errorf("cannot write %s: %w", path, err)
 		}
-		if err != nil {
-			os.Remove(tmp.Name())
-			return fmt.Errorf("cannot write export file %s: %w", path, err)
-		}
-		return nil
+		return f.Commit()
 	}, nil
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/gpuledger/gpuledger/collector/nvmlsource"
 	"github.com/gpuledger/gpuledger/collector/podresources"
 	"github.com/gpuledger/gpuledger/collector/procfs"
+	"github.com/gpuledger/gpuledger/internal/outfile"
 	"github.com/gpuledger/gpuledger/sim"
 	"github.com/gpuledger/gpuledger/sim/scenario"
 )
@@ -45,6 +46,9 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if *path == "" || *out == "" {
 		return fmt.Errorf("simulate needs --scenario and --out")
+	}
+	if *out == "-" {
+		return fmt.Errorf("simulate writes two files, ledger.csv and flags.csv: --out names a directory, not standard output")
 	}
 	if *shutdownTimeout < 0 || *shutdownTimeout > maxShutdownTimeout {
 		return fmt.Errorf("--shutdown-timeout %s must be between 0 and %s", *shutdownTimeout, maxShutdownTimeout)
@@ -311,12 +315,14 @@ func simulatedCollector(ctx context.Context, sc *scenario.Scenario, node *sim.No
 var _ collector.PinSink = (*ledger.FileStore)(nil)
 
 // csvSink writes ledger.csv and flags.csv into a directory. Both are
-// written as temporary files beside their final names and renamed into
-// place only by Commit, once the run succeeded: a failed write (a full
-// disk) never leaves a file cut mid-row that reads as a whole ledger.
+// written through outfile, as temporary files beside their final names
+// renamed into place only by Commit, once the run succeeded: a failed write
+// (a full disk) never leaves a file cut mid-row that reads as a whole
+// ledger, and neither name is ever replaced when it is a device, a FIFO or
+// anything but a regular file.
 type csvSink struct {
 	dir            string
-	lf, ff         *os.File
+	lf, ff         *outfile.File
 	rows, findings int
 	ledger         *ledger.CSVWriter
 	flags          *ledger.FlagsWriter
@@ -324,15 +330,14 @@ type csvSink struct {
 }
 
 func newCSVSink(dir string) (*csvSink, error) {
-	lf, err := os.CreateTemp(dir, ".ledger.csv.tmp-*")
+	lf, err := outfile.Create(filepath.Join(dir, "ledger.csv"))
 	if err != nil {
-		return nil, fmt.Errorf("cannot create ledger.csv: %w", err)
+		return nil, err
 	}
-	ff, err := os.CreateTemp(dir, ".flags.csv.tmp-*")
+	ff, err := outfile.Create(filepath.Join(dir, "flags.csv"))
 	if err != nil {
-		lf.Close()
-		os.Remove(lf.Name())
-		return nil, fmt.Errorf("cannot create flags.csv: %w", err)
+		lf.Abort()
+		return nil, err
 	}
 	s := &csvSink{dir: dir, lf: lf, ff: ff}
 	if s.ledger, err = ledger.NewCSVWriter(lf); err == nil {
@@ -362,19 +367,15 @@ func (s *csvSink) Commit() error {
 	}
 	s.closed = true
 	err := errors.Join(s.ledger.Flush(), s.flags.Flush())
-	for _, f := range []*os.File{s.lf, s.ff} {
-		// CreateTemp makes the files 0600; these are ordinary outputs.
-		err = errors.Join(err, f.Chmod(0o644), f.Sync(), f.Close())
+	if err == nil {
+		err = s.lf.Commit()
 	}
 	if err == nil {
-		err = os.Rename(s.lf.Name(), filepath.Join(s.dir, "ledger.csv"))
-	}
-	if err == nil {
-		err = os.Rename(s.ff.Name(), filepath.Join(s.dir, "flags.csv"))
+		err = s.ff.Commit()
 	}
 	if err != nil {
-		os.Remove(s.lf.Name())
-		os.Remove(s.ff.Name())
+		s.lf.Abort()
+		s.ff.Abort()
 		return fmt.Errorf("cannot write ledger.csv and flags.csv in %s: %w", s.dir, err)
 	}
 	return nil
@@ -387,13 +388,12 @@ func (s *csvSink) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := errors.Join(s.lf.Close(), s.ff.Close())
-	os.Remove(s.lf.Name())
-	os.Remove(s.ff.Name())
+	s.lf.Abort()
+	s.ff.Abort()
 	if s.rows+s.findings > 0 {
 		slog.Warn("simulation did not finish: ledger.csv and flags.csv not written", "out", s.dir)
 	}
-	return err
+	return nil
 }
 
 // serveMetrics serves exp's /metrics (and /healthz) on the bound ln until

@@ -20,6 +20,7 @@ const whatifUsageText = `usage: gpuledger whatif [--tenants N] [--rate RPS] [--s
                       [--runs N] [--seed S] [--mode all|mig|mps|timeslicing]
                       [--mig-slices 1,1,...] [--mps-contention C] [--switch D]
                       [--hostile] [--hostile-contention C] [--format text|json]
+                      [--out FILE]
 
 Simulates N identical tenants (Poisson arrivals at --rate, each request
 --service of compute on the whole card) on one GPU shared by MIG (one 1/N
@@ -42,6 +43,9 @@ averaged over --runs independent runs (docs/advisor.md).
                      the others' p99 under each mechanism
   --hostile-contention  MPS coefficient while the hostile tenant is busy (default 1.0)
   --format           text (default) or json
+  --out              write to FILE instead of standard output (- for standard
+                     output); written whole or not at all, and never over a
+                     device, FIFO, socket or directory
 `
 
 type whatifFlags struct {
@@ -53,7 +57,7 @@ type whatifFlags struct {
 	contention, hostC float64
 	sw                time.Duration
 	hostile           bool
-	format            string
+	format, out       string
 }
 
 func parseWhatifFlags(args []string) (whatifFlags, whatif.Config, []whatif.Mode, error) {
@@ -72,6 +76,7 @@ func parseWhatifFlags(args []string) (whatifFlags, whatif.Config, []whatif.Mode,
 	fs.DurationVar(&f.sw, "switch", whatif.DefaultSwitch, "time-slicing switch cost")
 	fs.BoolVar(&f.hostile, "hostile", false, "run the hostile-tenant exercise")
 	fs.StringVar(&f.format, "format", "text", "text or json")
+	fs.StringVar(&f.out, "out", "", "output file; default stdout")
 	if err := parseFlags(fs, args, whatifUsageText); err != nil {
 		return f, whatif.Config{}, nil, err
 	}
@@ -192,10 +197,20 @@ func runWhatif(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		hostile = &rep
 	}
-	if f.format == "json" {
-		return writeWhatifJSON(stdout, f, sums, hostile)
+	w, commit, err := exportTarget(f.out, stdout)
+	if err != nil {
+		return err
 	}
-	return writeWhatifText(stdout, f, sums, hostile)
+	defer commit(false)
+	if f.format == "json" {
+		err = writeWhatifJSON(w, f, sums, hostile)
+	} else {
+		err = writeWhatifText(w, f, sums, hostile)
+	}
+	if err != nil {
+		return err
+	}
+	return commit(true)
 }
 
 // whatifMode is one mechanism in the JSON output; latencies in ms, means
