@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -325,4 +326,120 @@ func relative(module, path string) string {
 		return "."
 	}
 	return strings.TrimPrefix(path, module+"/")
+}
+
+// PictureHeading is the heading under which the first fenced block is the
+// layer picture.
+const PictureHeading = "### The layers"
+
+// Drawn is where the layer picture draws a package.
+type Drawn struct {
+	Line int  // in the document
+	Side byte // 'L' or 'R' between the column separators, 0 in the shared bands
+}
+
+// ParsePicture reads the layer picture: the first fenced block after
+// PictureHeading. A word of the block that is one of known is a package
+// drawn on that line. The two lines starting with "+-" bound the columns;
+// between them a package left of the first one's middle "+" is in the
+// left column, one right of it in the right column.
+func ParsePicture(r io.Reader, known map[string]bool) (map[string]Drawn, error) {
+	drawn := map[string]Drawn{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	n, state, split, seps := 0, 0, -1, 0 // state: 0 before the heading, 1 before the block, 2 in it
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		fence := strings.HasPrefix(strings.TrimSpace(line), "```")
+		switch {
+		case state == 0:
+			if strings.TrimSpace(line) == PictureHeading {
+				state = 1
+			}
+			continue
+		case state == 1:
+			if fence {
+				state = 2
+			}
+			continue
+		case fence:
+			if seps == 1 {
+				return nil, fmt.Errorf("line %d: the picture opens its columns with a +- line and never closes them", n)
+			}
+			return drawn, nil
+		}
+		if t := strings.TrimSpace(line); strings.HasPrefix(t, "+-") {
+			seps++
+			if seps == 1 {
+				first := strings.Index(line, "+")
+				mid := strings.Index(line[first+1:], "+")
+				if mid < 0 || first+1+mid == strings.LastIndex(line, "+") {
+					return nil, fmt.Errorf("line %d: the columns' +- line needs a middle +, where the columns split", n)
+				}
+				split = first + 1 + mid
+			}
+			continue
+		}
+		for _, loc := range word.FindAllStringIndex(line, -1) {
+			w := line[loc[0]:loc[1]]
+			if !known[w] {
+				continue
+			}
+			if prev, dup := drawn[w]; dup {
+				return nil, fmt.Errorf("line %d: package %s is drawn twice (first at line %d)", n, w, prev.Line)
+			}
+			d := Drawn{Line: n}
+			if seps == 1 {
+				d.Side = 'L'
+				if loc[0] > split {
+					d.Side = 'R'
+				}
+			}
+			drawn[w] = d
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("cannot read the layer picture: %w", err)
+	}
+	if state < 2 {
+		return nil, fmt.Errorf("no fenced block after the heading %q", PictureHeading)
+	}
+	return nil, errors.New("the layer picture's fenced block never closes")
+}
+
+var word = regexp.MustCompile(`[a-z0-9_./-]+`)
+
+// CheckPicture returns, sorted, one message per import the layer picture
+// contradicts: a drawn package imports only packages drawn on lower lines,
+// in its own column or the shared bands. The imports of wiring (a
+// package whose row is `*`) are not drawn.
+func CheckPicture(doc string, t Table, drawn map[string]Drawn, pkgs []Package) []string {
+	var out []string
+	for _, p := range pkgs {
+		from, ok := drawn[p.Path]
+		if !ok || t[p.Path] != nil && t[p.Path].Any {
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, ok := drawn[imp]
+			switch {
+			case !ok:
+				out = append(out, fmt.Sprintf("package %s, drawn at line %d of %s's layer picture, imports %s, which the picture does not draw: draw it below %s", p.Path, from.Line, doc, imp, p.Path))
+			case to.Line <= from.Line:
+				out = append(out, fmt.Sprintf("package %s, drawn at line %d of %s's layer picture, imports %s, drawn at line %d, not below it: move one of them or drop the import", p.Path, from.Line, doc, imp, to.Line))
+			case from.Side != 0 && to.Side != 0 && from.Side != to.Side:
+				out = append(out, fmt.Sprintf("package %s, drawn in the %s column of %s's layer picture (line %d), imports %s, drawn in the other column (line %d): the columns never import each other; move it to the shared bands or drop the import", p.Path, side(from.Side), doc, from.Line, imp, to.Line))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func side(s byte) string {
+	if s == 'L' {
+		return "left"
+	}
+	return "right"
 }

@@ -77,6 +77,76 @@ func TestUnusedEdgesFail(t *testing.T) {
 	}
 }
 
+// TestPictureFollowsTheImports: the layer picture at the top of
+// docs/ARCHITECTURE.md agrees with the import graph, and an import
+// against it fails: one going up, one crossing between the columns, one
+// to a package the picture does not draw.
+func TestPictureFollowsTheImports(t *testing.T) {
+	root, table, pkgs := repo(t)
+	drawn := picture(t, root, pkgs)
+	for _, p := range []string{"cmd/gpuledger", "web", "collector", "billing/ledger", "attribution", "gpu"} {
+		if _, ok := drawn[p]; !ok {
+			t.Errorf("the picture does not draw %s", p)
+		}
+	}
+	for _, msg := range CheckPicture(doc, table, drawn, pkgs) {
+		t.Error(msg)
+	}
+	for _, c := range []struct{ pkg, imp, want string }{
+		{"billing/ledger", "billing/report", "not below it"},
+		{"collector", "billing/ledger", "the columns never import each other"},
+		{"billing/report", "billing/focus", "which the picture does not draw"},
+	} {
+		g := withPackage(t, pkgs, c.pkg, func(p *Package) { p.Imports = append(p.Imports, c.imp) })
+		got := added(CheckPicture(doc, table, drawn, pkgs), CheckPicture(doc, table, drawn, g))
+		if len(got) != 1 || !strings.HasPrefix(got[0], "package "+c.pkg+", drawn ") || !strings.Contains(got[0], "imports "+c.imp+",") || !strings.Contains(got[0], c.want) {
+			t.Errorf("with %s importing %s the picture check added %q, want one message with %q", c.pkg, c.imp, got, c.want)
+		}
+	}
+}
+
+// TestParsePicture: packages are found with their line and column.
+func TestParsePicture(t *testing.T) {
+	known := map[string]bool{"top": true, "a": true, "b": true, "a/x": true, "base": true}
+	drawn, err := ParsePicture(strings.NewReader(`# doc
+`+PictureHeading+`
+
+text, a b not in the block
+
+`+"```"+`
+        top           words that name no package
+    +----+-----+
+    a        b
+    a/x
+    +----+-----+
+        base
+`+"```"+`
+`), known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Drawn{"top": {7, 0}, "a": {9, 'L'}, "b": {9, 'R'}, "a/x": {10, 'L'}, "base": {12, 0}}
+	if len(drawn) != len(want) {
+		t.Errorf("drawn %v, want %v", drawn, want)
+	}
+	for p, d := range want {
+		if drawn[p] != d {
+			t.Errorf("%s drawn %+v, want %+v", p, drawn[p], d)
+		}
+	}
+	for _, c := range []struct{ text, want string }{
+		{"# no picture\n", "no fenced block"},
+		{PictureHeading + "\n```\na\n", "never closes"},
+		{PictureHeading + "\n```\na\na\n```\n", "drawn twice"},
+		{PictureHeading + "\n```\n+---+\na\n```\n", "middle +"},
+		{PictureHeading + "\n```\n+--+--+\na\n```\n", "never closes them"},
+	} {
+		if _, err := ParsePicture(strings.NewReader(c.text), known); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParsePicture(%q) = %v, want an error with %q", c.text, err, c.want)
+		}
+	}
+}
+
 // TestCheckMessages: each kind of failure, on a small table, says what to
 // add or change.
 func TestCheckMessages(t *testing.T) {
@@ -205,6 +275,25 @@ func repo(t *testing.T) (root string, table Table, pkgs []Package) {
 		t.Fatalf("go list found only %d packages", len(pkgs))
 	}
 	return root, table, pkgs
+}
+
+// picture parses the layer picture of docs/ARCHITECTURE.md.
+func picture(t *testing.T, root string, pkgs []Package) map[string]Drawn {
+	t.Helper()
+	known := map[string]bool{}
+	for _, p := range pkgs {
+		known[p.Path] = true
+	}
+	f, err := os.Open(filepath.Join(root, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	drawn, err := ParsePicture(f, known)
+	if err != nil {
+		t.Fatalf("%s: %v", doc, err)
+	}
+	return drawn
 }
 
 // withPackage returns a copy of pkgs with the package at path changed by
