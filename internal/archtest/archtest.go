@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -260,12 +261,15 @@ func wantCell(p Package) string {
 }
 
 // Load lists the packages of the module in dir (go list ./...) with their
-// non-test imports for the build's GOOS and GOARCH: the module's own
+// non-test imports for linux/amd64 with cgo: the module's own
 // packages module-relative, outside packages with their module's path,
 // the standard library left out.
 func Load(ctx context.Context, dir string) ([]Package, error) {
 	cmd := exec.CommandContext(ctx, "go", "list", "-deps", "-json=ImportPath,Standard,Module,Imports,DepOnly", "./...")
 	cmd.Dir = dir
+	// One build context wherever the check runs: the one the collector is
+	// built for (a DaemonSet on Linux), cgo files included.
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
