@@ -94,7 +94,9 @@ lint: fmt vet arch
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./...; \
 	else echo "golangci-lint not installed; ran gofmt and go vet only"; fi
 
-## arch: every package's imports follow the table in docs/ARCHITECTURE.md.
+## arch: every package's imports (this module's and outside modules') are
+## exactly what its row of docs/ARCHITECTURE.md's table lists, and follow
+## the layer picture there.
 arch:
 	$(GO) test -count=1 ./internal/archtest/
 
