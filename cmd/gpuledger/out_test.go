@@ -54,11 +54,12 @@ func TestOutWritesOnlyRegularFiles(t *testing.T) {
 			}
 		}
 
-		real := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".out")
+		ext := map[string]string{"report": ".csv", "ledger export": ".csv", "advise": ".json", "whatif": ".txt"}[name]
+		real := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+ext)
 		if err := os.WriteFile(real, []byte("earlier"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		link := real + ".link"
+		link := filepath.Join(dir, "link-"+filepath.Base(real))
 		if err := os.Symlink(filepath.Base(real), link); err != nil {
 			t.Fatal(err)
 		}
@@ -93,5 +94,35 @@ func TestOutWritesOnlyRegularFiles(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"simulate", "--scenario", scenario, "--out", "-"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "directory") {
 		t.Errorf("simulate --out -: %v", err)
+	}
+}
+
+// report --out x.pdf once wrote CSV into x.pdf. An extension that disagrees
+// with the format is refused before anything is read; one that agrees, or
+// none, is taken.
+func TestReportOutExtensionMustFitTheFormat(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"--out", "x.pdf"}, false},
+		{[]string{"--out", "x.json", "--format", "csv"}, false},
+		{[]string{"--out", "x.csv", "--format", "html"}, false},
+		{[]string{"--out", "x.jsonl", "--format", "focus"}, false},
+		{[]string{"--out", "x.csv"}, true},
+		{[]string{"--out", "x.csv", "--format", "focus"}, true},
+		{[]string{"--out", "x.HTML"}, true},
+		{[]string{"--out", "x.jsonl"}, true},
+		{[]string{"--out", "bill", "--format", "json"}, true},
+		{[]string{"--out", "-", "--format", "html"}, true},
+	} {
+		args := append([]string{"--period", "2026-11", "--prices", "p.yaml", "--ledger", "l.db"}, c.args...)
+		_, err := parseReportFlags(args)
+		if c.ok != (err == nil) {
+			t.Errorf("report %v: %v", c.args, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), c.args[1]) {
+			t.Errorf("report %v: the error does not name the file: %v", c.args, err)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,7 +44,8 @@ self-contained HTML report, or a FOCUS 1.3 (or 1.4) cost and usage file
   --from/--to  any other range: RFC 3339, or YYYY-MM-DD for the start of that
              day in the price book's time zone (--to is exclusive)
   --prices   the price book, prices.yaml (env GPULEDGER_PRICES)
-  --format   csv (default, or from --out's extension), json, html, focus or focus-jsonl
+  --format   csv (default, or from --out's extension), json, html, focus or focus-jsonl;
+             an --out whose extension disagrees with it is refused
   --out      output file, written only once complete; default stdout
   --ledger   ledger DSN (env GPULEDGER_LEDGER): PATH, file:PATH or
              clickhouse://user:password@host:9000/database
@@ -134,6 +136,9 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	if f.format != reportCSV && f.format != reportJSON && f.format != reportHTML && f.format != reportFOCUS && f.format != reportFOCUSJSONL {
 		return f, fmt.Errorf("report: --format %q: want csv, json, html, focus or focus-jsonl", f.format)
 	}
+	if err := checkOutName(f.out, f.format); err != nil {
+		return f, err
+	}
 	if err := f.checkAdvice(); err != nil {
 		return f, err
 	}
@@ -156,8 +161,29 @@ func formatFromName(path string) string {
 		return reportJSON
 	case ".html", ".htm":
 		return reportHTML
+	case ".jsonl", ".ndjson":
+		return reportFOCUSJSONL
 	}
 	return reportCSV
+}
+
+// checkOutName refuses an --out whose extension disagrees with the format
+// (a finance CSV written into x.pdf or x.json reads as broken to whoever
+// opens it). A name without an extension fits any format.
+func checkOutName(path, format string) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	if path == "" || path == "-" || ext == "" {
+		return nil
+	}
+	fits := map[string][]string{
+		".csv": {reportCSV, reportFOCUS}, ".json": {reportJSON}, ".html": {reportHTML}, ".htm": {reportHTML},
+		".jsonl": {reportFOCUSJSONL}, ".ndjson": {reportFOCUSJSONL},
+	}[ext]
+	if slices.Contains(fits, format) {
+		return nil
+	}
+	want := map[string]string{reportCSV: ".csv", reportFOCUS: ".csv", reportJSON: ".json", reportHTML: ".html", reportFOCUSJSONL: ".jsonl"}[format]
+	return fmt.Errorf("report: --out %s: a %s file does not end in %s; name it *%s, or give the --format that %s files hold", path, format, ext, want, ext)
 }
 
 // bounds resolves the flags to [from, to) in the book's zone.
