@@ -64,7 +64,8 @@ func Build(ctx context.Context, src Source, book *pricebook.Book, from, to time.
 	if r.DataStart, r.DataEnd, err = dataBounds(ctx, src, r.DataFrom, r.DataTo, from, to, book.Location); err != nil {
 		return nil, err
 	}
-	if r.Quota, err = buildQuota(ctx, src, book, from, to); err != nil {
+	dataStart, dataEnd := r.DataBounds()
+	if r.Quota, err = buildQuota(ctx, src, book, from, to, dataStart, dataEnd); err != nil {
 		return nil, err
 	}
 	if err := b.finish(r); err != nil {

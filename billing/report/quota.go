@@ -67,8 +67,13 @@ type quotaReader interface {
 const maxQuotaHours = 10 * 366 * 24
 
 // buildQuota computes the quota section: nil when the ledger records no
-// quota in the period and the policy is not quota.
-func buildQuota(ctx context.Context, src Source, book *pricebook.Book, from, to time.Time) (*QuotaSection, error) {
+// quota in the period and the policy is not quota. Quota counts only over
+// [dataStart, dataEnd), what the ledger's rows cover of the period: an hour
+// the ledger knows nothing of (still to come in a running month, or before
+// the ledger began) is neither quota-hours nor unheld quota, so no bill
+// charges for it and the platform line, capacity less what teams pay, never
+// shrinks for it.
+func buildQuota(ctx context.Context, src Source, book *pricebook.Book, from, to, dataStart, dataEnd time.Time) (*QuotaSection, error) {
 	billed := ""
 	if book.Policy == pricebook.PolicyQuota {
 		billed = book.Quota.Source
@@ -85,7 +90,10 @@ func buildQuota(ctx context.Context, src Source, book *pricebook.Book, from, to 
 	} else if billed != "" {
 		return nil, fmt.Errorf("cannot bill policy quota: this ledger does not record quota")
 	}
-	ivs := quota.Intervals(changes, from, to)
+	var ivs []quota.Interval
+	if qFrom, qTo := maxTime(from, dataStart), minTime(to, dataEnd); qFrom.Before(qTo) {
+		ivs = quota.Intervals(changes, qFrom, qTo)
+	}
 	if len(ivs) == 0 && billed == "" {
 		return nil, nil
 	}

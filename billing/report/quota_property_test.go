@@ -34,6 +34,12 @@ func TestRandomQuotaReconciles(t *testing.T) {
 		rows := ledgerRows(gpus, tenants, step)
 		from := base.Add(time.Duration(rng.Intn(3600*6)) * time.Second)
 		to := from.Add(time.Duration(3600+rng.Intn(int(span/time.Second)-3600)) * time.Second)
+		switch rng.Intn(3) {
+		case 0: // a running month: the period runs past the data, into hours still to come
+			to = base.Add(span + time.Duration(1+rng.Intn(2*86400))*time.Second)
+		case 1: // the ledger began after the period did
+			from = base.Add(-time.Duration(1+rng.Intn(86400)) * time.Second)
+		}
 		zone := zones[it%len(zones)]
 		y := fmt.Sprintf("currency: USD\ntimezone: %s\npolicy: quota\ndefaultRate: %s\nrates: {}\nquota: {source: kueue, rate: %s, aboveRate: %s}\n",
 			zone, randomRate(rng), randomRate(rng), randomRate(rng))
@@ -102,15 +108,29 @@ func TestRandomQuotaReconciles(t *testing.T) {
 	}
 }
 
-// handQuota walks [from, to) second by second: each key's quota is its
-// last change at or before the second (in the order given when two share
-// one), kueue only; held is the rows' allocated seconds per local
-// calendar hour ("2006-01-02T15" in loc) of their start.
+// handQuota walks the part of [from, to) that the ledger's rows cover
+// second by second: from the start of the period's first row (by start) to
+// the end of its last, clipped to the period, since quota is never counted
+// for hours the ledger knows nothing of (hours still to come, or before the
+// ledger began). Each key's quota is its last change at or before the
+// second (in the order given when two share one), kueue only; held is the
+// rows' allocated seconds per local calendar hour ("2006-01-02T15" in loc)
+// of their start.
 func handQuota(changes []quota.Change, rows []attribution.Row, loc *time.Location, from, to time.Time) (q, above map[string]float64) {
 	q, above = map[string]float64{}, map[string]float64{}
 	held := map[string]map[string]float64{}
+	var dataStart, dataEnd time.Time
 	for _, r := range rows {
-		if r.Kind != attribution.KindContainer || r.IntervalStart.Before(from) || !r.IntervalStart.Before(to) {
+		if r.IntervalStart.Before(from) || !r.IntervalStart.Before(to) {
+			continue
+		}
+		if dataStart.IsZero() || r.IntervalStart.Before(dataStart) {
+			dataStart = r.IntervalStart
+		}
+		if r.IntervalEnd.After(dataEnd) {
+			dataEnd = r.IntervalEnd
+		}
+		if r.Kind != attribution.KindContainer {
 			continue
 		}
 		h := r.IntervalStart.In(loc).Format("2006-01-02T15")
@@ -119,8 +139,11 @@ func handQuota(changes []quota.Change, rows []attribution.Row, loc *time.Locatio
 		}
 		held[r.Team][h] += r.AllocatedGPUSeconds
 	}
+	if dataEnd.After(to) {
+		dataEnd = to
+	}
 	perHour := map[string]map[string]float64{}
-	for s := from; s.Before(to); s = s.Add(time.Second) {
+	for s := dataStart; s.Before(dataEnd); s = s.Add(time.Second) {
 		cur := map[quota.Key]quota.Change{}
 		for _, c := range changes {
 			if !c.At.After(s) && (cur[c.Key].At.IsZero() || !c.At.Before(cur[c.Key].At)) {
