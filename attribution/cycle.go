@@ -39,6 +39,10 @@ type rowW struct {
 	// hamiFloor marks a HAMi row whose annotation could not be taken at
 	// its word (hami_limits.go): at least its framebuffer, estimated.
 	hamiFloor bool
+	// useFloor marks a HAMi row charged at least the container's use of
+	// the GPU (hami_use.go): no core limit caps it, or the annotation
+	// does not vouch for it.
+	useFloor bool
 }
 
 // groupW is one container on one device in the cycle being attributed:
@@ -69,6 +73,7 @@ const (
 type gpuW struct {
 	unalloc, unattr, idle float64
 	shareSum              float64
+	held, unmet           float64 // floorHAMiUse: allocated seconds, floored rows' use beyond them
 	energy                float64
 	unattrE, idleE        float64
 	mode                  string // dominant mode of its slices
@@ -223,6 +228,8 @@ type cycle struct {
 	hamiIDs  []SliceID // the HAMi IDs of the allocation being placed
 	// hamiPlaced are the GPUs its annotation entry gave rows so far.
 	hamiPlaced []hamiPlaced
+	// hamiGhosts are the entry's devices naming GPUs this node lacks.
+	hamiGhosts []int32
 
 	// DRA: the node's devices by (driver, pool, name), and per claimed
 	// device this cycle the number of containers holding it.

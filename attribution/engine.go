@@ -112,6 +112,7 @@ func (e *Engine) Observe(obs Observation) CycleResult {
 	e.computeShares()
 	e.resolveProcesses()
 	e.attributeUsage()
+	e.floorHAMiUse()
 	e.distribute()
 	e.splitEnergy(contiguous)
 	res.GPUs = e.assemble()

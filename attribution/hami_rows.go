@@ -49,18 +49,15 @@ func (e *Engine) placeHAMi(h *holder) {
 		spec = hamiSpecOf(meta.Limits)
 	}
 	c.hamiPlaced = c.hamiPlaced[:0]
-	dup, unknown := false, 0
+	c.hamiGhosts = c.hamiGhosts[:0]
+	dup := false
 	for i := range devs {
 		d := &devs[i]
 		gpu, ok := c.gpuByAnnotation(d.UUID)
 		if !ok {
-			unknown++
-			c.anomaly(AnomalyUnknownDevice, h.who()+" "+d.UUID, "HAMi annotation of "+h.who()+
-				" names GPU "+strconv.Quote(d.UUID)+", which this node does not have; its share stays unallocated")
+			c.hamiGhosts = append(c.hamiGhosts, int32(i))
 			continue
 		}
-		mem := c.gpus[gpu].MemoryMiB
-		annotated := hamiDeviceShare(d, mem)
 		if j := c.hamiPlacedAt(gpu); j >= 0 {
 			// The entry names this GPU again: charged once, never summed
 			// (a tenant repeating a device must not squeeze its
@@ -68,39 +65,38 @@ func (e *Engine) placeHAMi(h *holder) {
 			// the limits are unknown.
 			dup = true
 			r := &c.rows[c.hamiPlaced[j].row]
-			if !meta.LimitsKnown && annotated > r.base {
+			if annotated := hamiDeviceShare(d, c.gpus[gpu].MemoryMiB); !meta.LimitsKnown && annotated > r.base {
 				r.base = annotated
 			}
-			r.hamiFloor = true
+			r.hamiFloor, r.useFloor = true, true
 			continue
 		}
-		base, flagged := annotated, false
-		if meta.LimitsKnown {
-			if !spec.agrees(d, mem) {
-				flagged = true
-				c.anomaly(AnomalyHAMiLimitsMismatch, h.who()+" "+c.gpus[gpu].UUID, fmt.Sprintf(
-					"HAMi annotation of %s gives %d MiB and %d%% cores on %s, its resource limits ask for %s; charged by the limits, at least its framebuffer, as an estimate",
-					h.who(), d.MemoryMiB, d.Cores, c.gpus[gpu].UUID, spec))
-			}
-			base = spec.share(mem)
-		}
-		switch {
-		case base < 0:
-			c.anomaly(AnomalyHAMiMismatch, h.who(), "HAMi device of "+h.who()+" on "+c.gpus[gpu].UUID+
-				" has no core limit and the GPU's memory size is unknown; charged 1/N of the GPU as an estimate")
-		case base == 0:
-			flagged = true
-			c.anomaly(AnomalyHAMiZeroShare, h.who()+" "+c.gpus[gpu].UUID, "HAMi annotation of "+h.who()+
-				" gives it no cores and no memory on "+c.gpus[gpu].UUID+"; charged its framebuffer there, as an estimate")
-		}
-		ri, _ := c.place(h, rowW{gpu: gpu, inst: -1, sid: c.hamiSlice(gpu), src: srcHAMi, base: base, hamiFloor: flagged})
-		c.hamiPlaced = append(c.hamiPlaced, hamiPlaced{gpu: gpu, row: ri})
+		c.placeHAMiDevice(h, d, gpu, meta, spec, false)
 	}
-	if n, ok := limitInt(meta.Limits[ResourceGPU]); ok && meta.LimitsKnown && n > 0 && n != len(c.hamiPlaced)+unknown {
+	// A device on a GPU this node does not have: HAMi gave the container
+	// a vGPU of this node, and kubelet's HAMi IDs say which GPU the device
+	// plugin handed it. The device is charged there, as an estimate; the
+	// annotation cannot move it off the node.
+	unplaced := 0
+	for _, di := range c.hamiGhosts {
+		d := &devs[di]
+		gpu, ok := c.ghostGPU()
+		if !ok {
+			unplaced++
+			c.anomaly(AnomalyUnknownDevice, h.who()+" "+d.UUID, "HAMi annotation of "+h.who()+
+				" names GPU "+strconv.Quote(d.UUID)+", which this node does not have; its share stays unallocated, its use on this node's GPUs is its own")
+			continue
+		}
+		c.anomaly(AnomalyUnknownDevice, h.who()+" "+d.UUID, "HAMi annotation of "+h.who()+
+			" names GPU "+strconv.Quote(d.UUID)+", which this node does not have; charged on "+c.gpus[gpu].UUID+
+			", which its kubelet device ID names, at least its use there, as an estimate")
+		c.placeHAMiDevice(h, d, gpu, meta, spec, true)
+	}
+	if n, ok := limitInt(meta.Limits[ResourceGPU]); ok && meta.LimitsKnown && n > 0 && n != len(c.hamiPlaced)+unplaced {
 		// The pod spec asks for n vGPUs (HAMi gives each its own GPU); an
 		// entry naming fewer hides one, and nothing says which GPU it is.
 		c.anomaly(AnomalyHAMiLimitsMismatch, h.who(), fmt.Sprintf("HAMi annotation of %s names %d GPUs, its resource limits ask for %d",
-			h.who(), len(c.hamiPlaced)+unknown, n))
+			h.who(), len(c.hamiPlaced)+unplaced, n))
 	}
 	if dup {
 		c.anomaly(AnomalyHAMiDuplicateGPU, h.who(), "HAMi annotation entry of "+h.who()+
@@ -112,6 +108,51 @@ func (e *Engine) placeHAMi(h *holder) {
 			r.base = max(r.base, c.framebufferShare(h.pod, h.ci, hp.gpu))
 		}
 	}
+}
+
+// placeHAMiDevice gives holder h a row for annotation device d on GPU
+// gpu: the limits' share where the metadata has them, else the entry's.
+// A ghost is a device whose GPU is not on this node, placed on the GPU
+// kubelet's ID names. Rows the annotation cannot vouch for (they disagree
+// with the limits, give nothing, or are ghosts) are estimated and floored
+// by the framebuffer; those and rows without a core limit are floored by
+// the container's use there (floorHAMiUse).
+func (c *cycle) placeHAMiDevice(h *holder, d *HAMiDevice, gpu int, meta *ContainerMeta, spec hamiSpec, ghost bool) {
+	mem := c.gpus[gpu].MemoryMiB
+	base, flagged, uncapped := hamiDeviceShare(d, mem), ghost, d.Cores == 0
+	if meta.LimitsKnown {
+		if !ghost && !spec.agrees(d, mem) {
+			flagged = true
+			c.anomaly(AnomalyHAMiLimitsMismatch, h.who()+" "+c.gpus[gpu].UUID, fmt.Sprintf(
+				"HAMi annotation of %s gives %d MiB and %d%% cores on %s, its resource limits ask for %s; charged by the limits, at least its framebuffer, as an estimate",
+				h.who(), d.MemoryMiB, d.Cores, c.gpus[gpu].UUID, spec))
+		}
+		base, uncapped = spec.share(mem), spec.cores == 0
+	}
+	switch {
+	case base < 0:
+		c.anomaly(AnomalyHAMiMismatch, h.who(), "HAMi device of "+h.who()+" on "+c.gpus[gpu].UUID+
+			" has no core limit and the GPU's memory size is unknown; charged 1/N of the GPU as an estimate")
+	case base == 0:
+		flagged = true
+		c.anomaly(AnomalyHAMiZeroShare, h.who()+" "+c.gpus[gpu].UUID, "HAMi annotation of "+h.who()+
+			" gives it no cores and no memory on "+c.gpus[gpu].UUID+"; charged its framebuffer there, as an estimate")
+	}
+	ri, _ := c.place(h, rowW{gpu: gpu, inst: -1, sid: c.hamiSlice(gpu), src: srcHAMi, base: base,
+		hamiFloor: flagged, useFloor: flagged || uncapped})
+	c.hamiPlaced = append(c.hamiPlaced, hamiPlaced{gpu: gpu, row: ri})
+}
+
+// ghostGPU is the first GPU of this node that one of the container's
+// kubelet HAMi IDs names and that has no row of its annotation entry yet.
+func (c *cycle) ghostGPU() (int, bool) {
+	for _, sid := range c.hamiIDs {
+		gpu, ok := c.gpuByUUID(sid.UUID)
+		if ok && c.hamiPlacedAt(gpu) < 0 {
+			return gpu, true
+		}
+	}
+	return -1, false
 }
 
 // hamiPlaced is a GPU the container being placed got a HAMi row on.
@@ -246,10 +287,12 @@ func (c *cycle) flagUnlisted(g int32, pod, ci int, device string) {
 	}
 	c.groups[g].estimated = true
 	// It is still the container's HAMi use (and shares the GPU without
-	// isolation, which the noisy-neighbour detector must see).
-	c.rows[c.groups[g].head].mode = ModeHAMi
+	// isolation, which the noisy-neighbour detector must see), and it is
+	// charged at least that use where the GPU has room (floorHAMiUse).
+	r := &c.rows[c.groups[g].head]
+	r.mode, r.useFloor = ModeHAMi, r.inst < 0
 	ctr := &c.groups[g].ctr
 	who := ctr.ns + "/" + ctr.pod + "/" + ctr.container
 	c.anomaly(AnomalyHAMiUnlistedGPU, who+" "+device, "processes of "+who+" run on "+device+
-		", which its "+HAMiAnnotation+" entry does not name; usage charged to it as an estimate")
+		", which its "+HAMiAnnotation+" entry does not name; usage charged to it, and held at least as much, as an estimate")
 }

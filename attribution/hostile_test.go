@@ -146,8 +146,9 @@ func (o *tobs) hamiPod(ns, name, uid, ann string, limits map[string]string, id, 
 
 // A container whose annotation gives 0 cores and 0 MiB but runs half the
 // time used to be allocated nothing, measured, with no anomaly. Without
-// limits in the metadata it is charged its framebuffer (20000 of 80000
-// MiB: a quarter), estimated, and hami_zero_share is raised.
+// limits in the metadata its share is its framebuffer (20000 of 80000
+// MiB: a quarter), estimated, and hami_zero_share is raised; with no core
+// limit it holds at least what it used, half of the 10 s.
 func TestHAMiZeroShareChargedItsFramebuffer(t *testing.T) {
 	g := gpuID(1)
 	o := newObs(at(0), at(10))
@@ -155,7 +156,7 @@ func TestHAMiZeroShareChargedItsFramebuffer(t *testing.T) {
 	o.hamiPod("a", "free", uidA, g+",NVIDIA,0,0:;", nil, g+"-0", g, 1, 20000, 50)
 	res := attributeOnce(t, Config{}, o)
 	gc := gpuOf(t, res, g)
-	wantRow(t, ctrOf(t, gc, "free", "c", ""), ModeHAMi, MethodEstimated, 0.25, 2.5, 5)
+	wantRow(t, ctrOf(t, gc, "free", "c", ""), ModeHAMi, MethodEstimated, 0.25, 5, 5)
 	if !hasAnomaly(res, AnomalyHAMiZeroShare, "a/free/c "+g) {
 		t.Errorf("anomalies %+v", res.Anomalies)
 	}
@@ -164,7 +165,8 @@ func TestHAMiZeroShareChargedItsFramebuffer(t *testing.T) {
 // With the pod spec's limits known, they decide the share whatever the
 // annotation says (it may have been edited before the container started,
 // and the first value seen is the edited one); the disagreement is an
-// anomaly and the container pays at least its framebuffer.
+// anomaly and the container pays at least its framebuffer. Without a core
+// limit it pays at least its use (50% busy: 5 of the 10 s).
 func TestHAMiLimitsDecideTheShare(t *testing.T) {
 	g := gpuID(1)
 	lim := map[string]string{HAMiResourceCores: "50", HAMiResourceMem: "20000", "nvidia.com/gpu": "1"}
@@ -193,7 +195,11 @@ func TestHAMiLimitsDecideTheShare(t *testing.T) {
 			o.wholeGPU(g, rep(50, 10)...).MemoryMiB = 80000
 			o.hamiPod("a", "pa", uidA, tc.ann, tc.limits, g+"-0", g, 1, tc.mem, 50)
 			res := attributeOnce(t, Config{}, o)
-			wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", ""), ModeHAMi, tc.method, tc.share, 10*tc.share, 5)
+			alloc := 10 * tc.share
+			if tc.limits[HAMiResourceCores] == "" {
+				alloc = max(alloc, 5) // no core limit: at least its 50% busy
+			}
+			wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", ""), ModeHAMi, tc.method, tc.share, alloc, 5)
 			if got := hasAnomaly(res, AnomalyHAMiLimitsMismatch, "a/pa/c "+g); got != tc.mismatch {
 				t.Errorf("%s: mismatch anomaly %v, want %v: %+v", tc.description, got, tc.mismatch, res.Anomalies)
 			}
@@ -204,8 +210,9 @@ func TestHAMiLimitsDecideTheShare(t *testing.T) {
 // An entry naming the same GPU 20,000 times used to be summed and scaled
 // down with its neighbour's share: it took almost the whole GPU and
 // squeezed a legitimate neighbour to nearly nothing. It is charged once
-// (the larger annotated share, at least its framebuffer), estimated, and
-// hami_duplicate_gpu is raised; the neighbour keeps its 50%.
+// (the larger annotated share, at least its framebuffer and its use: 30%
+// busy, 3 of the 10 s), estimated, and hami_duplicate_gpu is raised; the
+// neighbour keeps its 50%.
 func TestHAMiSameGPUNamedManyTimes(t *testing.T) {
 	g := gpuID(1)
 	o := newObs(at(0), at(10))
@@ -215,9 +222,9 @@ func TestHAMiSameGPUNamedManyTimes(t *testing.T) {
 	o.hamiPod("b", "honest", uidB, g+",NVIDIA,40000,50:;", nil, g+"-1", g, 2, 30000, 50)
 	res := attributeOnce(t, Config{}, o)
 	gc := gpuOf(t, res, g)
-	wantRow(t, ctrOf(t, gc, "greedy", "c", ""), ModeHAMi, MethodEstimated, 0.1, 1, 3)
+	wantRow(t, ctrOf(t, gc, "greedy", "c", ""), ModeHAMi, MethodEstimated, 0.1, 3, 3)
 	wantRow(t, ctrOf(t, gc, "honest", "c", ""), ModeHAMi, MethodMeasured, 0.5, 5, 5)
-	wantResiduals(t, gc, 4, 0, 2)
+	wantResiduals(t, gc, 2, 0, 2)
 	if !hasAnomaly(res, AnomalyHAMiDuplicateGPU, "a/greedy/c") {
 		t.Errorf("anomalies %+v", res.Anomalies)
 	}
@@ -227,7 +234,7 @@ func TestHAMiSameGPUNamedManyTimes(t *testing.T) {
 	o.hamiPod("a", "greedy", uidA, ann, map[string]string{HAMiResourceCores: "10", HAMiResourceMem: "1000"}, g+"-0", g, 1, 4000, 30)
 	o.hamiPod("b", "honest", uidB, g+",NVIDIA,40000,50:;", nil, g+"-1", g, 2, 30000, 50)
 	gc = gpuOf(t, attributeOnce(t, Config{}, o), g)
-	wantRow(t, ctrOf(t, gc, "greedy", "c", ""), ModeHAMi, MethodEstimated, 0.1, 1, 3)
+	wantRow(t, ctrOf(t, gc, "greedy", "c", ""), ModeHAMi, MethodEstimated, 0.1, 3, 3)
 	wantRow(t, ctrOf(t, gc, "honest", "c", ""), ModeHAMi, MethodMeasured, 0.5, 5, 5)
 }
 

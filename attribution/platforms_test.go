@@ -91,7 +91,8 @@ func TestHAMiKubeletIDsNameOtherGPUs(t *testing.T) {
 }
 
 // A container's processes on a GPU its annotation does not name: its own
-// use, estimated, allocated nothing there, and an anomaly.
+// use, estimated, held at least as much there (the GPU is otherwise free),
+// and an anomaly.
 func TestHAMiUnlistedGPU(t *testing.T) {
 	g1, g2 := gpuID(1), gpuID(2)
 	o := newObs(at(0), at(10))
@@ -103,9 +104,9 @@ func TestHAMiUnlistedGPU(t *testing.T) {
 	res := attributeOnce(t, Config{}, o)
 	wantRow(t, ctrOf(t, gpuOf(t, res, g1), "pa", "c", g1), ModeHAMi, MethodMeasured, 0.5, 5, 0)
 	g2c := gpuOf(t, res, g2)
-	// 40% of 10 s = 4 s used on g2, nothing allocated there.
-	wantRow(t, ctrOf(t, g2c, "pa", "c", g2), ModeHAMi, MethodEstimated, 0, 0, 4)
-	wantResiduals(t, g2c, 10, 0, 6)
+	// 40% of 10 s = 4 s used on g2, and so held there.
+	wantRow(t, ctrOf(t, g2c, "pa", "c", g2), ModeHAMi, MethodEstimated, 0, 4, 4)
+	wantResiduals(t, g2c, 6, 0, 6)
 	if !hasAnomaly(res, AnomalyHAMiUnlistedGPU, "a/pa/c "+g2) {
 		t.Errorf("anomalies %+v, want hami_unlisted_gpu", res.Anomalies)
 	}

@@ -55,6 +55,9 @@ func newRandomNode(r *rand.Rand) *randomNode {
 			p.InitContainers = append(p.InitContainers, ContainerMeta{Name: "i" + strconv.Itoa(ci),
 				ID: cid(uid, "i"+strconv.Itoa(ci)), Sidecar: r.IntN(2) == 0})
 		}
+		for ci := range ctrCount(&p) {
+			n.hamiLimits(ctrMeta(&p, ci))
+		}
 		n.pods = append(n.pods, p)
 	}
 	return n
@@ -312,12 +315,43 @@ func (n *randomNode) hamiAnnotation(containers int) string {
 	}
 	s := ""
 	for range containers {
-		for range r.IntN(2) {
-			s += n.gpus[r.IntN(len(n.gpus))].UUID + ",NVIDIA," + strconv.Itoa(r.IntN(90000)) + "," + strconv.Itoa(r.IntN(101)) + ":"
+		for range r.IntN(3) {
+			// Sometimes a GPU this node does not have (a tenant's edit),
+			// sometimes no core limit (a memory share only).
+			uuid, cores := n.gpus[r.IntN(len(n.gpus))].UUID, r.IntN(101)
+			if r.IntN(4) == 0 {
+				uuid = gpuID(999000 + r.IntN(3))
+			}
+			if r.IntN(3) == 0 {
+				cores = 0
+			}
+			s += uuid + ",NVIDIA," + strconv.Itoa(r.IntN(90000)) + "," + strconv.Itoa(cores) + ":"
 		}
 		s += ";"
 	}
 	return s
+}
+
+// hamiLimits gives a container HAMi limits from its pod spec, or none
+// known; gpucores is often absent (no core limit).
+func (n *randomNode) hamiLimits(c *ContainerMeta) {
+	r := n.r
+	if r.IntN(2) == 0 {
+		return
+	}
+	c.LimitsKnown, c.Limits = true, map[string]string{}
+	if r.IntN(2) == 0 {
+		c.Limits[ResourceGPU] = strconv.Itoa(1 + r.IntN(2))
+	}
+	if r.IntN(2) == 0 {
+		c.Limits[HAMiResourceCores] = strconv.Itoa(r.IntN(101))
+	}
+	switch r.IntN(3) {
+	case 0:
+		c.Limits[HAMiResourceMem] = strconv.Itoa(r.IntN(90000))
+	case 1:
+		c.Limits[HAMiResourceMemPercentage] = strconv.Itoa(r.IntN(101))
+	}
 }
 
 // ledgerCheck accumulates what the rows must add up to.

@@ -25,6 +25,10 @@ type holding struct {
 	// floor: a HAMi holding its annotation cannot vouch for, charged at
 	// least the framebuffer the container's processes hold on the GPU.
 	floor bool
+	// useFloor: a HAMi holding charged at least the container's use of
+	// the GPU where nobody else holds it (hamiuse.go): no core limit caps
+	// it, or its annotation cannot vouch for it.
+	useFloor bool
 }
 
 // span is a nominal share of one GPU held over a window, before shares
@@ -33,6 +37,10 @@ type span struct {
 	dev   device
 	share float64
 	win   window
+	// useFloor spans are charged at least use, the container's busy
+	// fraction of the device over win, out of what no span holds.
+	useFloor bool
+	use      float64
 }
 
 // member is one GPU-holding or GPU-using container of the scenario, init
@@ -44,6 +52,10 @@ type member struct {
 	holdings  []holding
 	spans     []span
 	allocated float64
+	// useSpans are its use-floored spans cut where its use changes, and
+	// the whole GPUs it runs on unlisted (useFloors); allocate settles
+	// them in place of its useFloor spans where a floor takes anything.
+	useSpans []span
 	// byAnnotation: charged by its HAMi annotation entry, which names
 	// the GPUs it may run on.
 	byAnnotation bool
@@ -57,7 +69,8 @@ func (m *member) addSpan(s span) {
 	}
 	if n := len(m.spans); n > 0 {
 		last := &m.spans[n-1]
-		if last.dev.uuid() == s.dev.uuid() && last.win.end == s.win.start && last.share == s.share {
+		if last.dev.uuid() == s.dev.uuid() && last.win.end == s.win.start && last.share == s.share &&
+			last.useFloor == s.useFloor && last.use == s.use {
 			last.win.end = s.win.end
 			return
 		}
@@ -107,7 +120,7 @@ func buildMembers(sc *scenario.Scenario, idx *deviceIndex) ([]*member, error) {
 				case h.floor:
 					floorSpans(m, h, k.c.Processes)
 				case !h.dra:
-					m.addSpan(span{dev: h.dev, share: h.share, win: m.win})
+					m.addSpan(span{dev: h.dev, share: h.share, win: m.win, useFloor: h.useFloor})
 				}
 			}
 			out = append(out, m)
@@ -211,44 +224,92 @@ func podLifetime(sc *scenario.Scenario, p *scenario.Pod) (time.Duration, time.Du
 
 // allocate integrates each member's spans, scaling a GPU's shares down
 // wherever the live ones add up to more than 1, and returns the allocated
-// seconds per GPU UUID.
+// seconds per GPU UUID. On a GPU where some use floor takes capacity
+// (useFloors), the floored spans are settled in their pieces; elsewhere
+// the spans are settled whole, so a floor that never binds changes no
+// figure, not even in its last digit.
 func allocate(members []*member) map[string]float64 {
-	type owned struct {
-		m *member
-		span
-	}
 	perGPU := make(map[string][]owned)
+	floored := make(map[string][]owned)
 	for _, m := range members {
 		for _, s := range m.spans {
 			u := s.dev.gpu.UUID
 			perGPU[u] = append(perGPU[u], owned{m, s})
+			if !s.useFloor || len(m.useSpans) == 0 {
+				floored[u] = append(floored[u], owned{m, s})
+			}
+		}
+		for _, s := range m.useSpans {
+			u := s.dev.gpu.UUID
+			floored[u] = append(floored[u], owned{m, s})
 		}
 	}
 	total := make(map[string]float64, len(perGPU))
-	for _, u := range sortedKeys(perGPU) {
+	for _, u := range sortedKeys(floored) {
 		spans := perGPU[u]
-		wins := make([]window, len(spans))
-		for i, s := range spans {
-			wins[i] = s.win
+		if settle(floored[u], nil) {
+			spans = floored[u]
 		}
-		sweep(wins, func(a, b time.Duration, live []int) {
-			sum := 0.0
-			for _, i := range live {
-				sum += spans[i].share
-			}
-			scale := 1.0
-			if sum > 1 {
-				scale = 1 / sum
-			}
-			for _, i := range live {
-				sec := spans[i].share * scale * (b - a).Seconds()
-				spans[i].m.allocated += sec
-				total[u] += sec
-			}
+		settle(spans, func(o owned, sec float64) {
+			o.m.allocated += sec
+			total[u] += sec
 		})
 	}
 	return total
 }
+
+// owned is a span and the member holding it.
+type owned struct {
+	m *member
+	span
+}
+
+// settle sweeps one GPU's spans, giving each piece's seconds to add: the
+// shares, scaled down where they add up to more than 1, and for use
+// floors what no span holds, each the same fraction of its unmet use
+// when they want more than that. It reports whether a use floor took
+// anything.
+func settle(spans []owned, add func(o owned, sec float64)) (floorTook bool) {
+	wins := make([]window, len(spans))
+	for i, s := range spans {
+		wins[i] = s.win
+	}
+	sweep(wins, func(a, b time.Duration, live []int) {
+		sum := 0.0
+		for _, i := range live {
+			sum += spans[i].share
+		}
+		scale := 1.0
+		if sum > 1 {
+			scale = 1 / sum
+		}
+		unmet := 0.0
+		for _, i := range live {
+			if spans[i].useFloor {
+				unmet += max(spans[i].use-spans[i].share*scale, 0)
+			}
+		}
+		give := 0.0
+		if free := 1 - sum*scale; unmet > floorNoise && free > floorNoise {
+			give, floorTook = min(1, free/unmet), true
+		}
+		if add == nil {
+			return
+		}
+		for _, i := range live {
+			share := spans[i].share * scale
+			if spans[i].useFloor && give > 0 {
+				share += max(spans[i].use-share, 0) * give
+			}
+			add(spans[i], share*(b-a).Seconds())
+		}
+	})
+	return floorTook
+}
+
+// floorNoise is a share below which a floor's unmet use or a GPU's free
+// capacity is the rounding of the scaled shares, not capacity.
+const floorNoise = 1e-12
 
 // floorSpans adds holding h's spans over m's window at its share or, where
 // more, the framebuffer m's processes hold on its GPU over the GPU's
@@ -281,6 +342,6 @@ func floorSpans(m *member, h holding, procs []scenario.Process) {
 		if mem > 0 {
 			share = max(share, min(used/mem, 1))
 		}
-		m.addSpan(span{dev: h.dev, share: share, win: window{start: a, end: b}})
+		m.addSpan(span{dev: h.dev, share: share, win: window{start: a, end: b}, useFloor: h.useFloor})
 	}
 }

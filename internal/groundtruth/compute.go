@@ -45,11 +45,12 @@ func compute(sc *scenario.Scenario) (*Truth, error) {
 	if err != nil {
 		return nil, err
 	}
-	allocated := allocate(members)
 	tracks, err := collectTracks(sc, idx)
 	if err != nil {
 		return nil, err
 	}
+	useFloors(members, tracks)
+	allocated := allocate(members)
 	u := measure(sc, tracks)
 	groups, estimated := estimatedGroups(sc, members, u, tracks)
 

@@ -106,7 +106,7 @@ func hamiHoldings(idx *deviceIndex, p *scenario.Pod, k ctr, kubelet []slice, ham
 	value, _ := annotationAt(p, annotHAMi, k.win.start)
 	parts := parseHAMi(value)
 	if i := hamiEntryIndex(p, len(parts), k); i >= 0 && len(parts[i]) > 0 {
-		return entryHoldings(idx, parts[i], k.c.Limits), true
+		return entryHoldings(idx, parts[i], k.c.Limits, kubelet), true
 	}
 	var out []holding
 	for _, s := range kubelet {
@@ -123,46 +123,85 @@ func hamiHoldings(idx *deviceIndex, p *scenario.Pod, k ctr, kubelet []slice, ham
 // share of the GPU's (at most all of it) when cores is 0. A holding the
 // annotation cannot vouch for (it disagrees with the limits, gives no
 // share at all, or names its GPU twice) is an estimate, and floored: the
-// container pays at least the framebuffer its processes hold there.
-func entryHoldings(idx *deviceIndex, entry []hamiEntry, limits map[string]string) []holding {
+// container pays at least the framebuffer its processes hold there. Such
+// a holding, and one without a core limit, pays at least the container's
+// use of the GPU too (useFloors). A device naming a GPU this node does not
+// have (a MIG instance's UUID included) is a ghost: HAMi gave the
+// container a vGPU of this node, so it is charged, as an estimate and
+// floored both ways, on the first GPU one of kubelet's HAMi IDs names
+// that the entry has not charged yet; with none, its share stays
+// unallocated.
+func entryHoldings(idx *deviceIndex, entry []hamiEntry, limits map[string]string, kubelet []slice) []holding {
 	var out []holding
+	var ghosts []hamiEntry
 	at := make(map[string]int)
 	for _, e := range entry {
 		d, ok := idx.byUUID[e.uuid]
 		if !ok || d.instance != "" {
+			ghosts = append(ghosts, e)
 			continue
-		}
-		mem := deviceMemoryMiB[d.gpu.Model]
-		annotated := -1.0
-		switch {
-		case e.cores > 0:
-			annotated = e.cores / 100
-		case mem > 0:
-			annotated = min(e.memMiB/mem, 1)
 		}
 		if i, seen := at[e.uuid]; seen {
 			// Named again: once, at the larger annotated share.
 			if limits == nil {
-				out[i].share = max(out[i].share, annotated)
+				out[i].share = max(out[i].share, annotatedShare(e, deviceMemoryMiB[d.gpu.Model]))
 			}
-			out[i].floor, out[i].estimated = true, true
+			out[i].floor, out[i].estimated, out[i].useFloor = true, true, true
 			continue
 		}
-		share, suspect := annotated, false
-		if limits != nil {
-			want := specFromLimits(limits)
-			share, suspect = want.shareOf(mem), !want.matches(e, mem)
+		if h, ok := entryHolding(d, e, limits, false); ok {
+			at[e.uuid] = len(out)
+			out = append(out, h)
 		}
-		if share < 0 {
-			continue // no size at all: the pipeline's 1/N estimate is not modelled here
+	}
+	for _, e := range ghosts {
+		for _, s := range kubelet {
+			u := s.dev.gpu.UUID
+			if _, taken := at[u]; taken {
+				continue
+			}
+			at[u] = -1
+			if h, ok := entryHolding(device{gpu: s.dev.gpu, weight: 1}, e, limits, true); ok {
+				at[u] = len(out)
+				out = append(out, h)
+			}
+			break
 		}
-		if share == 0 {
-			suspect = true
-		}
-		at[e.uuid] = len(out)
-		out = append(out, holding{dev: d, share: share, mode: scenario.ModeHAMi, hami: true, floor: suspect, estimated: suspect})
 	}
 	return out
+}
+
+// entryHolding is the holding of one entry device on GPU d; ok is false
+// where nothing sizes it (no core limit, device memory unknown), which the
+// pipeline's 1/N estimate covers and this truth does not model.
+func entryHolding(d device, e hamiEntry, limits map[string]string, ghost bool) (_ holding, ok bool) {
+	mem := deviceMemoryMiB[d.gpu.Model]
+	share, suspect, uncapped := annotatedShare(e, mem), ghost, e.cores == 0
+	if limits != nil {
+		want := specFromLimits(limits)
+		share, uncapped = want.shareOf(mem), want.cores == 0
+		suspect = suspect || !want.matches(e, mem)
+	}
+	if share < 0 {
+		return holding{}, false
+	}
+	if share == 0 {
+		suspect = true
+	}
+	return holding{dev: d, share: share, mode: scenario.ModeHAMi, hami: true, floor: suspect, estimated: suspect,
+		useFloor: suspect || uncapped}, true
+}
+
+// annotatedShare is an entry device's own share: cores/100, else its
+// memory over the GPU's; -1 when neither says anything.
+func annotatedShare(e hamiEntry, mem float64) float64 {
+	switch {
+	case e.cores > 0:
+		return e.cores / 100
+	case mem > 0:
+		return min(e.memMiB/mem, 1)
+	}
+	return -1
 }
 
 // hamiAsk is what a container's limits ask HAMi for per GPU: cores in

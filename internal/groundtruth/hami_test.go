@@ -54,7 +54,8 @@ func TestHAMiAnnotationNamesTheGPUs(t *testing.T) {
 		proc(1, gpuA, seg(0, 100, 0.4)), proc(2, gpuB, seg(0, 100, 0.3)))
 	multi.Containers[0].Devices[0].IDs = append(multi.Containers[0].Devices[0].IDs, gpuA+"-1")
 	// stray's annotation names B, its process runs on A: it holds a
-	// quarter of B, its usage on A is still its own, and it is estimated.
+	// quarter of B, its usage on A is still its own, it holds at least
+	// that use on A (20 s of the 50 nobody holds), and it is estimated.
 	stray := hamiPod("stray", hamiDev(gpuB, "0", "25")+";", gpuA+"-2", proc(3, gpuA, seg(0, 100, 0.2)))
 	tr := mustCompute(t, newScenario(100, nil, hamiGPUs(), multi, stray))
 
@@ -64,7 +65,7 @@ func TestHAMiAnnotationNamesTheGPUs(t *testing.T) {
 	if m.Method != "" {
 		t.Errorf("multi: method %q, want measured", m.Method)
 	}
-	wantNear(t, "allocated(stray)", s.Allocated, 25)
+	wantNear(t, "allocated(stray)", s.Allocated, 25+20)
 	wantNear(t, "used(stray)", s.Used, 20)
 	if s.Method != MethodEstimated {
 		t.Errorf("stray: method %q, want estimated", s.Method)
@@ -73,7 +74,7 @@ func TestHAMiAnnotationNamesTheGPUs(t *testing.T) {
 		t.Fatalf("groups %+v, want stray alone", tr.InstanceGroups)
 	}
 	wantNear(t, "stray single used", tr.InstanceGroups[0].Used, 20)
-	wantNear(t, "unallocated(A)", *tr.GPUs[gpuA].Unallocated, 50)
+	wantNear(t, "unallocated(A)", *tr.GPUs[gpuA].Unallocated, 50-20)
 	wantNear(t, "unallocated(B)", *tr.GPUs[gpuB].Unallocated, 25)
 }
 
@@ -104,8 +105,8 @@ func TestHAMiUnreadableOrForeignEntries(t *testing.T) {
 		Annotations: map[string]string{annotHAMi: hamiDev(gpuA, "0", "60") + ";" + hamiDev(gpuA, "0", "60") + ";;"},
 		Containers:  []scenario.Container{ctrHolding("x", []string{gpuA + "-0"}), ctrHolding("y", []string{gpuA + "-1"})}}
 	odd = withInits(odd, 100)
-	// An entry naming only a GPU this node lacks holds nothing here, and a
-	// process on a GPU it does not name is an estimate.
+	// An entry naming only a GPU this node lacks is charged on the GPU its
+	// kubelet ID names (B), at the annotated 50%, as an estimate.
 	away := hamiPod("away", hamiDev(foreign, "0", "50")+";", gpuB+"-0", proc(1, gpuB, seg(0, 100, 0.1)))
 	// Memory above the GPU's is at most the whole GPU.
 	big := hamiPod("big", hamiDev(gpuB, "200000", "0")+";", gpuB+"-1")
@@ -115,8 +116,32 @@ func TestHAMiUnreadableOrForeignEntries(t *testing.T) {
 		wantNear(t, "allocated("+k+")", tr.Containers[k].Allocated, 50) // 2 HAMi IDs on A
 		wantMethod(t, tr, k, MethodEstimated)
 	}
-	wantNear(t, "allocated(away)", tr.Containers["llm/away/c"].Allocated, 0)
+	// B: away's 50% and big's whole GPU, 1.5, scaled down to 1.
+	wantNear(t, "allocated(away)", tr.Containers["llm/away/c"].Allocated, 100*0.5/1.5)
 	wantNear(t, "used(away)", tr.Containers["llm/away/c"].Used, 10)
 	wantMethod(t, tr, "llm/away/c", MethodEstimated)
-	wantNear(t, "allocated(big)", tr.Containers["llm/big/c"].Allocated, 100)
+	wantNear(t, "allocated(big)", tr.Containers["llm/big/c"].Allocated, 100/1.5)
+}
+
+// A HAMi container pays at least what it uses, out of what nobody holds:
+// hog has 4096 MiB of an H100 (5%) and no core limit and runs 60%, then
+// 90%; capped holds 30 cores. 0-50 s: hog holds its 60%; 50-100 s: the
+// 65% nobody holds of the 85% more it wants. ghost names a GPU the node
+// lacks, its pod spec asks for 40 cores: charged on B, where kubelet's ID
+// is, 40% though it runs 10%.
+func TestHAMiUseFloors(t *testing.T) {
+	const foreign = "GPU-ffffffff-0000-4000-8000-000000000000"
+	hog := hamiPod("hog", hamiDev(gpuA, "4096", "0")+";", gpuA+"-0", proc(1, gpuA, seg(0, 50, 0.6), seg(50, 100, 0.9)))
+	capped := hamiPod("capped", hamiDev(gpuA, "20000", "30")+";", gpuA+"-1", proc(2, gpuA, seg(0, 100, 0.1)))
+	capped.Containers[0].Limits = map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpucores": "30", "nvidia.com/gpumem": "20000"}
+	ghost := hamiPod("ghost", hamiDev(foreign, "20000", "40")+";", gpuB+"-0", proc(3, gpuB, seg(0, 100, 0.1)))
+	ghost.Containers[0].Limits = map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpucores": "40", "nvidia.com/gpumem": "20000"}
+	tr := mustCompute(t, newScenario(100, nil, hamiGPUs(), hog, capped, ghost))
+	wantNear(t, "allocated(hog)", tr.Containers["llm/hog/c"].Allocated, 0.6*50+0.7*50)
+	wantMethod(t, tr, "llm/hog/c", "")
+	wantNear(t, "allocated(capped)", tr.Containers["llm/capped/c"].Allocated, 30)
+	wantNear(t, "allocated(ghost)", tr.Containers["llm/ghost/c"].Allocated, 40)
+	wantMethod(t, tr, "llm/ghost/c", MethodEstimated)
+	wantNear(t, "unallocated(A)", *tr.GPUs[gpuA].Unallocated, 100-65-30)
+	wantNear(t, "unallocated(B)", *tr.GPUs[gpuB].Unallocated, 60)
 }

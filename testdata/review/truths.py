@@ -224,10 +224,11 @@ T4 = {}
 # cores 0: memMiB / device memory (A100-SXM4-80GB: 81920 MiB)
 T4["hami-mem"] = dict(
     containers={
-        "llm/hog/c": C(180 * 20480 / 81920, 180 * 0.3, "hami", "genai"),
+        # No core limit: at least its use, .3 > .25 (platforms.md, HAMi).
+        "llm/hog/c": C(180 * max(20480 / 81920, 0.3), 180 * 0.3, "hami", "genai"),
         "llm/victim/c": C(180 * 40960 / 81920, 180 * 0.15, "hami", "genai"),
     },
-    gpus={"GPU-d2000000-0000-4000-8000-000000000000": {"model": "A100-SXM4-80GB", "unallocated": 180 * 0.25}},
+    gpus={"GPU-d2000000-0000-4000-8000-000000000000": {"model": "A100-SXM4-80GB", "unallocated": 180 - 180 * 0.3 - 180 * 0.5}},
 )
 for name, t in T4.items():
     t.setdefault("expect_flags", [])

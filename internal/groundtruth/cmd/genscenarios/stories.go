@@ -50,6 +50,10 @@ var stories = []story{
 	{"hami-duplicate-gpu", hamiDuplicateGPU},
 	{"memory-leak-late-pod", memoryLeakLatePod},
 	{"mig-compute-instance", migComputeInstance},
+	{"hami-ghost-gpu", hamiGhostGPU("hami-ghost-gpu", false)},
+	{"hami-ghost-gpu-honest", hamiGhostGPU("hami-ghost-gpu-honest", true)},
+	{"hami-uncapped", hamiUncapped("hami-uncapped", false)},
+	{"hami-uncapped-honest", hamiUncapped("hami-uncapped-honest", true)},
 }
 
 // exclusiveBasic: a trainer keeps its GPU ~90% busy, a notebook holds a

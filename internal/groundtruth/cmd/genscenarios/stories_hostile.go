@@ -135,3 +135,80 @@ func hamiDuplicateGPU() *builder {
 	b.forbid("kind", "idle_allocation")
 	return b
 }
+
+// ghostGPU is a GPU UUID on no node of the corpus.
+const ghostGPU = "GPU-0badc0de-0000-4000-8000-000000000000"
+
+// hamiGhostGPU: while its init container runs, a tenant patches its own
+// annotation to name a GPU the node does not have; its pod spec asks for
+// 50 cores and its process runs on the node's GPU, 48% busy, from the
+// container's start at 60 s. It used to hold nothing (the annotation's GPU
+// is not here, its use an unlisted GPU's) and, under idle: shared, its
+// neighbour paid for its time. The device is charged on the GPU its
+// kubelet ID names, by the limits' 50%, as an estimate: 120 s, as in the
+// honest run (honest: no patch), and the neighbour's 30% is 90 s in both.
+func hamiGhostGPU(name string, honest bool) func() *builder {
+	return func() *builder {
+		b := newBuilder(name, 300, map[string]string{lProduct: "NVIDIA-H100-80GB-HBM3"})
+		b.namespace("sandbox", map[string]string{"team": "growth"})
+		b.namespace("payments", map[string]string{"team": "payments"})
+		g := b.gpu(h100, "hami")
+
+		p := b.pod("sandbox", "trainer", 0, 0)
+		p.initContainer("fetch-weights", 60, "")
+		c := p.container("model", "nvidia.com/gpu", g.UUID+"-0")
+		c.Limits = hamiLimits(50, 20000)
+		c.process(78000, g.UUID, 18000, 0, 0, []segY{seg(60, 300, 0.48)})
+		hamiAnnotate(b, p, "", hamiDevice(g.UUID, 20000, 50))
+		if !honest {
+			p.annotate(30, map[string]string{aHAMi: ";" + hamiDevice(ghostGPU, 20000, 50) + ";", aHAMiNode: b.f.Node.Name})
+		}
+
+		n := b.pod("payments", "scorer", 0, 0)
+		c = n.container("main", "nvidia.com/gpu", g.UUID+"-1")
+		c.Limits = hamiLimits(30, 30000)
+		c.process(78001, g.UUID, 25000, 0, 0, []segY{seg(0, 300, 0.2)})
+		hamiAnnotate(b, n, hamiDevice(g.UUID, 30000, 30))
+
+		b.forbid("kind", "noisy_neighbour")
+		b.forbid("kind", "idle_allocation")
+		return b
+	}
+}
+
+// hamiUncapped: a pod whose spec asks for 4096 MiB and no cores keeps the
+// GPU 60% busy; HAMi caps nothing. It used to hold its memory's 5% and,
+// under idle: shared, its core-capped neighbour (30 cores, 10% busy) paid
+// most of the time it used as its share of the never-allocated capacity.
+// It holds at least what it used, out of what nobody holds: 180 s, as in
+// the honest run (honest: its spec asks for the 60 cores it uses), and
+// the neighbour's 90 s in both; measured, no anomaly.
+func hamiUncapped(name string, honest bool) func() *builder {
+	return func() *builder {
+		b := newBuilder(name, 300, map[string]string{lProduct: "NVIDIA-H100-80GB-HBM3"})
+		b.namespace("sandbox", map[string]string{"team": "growth"})
+		b.namespace("payments", map[string]string{"team": "payments"})
+		g := b.gpu(h100, "hami")
+
+		p := b.pod("sandbox", "batch", 0, 0)
+		c := p.container("main", "nvidia.com/gpu", g.UUID+"-0")
+		c.Limits = map[string]string{"nvidia.com/gpu": "1", rGPUMem: "4096"}
+		cores := 0
+		if honest {
+			cores = 60
+			c.Limits[rGPUCores] = "60"
+		}
+		c.process(79000, g.UUID, 3500, 0, 0, []segY{seg(0, 300, 0.6)})
+		hamiAnnotate(b, p, hamiDevice(g.UUID, 4096, cores))
+
+		n := b.pod("payments", "scorer", 0, 0)
+		c = n.container("main", "nvidia.com/gpu", g.UUID+"-1")
+		c.Limits = hamiLimits(30, 30000)
+		c.process(79001, g.UUID, 25000, 0, 0, []segY{seg(0, 300, 0.1)})
+		hamiAnnotate(b, n, hamiDevice(g.UUID, 30000, 30))
+
+		b.forbid("kind", "noisy_neighbour")
+		b.forbid("kind", "idle_allocation")
+		return b
+	}
+}
