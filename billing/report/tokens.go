@@ -26,6 +26,25 @@ type Tokens struct {
 	// no GPU in the ledger over the period (a CPU-only server, a pod on a
 	// node without the collector).
 	Unpriced int
+	// Notes name the series and workloads left out because their counts
+	// were absurd, and the series Prometheus returned twice with different
+	// values (docs/tokens.md, "Absurd counts"): at most MaxTokenNotes, in
+	// namespace, workload, pod, server, metric order; NotesMore counts the
+	// rest.
+	Notes     []TokenNote
+	NotesMore int
+}
+
+// MaxTokenNotes bounds the notes a token section lists.
+const MaxTokenNotes = 100
+
+// TokenNote is one series (or, with Pod empty, one workload's sum) the
+// section left out or counted once, and why.
+type TokenNote struct {
+	Namespace, Workload, Pod, Server, Metric, Model string
+	// Note says what was wrong and what was done, with any value written
+	// to at most six significant digits.
+	Note string
 }
 
 // TokenRow is one workload serving one model: its pods' exact GPU cost
@@ -65,6 +84,18 @@ type jsonTokens struct {
 	Basis      string          `json:"cost_basis"`
 	Unpriced   int             `json:"unpriced_pods"`
 	Rows       []jsonTokensRow `json:"rows"`
+	Notes      []jsonTokenNote `json:"notes"`
+	NotesMore  int             `json:"notes_more"`
+}
+
+type jsonTokenNote struct {
+	Namespace string `json:"namespace"`
+	Workload  string `json:"workload"`
+	Pod       string `json:"pod"`
+	Server    string `json:"server"`
+	Metric    string `json:"metric"`
+	Model     string `json:"model"`
+	Note      string `json:"note"`
 }
 
 type jsonTokensRow struct {
@@ -86,7 +117,11 @@ func tokensJSON(r *Report) *jsonTokens {
 	if t == nil {
 		return nil
 	}
-	j := &jsonTokens{Prometheus: t.Prometheus, At: t.At.UTC().Format(time.RFC3339), Basis: t.Basis, Unpriced: t.Unpriced, Rows: []jsonTokensRow{}}
+	j := &jsonTokens{Prometheus: t.Prometheus, At: t.At.UTC().Format(time.RFC3339), Basis: t.Basis, Unpriced: t.Unpriced, Rows: []jsonTokensRow{},
+		Notes: []jsonTokenNote{}, NotesMore: t.NotesMore}
+	for _, n := range t.Notes {
+		j.Notes = append(j.Notes, jsonTokenNote(n))
+	}
 	for _, x := range t.Rows {
 		j.Rows = append(j.Rows, jsonTokensRow{Namespace: x.Namespace, Workload: x.Workload, Model: x.Model, Server: x.Server, Pods: x.Pods,
 			InputTokens: num(tokenCount(x.InputTokens)), OutputTokens: num(tokenCount(x.OutputTokens)),
@@ -105,6 +140,8 @@ type tokensPage struct {
 	Currency, Prometheus, At, Basis string
 	Unpriced, More                  int
 	Rows                            []tokensRow
+	Notes                           []TokenNote
+	NotesMore                       int
 }
 
 type tokensRow struct {
@@ -119,7 +156,8 @@ func tokensSection(r *Report) *tokensPage {
 	if t == nil {
 		return nil
 	}
-	p := &tokensPage{Currency: r.Book.Currency.Code, Prometheus: t.Prometheus, At: t.At.UTC().Format(time.RFC3339), Basis: t.Basis, Unpriced: t.Unpriced}
+	p := &tokensPage{Currency: r.Book.Currency.Code, Prometheus: t.Prometheus, At: t.At.UTC().Format(time.RFC3339), Basis: t.Basis, Unpriced: t.Unpriced,
+		Notes: t.Notes, NotesMore: t.NotesMore}
 	dash := func(s string) string {
 		if s == "" {
 			return "–"

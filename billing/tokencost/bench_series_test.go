@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -56,21 +57,34 @@ func BenchmarkCountSeries(b *testing.B) {
 		b.Fatal(err)
 	}
 	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	b.SetBytes(int64(2 * len(answer)))
-	b.ReportAllocs()
-	runtime.GC()
-	peak, stop := peakHeap()
-	for b.Loop() {
-		got, err := Count(context.Background(), c, from, from.AddDate(0, 1, 0))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(got.pods) != benchSeries {
-			b.Fatalf("%d pods, want %d", len(got.pods), benchSeries)
-		}
+	for _, pages := range []int{1, 4} {
+		// pages Counts at once share the client, as serve's concurrent
+		// requests for the running month's page do.
+		b.Run(fmt.Sprintf("pages=%d", pages), func(b *testing.B) {
+			b.SetBytes(int64(2 * pages * len(answer)))
+			b.ReportAllocs()
+			runtime.GC()
+			peak, stop := peakHeap()
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for range pages {
+					wg.Go(func() {
+						got, err := Count(context.Background(), c, from, from.AddDate(0, 1, 0))
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if len(got.pods) != benchSeries {
+							b.Errorf("%d pods, want %d", len(got.pods), benchSeries)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			stop()
+			b.ReportMetric(float64(*peak)/(1<<20), "peak-heap-MiB")
+		})
 	}
-	stop()
-	b.ReportMetric(float64(*peak)/(1<<20), "peak-heap-MiB")
 }
 
 // peakHeap samples the live heap objects' bytes every millisecond until
