@@ -92,7 +92,7 @@ func TestAbsurdCountsAgainstPrometheus(t *testing.T) {
 		{Namespace: "web", Workload: "web", Model: "m", Server: "vllm", Pods: 2, InputTokens: 1.2e15, OutputTokens: 2e12, Cost: big.NewRat(20, 1),
 			PerMillionInput: big.NewRat(20_000_000, 1.2e15), PerMillionOutput: big.NewRat(20_000_000, 2e12), PerMillion: big.NewRat(20_000_000, 1.2e15+2e12)},
 		{Namespace: "chat", Workload: "llama", Model: "m", Server: "vllm", Pods: 1, InputTokens: 42e6, OutputTokens: 9e6, Cost: ten,
-			PerMillionInput: new(big.Rat).Quo(new(big.Rat).Mul(ten, million), big.NewRat(42e6, 1)),
+			PerMillionInput:  new(big.Rat).Quo(new(big.Rat).Mul(ten, million), big.NewRat(42e6, 1)),
 			PerMillionOutput: new(big.Rat).Quo(new(big.Rat).Mul(ten, million), big.NewRat(9e6, 1)),
 			PerMillion:       new(big.Rat).Quo(new(big.Rat).Mul(ten, million), big.NewRat(51e6, 1))},
 	}
