@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"html/template"
+	"math"
 	"math/big"
 	"strconv"
 	"time"
@@ -69,14 +70,35 @@ type TokenRow struct {
 // a cent.
 const tokenDecimals = 4
 
+// maxTokenFigure bounds the figures written with fixed decimals: larger
+// ones (which billing/tokencost's bounds on counts rule out) are written
+// with tokenDigits significant digits in exponent form, so no figure is
+// ever longer than a few dozen characters.
+const (
+	maxTokenFigure = 1e15
+	tokenDigits    = 6
+)
+
 func (r *Report) tokenMoney(x *big.Rat) string {
 	if x == nil {
 		return ""
 	}
+	if new(big.Rat).Abs(x).Cmp(new(big.Rat).SetFloat64(maxTokenFigure)) >= 0 {
+		return new(big.Float).SetRat(x).Text('e', tokenDigits-1)
+	}
 	return x.FloatString(r.Book.Currency.MinorUnit + tokenDecimals)
 }
 
-func tokenCount(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+// tokenCount writes a count as the shortest decimal that reads back the
+// same (at most 17 significant digits), without an exponent within the
+// bounds billing/tokencost holds counts to (zero, or half a token to
+// 1e18), with one outside them.
+func tokenCount(x float64) string {
+	if a := math.Abs(x); a != 0 && (a < 1e-6 || a >= 1e21 || math.IsNaN(a)) {
+		return strconv.FormatFloat(x, 'g', tokenDigits, 64)
+	}
+	return strconv.FormatFloat(x, 'f', -1, 64)
+}
 
 type jsonTokens struct {
 	Prometheus string          `json:"prometheus"`
