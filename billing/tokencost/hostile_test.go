@@ -52,6 +52,10 @@ func hostile() []tenant {
 		// negative.
 		pod("neg", "neg-0", vllmValues("m", "-5", "7")),
 		pod("inf", "inf-0", vllmValues("m", "+Inf", "1")),
+		// One pod's counter scraped by two targets: Prometheus's sum of the
+		// two series, each 1e308, is +Inf.
+		pod("twice", "dup-0", vllmValues("m", "1e308", "1")),
+		pod("twice", "dup-0", vllmValues("m", "1e308", "1")),
 		// Two pods of one workload: each within MaxSeriesTokens, their sum
 		// (1.2e15) above it, as a workload may.
 		pod("web", "web-5b7c9d8f4-x2k4p", vllmValues("m", "600000000000000", "1000000000000")),
@@ -60,9 +64,10 @@ func hostile() []tenant {
 }
 
 // TestAbsurdCountsAgainstPrometheus: a real Prometheus scrapes counters
-// at 1e308 (input and output), 5e-324, NaN, a negative increase and
-// +Inf beside a well-behaved tenant and a two-pod workload. The section
-// is built without an error: each absurd pod is left out with a note
+// at 1e308 (input and output), 5e-324, NaN, a negative increase and +Inf,
+// and a pod scraped twice at 1e308, beside a well-behaved tenant and a
+// two-pod workload. The section is built without an error: each absurd
+// pod is left out with a note
 // naming its namespace, pod, server and metric, and the others' figures
 // are those computed here by hand.
 func TestAbsurdCountsAgainstPrometheus(t *testing.T) {
@@ -117,6 +122,7 @@ func TestAbsurdCountsAgainstPrometheus(t *testing.T) {
 		// by half its 60 s between samples: -5 x (60+30)/60.
 		{"neg", "neg-0", in, "-7.5 is negative"},
 		{"tiny", "small-0", in, "4.94066e-324 is positive but below 0.5"},
+		{"twice", "dup-0", in, "is +Inf"},
 	}
 	if len(got.Notes) != len(wantNotes) || got.NotesMore != 0 {
 		t.Fatalf("notes %+v (%d more), want %d", got.Notes, got.NotesMore, len(wantNotes))
