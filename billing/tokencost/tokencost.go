@@ -135,6 +135,8 @@ func (n *notes) trim() {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Workload, b.Workload), cmp.Compare(a.Pod, b.Pod),
 			cmp.Compare(a.Server, b.Server), cmp.Compare(a.Metric, b.Metric), cmp.Compare(a.Model, b.Model), cmp.Compare(a.Note, b.Note))
 	})
+	// One series returned twice says the same thing twice: once is enough.
+	n.list = slices.Compact(n.list)
 	if len(n.list) > report.MaxTokenNotes {
 		n.more += len(n.list) - report.MaxTokenNotes
 		n.list = slices.Clip(n.list[:report.MaxTokenNotes])
