@@ -165,7 +165,7 @@ func TestNotesBounded(t *testing.T) {
 // No error or String of the client repeats the URL's userinfo or query.
 func TestCredentialsRedacted(t *testing.T) {
 	for _, raw := range []string{"http://alice:hunter2@prom.example:9090/?token=s3cr3t", "http://prom.example/?token=s3cr3t", "ftp://alice:hunter2@x/?token=s3cr3t",
-		"http://alice:hunter2@x/%zz?token=s3cr3t", "http://alice:hunter2@x#s3cr3t"} {
+		"http://alice:hunter2@x/%zz?token=s3cr3t", "http://alice:hunter2@x#s3cr3t", "http://alice:hunter2/s3cr3t@x"} {
 		_, err := NewClient(raw, time.Second)
 		if err == nil {
 			t.Errorf("%s accepted", raw)

@@ -50,14 +50,13 @@ type Client struct {
 func NewClient(rawURL string, timeout time.Duration) (*Client, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the whole URL
-		}
-		return nil, fmt.Errorf("cannot use Prometheus URL %s: %w", RedactURL(rawURL), err)
+		// Not wrapped: the parser's errors quote the URL or the piece it
+		// choked on, which may be a password ("http://user:pa/ss@host"
+		// reads as an invalid port ":pa").
+		return nil, errors.New("cannot use the Prometheus URL (not repeated here): it does not parse as a URL")
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("cannot use Prometheus URL %s: want http(s)://host[:port][/path], without a query or fragment", RedactURL(rawURL))
+		return nil, fmt.Errorf("cannot use Prometheus URL %s: want http(s)://host[:port][/path], without a query or fragment", redactURL(rawURL))
 	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -65,10 +64,10 @@ func NewClient(rawURL string, timeout time.Duration) (*Client, error) {
 	return &Client{base: u, http: &http.Client{}, timeout: timeout, slots: make(chan struct{}, MaxConcurrentQueries)}, nil
 }
 
-// RedactURL is raw without what may be a credential: its userinfo is
+// redactURL is raw without what may be a credential: its userinfo is
 // dropped and its query and fragment are replaced by "?REDACTED"; a URL
 // that does not parse is not repeated at all.
-func RedactURL(raw string) string {
+func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(an unparsable URL, not repeated)"
@@ -83,7 +82,7 @@ func RedactURL(raw string) string {
 }
 
 // String is the URL without credentials, for reports and messages.
-func (c *Client) String() string { return RedactURL(c.base.String()) }
+func (c *Client) String() string { return redactURL(c.base.String()) }
 
 // Timeout is the bound on all of one Count's queries together.
 func (c *Client) Timeout() time.Duration { return c.timeout }
