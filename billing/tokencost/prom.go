@@ -142,8 +142,11 @@ func (l *tokenLabels) model(label string) string {
 // only the labels a token count reads: a large answer costs its
 // aggregate, not its text.
 func (c *Client) eachToken(ctx context.Context, expr string, t time.Time, modelLabel string, fn func(namespace, pod, model string, v float64)) error {
+	// One element, reused: its strings are fresh each time, the struct
+	// need not be.
+	var e vectorElem[tokenLabels]
 	return c.stream(ctx, expr, t, func(dec *json.Decoder) (float64, error) {
-		var e vectorElem[tokenLabels]
+		e = vectorElem[tokenLabels]{}
 		if err := dec.Decode(&e); err != nil {
 			return 0, err
 		}

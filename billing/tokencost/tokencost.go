@@ -175,7 +175,13 @@ func (t *tally) add(s Server, metric string, in bool, namespace, pod, model stri
 		return
 	}
 	if p == nil {
-		p = &podTokens{server: s.Name, models: make([]counts, 0, 1)}
+		// A pod and its first model in one allocation: most pods serve one.
+		a := &struct {
+			p   podTokens
+			one [1]counts
+		}{}
+		p = &a.p
+		p.server, p.models = s.Name, a.one[:0:1]
 		t.pods[k] = p
 	}
 	why := absurd(v)
