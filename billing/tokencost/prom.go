@@ -29,7 +29,7 @@ const (
 	MaxSeries = 200_000
 	// MaxConcurrentQueries bounds the queries one Client has in flight,
 	// across every Count that shares it (serve's concurrent pages), and
-	// the queries one Count issues at once.
+	// the queries one Count runs at once.
 	MaxConcurrentQueries = 2
 	// maxErrorText bounds the text of Prometheus's own error we repeat.
 	maxErrorText = 300
