@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"html/template"
+	"math"
 	"math/big"
 	"strconv"
 	"time"
@@ -26,6 +27,25 @@ type Tokens struct {
 	// no GPU in the ledger over the period (a CPU-only server, a pod on a
 	// node without the collector).
 	Unpriced int
+	// Notes name the series and workloads left out because their counts
+	// were absurd, and the series Prometheus returned twice with different
+	// values (docs/tokens.md, "Absurd counts"): at most MaxTokenNotes, in
+	// namespace, workload, pod, server, metric order; NotesMore counts the
+	// rest.
+	Notes     []TokenNote
+	NotesMore int
+}
+
+// MaxTokenNotes bounds the notes a token section lists.
+const MaxTokenNotes = 100
+
+// TokenNote is one series (or, with Pod empty, one workload's sum) the
+// section left out or counted once, and why.
+type TokenNote struct {
+	Namespace, Workload, Pod, Server, Metric, Model string
+	// Note says what was wrong and what was done, with any value written
+	// to at most six significant digits.
+	Note string
 }
 
 // TokenRow is one workload serving one model: its pods' exact GPU cost
@@ -50,14 +70,35 @@ type TokenRow struct {
 // a cent.
 const tokenDecimals = 4
 
+// maxTokenFigure bounds the figures written with fixed decimals: larger
+// ones (which billing/tokencost's bounds on counts rule out) are written
+// with tokenDigits significant digits in exponent form, so no figure is
+// ever longer than a few dozen characters.
+const (
+	maxTokenFigure = 1e15
+	tokenDigits    = 6
+)
+
 func (r *Report) tokenMoney(x *big.Rat) string {
 	if x == nil {
 		return ""
 	}
+	if new(big.Rat).Abs(x).Cmp(new(big.Rat).SetFloat64(maxTokenFigure)) >= 0 {
+		return new(big.Float).SetRat(x).Text('e', tokenDigits-1)
+	}
 	return x.FloatString(r.Book.Currency.MinorUnit + tokenDecimals)
 }
 
-func tokenCount(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+// tokenCount writes a count as the shortest decimal that reads back the
+// same (at most 17 significant digits), without an exponent within the
+// bounds billing/tokencost holds counts to (zero, or half a token to
+// 1e18), with one outside them.
+func tokenCount(x float64) string {
+	if a := math.Abs(x); a != 0 && (a < 1e-6 || a >= 1e21 || math.IsNaN(a)) {
+		return strconv.FormatFloat(x, 'g', tokenDigits, 64)
+	}
+	return strconv.FormatFloat(x, 'f', -1, 64)
+}
 
 type jsonTokens struct {
 	Prometheus string          `json:"prometheus"`
@@ -65,6 +106,18 @@ type jsonTokens struct {
 	Basis      string          `json:"cost_basis"`
 	Unpriced   int             `json:"unpriced_pods"`
 	Rows       []jsonTokensRow `json:"rows"`
+	Notes      []jsonTokenNote `json:"notes"`
+	NotesMore  int             `json:"notes_more"`
+}
+
+type jsonTokenNote struct {
+	Namespace string `json:"namespace"`
+	Workload  string `json:"workload"`
+	Pod       string `json:"pod"`
+	Server    string `json:"server"`
+	Metric    string `json:"metric"`
+	Model     string `json:"model"`
+	Note      string `json:"note"`
 }
 
 type jsonTokensRow struct {
@@ -86,7 +139,11 @@ func tokensJSON(r *Report) *jsonTokens {
 	if t == nil {
 		return nil
 	}
-	j := &jsonTokens{Prometheus: t.Prometheus, At: t.At.UTC().Format(time.RFC3339), Basis: t.Basis, Unpriced: t.Unpriced, Rows: []jsonTokensRow{}}
+	j := &jsonTokens{Prometheus: t.Prometheus, At: t.At.UTC().Format(time.RFC3339), Basis: t.Basis, Unpriced: t.Unpriced, Rows: []jsonTokensRow{},
+		Notes: []jsonTokenNote{}, NotesMore: t.NotesMore}
+	for _, n := range t.Notes {
+		j.Notes = append(j.Notes, jsonTokenNote(n))
+	}
 	for _, x := range t.Rows {
 		j.Rows = append(j.Rows, jsonTokensRow{Namespace: x.Namespace, Workload: x.Workload, Model: x.Model, Server: x.Server, Pods: x.Pods,
 			InputTokens: num(tokenCount(x.InputTokens)), OutputTokens: num(tokenCount(x.OutputTokens)),
@@ -105,6 +162,8 @@ type tokensPage struct {
 	Currency, Prometheus, At, Basis string
 	Unpriced, More                  int
 	Rows                            []tokensRow
+	Notes                           []TokenNote
+	NotesMore                       int
 }
 
 type tokensRow struct {
@@ -119,7 +178,8 @@ func tokensSection(r *Report) *tokensPage {
 	if t == nil {
 		return nil
 	}
-	p := &tokensPage{Currency: r.Book.Currency.Code, Prometheus: t.Prometheus, At: t.At.UTC().Format(time.RFC3339), Basis: t.Basis, Unpriced: t.Unpriced}
+	p := &tokensPage{Currency: r.Book.Currency.Code, Prometheus: t.Prometheus, At: t.At.UTC().Format(time.RFC3339), Basis: t.Basis, Unpriced: t.Unpriced,
+		Notes: t.Notes, NotesMore: t.NotesMore}
 	dash := func(s string) string {
 		if s == "" {
 			return "–"

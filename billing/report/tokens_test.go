@@ -132,3 +132,103 @@ func TestTokensUnavailableLine(t *testing.T) {
 		t.Error("with a section the page still shows the unavailable line")
 	}
 }
+
+// The section's notes (series and workloads left out, duplicates counted
+// once) show in the JSON, every one, and in the HTML, escaped, with how
+// many more were counted; the rest of the section stands beside them.
+func TestTokensNotes(t *testing.T) {
+	r := monthReport(t, "allocation", "shared")
+	r.Tokens = &Tokens{Prometheus: "p", Basis: "allocated", NotesMore: 3,
+		Rows: []TokenRow{{Namespace: "chat", Workload: "llama", Server: "vllm", Pods: 1, InputTokens: 400, OutputTokens: 100, Cost: big.NewRat(10, 1),
+			PerMillionInput: big.NewRat(10_000_000, 400)}},
+		Notes: []TokenNote{{Namespace: "huge", Workload: "big", Pod: "big-0", Server: "vllm", Metric: "vllm:prompt_tokens_total", Model: "<m>",
+			Note: "the count 1e+308 is above the maximum of 1e+15 tokens per series; the pod is left out"},
+			{Namespace: "web", Workload: "web", Server: "vllm", Metric: "vllm:generation_tokens_total",
+				Note: "the workload's 1001 pods sum 1.001e+18 tokens, above the maximum of 1e+18 per workload; the workload is left out"}}}
+	var j, page bytes.Buffer
+	if err := WriteJSON(&j, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Tokens struct {
+			Rows  []json.RawMessage `json:"rows"`
+			Notes []struct {
+				Namespace, Workload, Pod, Server, Metric, Model, Note string
+			} `json:"notes"`
+			More int `json:"notes_more"`
+		} `json:"tokens"`
+	}
+	if err := json.Unmarshal(j.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	n := doc.Tokens.Notes
+	if len(doc.Tokens.Rows) != 1 || len(n) != 2 || doc.Tokens.More != 3 || n[0].Namespace != "huge" || n[0].Pod != "big-0" || n[0].Server != "vllm" ||
+		n[0].Metric != "vllm:prompt_tokens_total" || n[0].Model != "<m>" || !strings.Contains(n[0].Note, "1e+308") || n[1].Pod != "" || n[1].Workload != "web" {
+		t.Errorf("JSON notes: %+v", doc.Tokens)
+	}
+	html := page.String()
+	for _, want := range []string{`id="tokens-notes"`, "huge/big-0/vllm/vllm:prompt_tokens_total (model &lt;m&gt;): the count 1e&#43;308 is above the maximum",
+		"web/web/vllm/vllm:generation_tokens_total: the workload&#39;s 1001 pods", "3 further notes", "<b>25000.000000</b>"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	// No notes: no list, and the JSON's is empty, not null.
+	r.Tokens.Notes, r.Tokens.NotesMore = nil, 0
+	page.Reset()
+	j.Reset()
+	if err := WriteHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&j, r); err != nil {
+		t.Fatal(err)
+	}
+	var empty struct {
+		Tokens struct {
+			Notes json.RawMessage `json:"notes"`
+		} `json:"tokens"`
+	}
+	if err := json.Unmarshal(j.Bytes(), &empty); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(page.String(), "tokens-notes") || string(empty.Tokens.Notes) != "[]" {
+		t.Errorf("an empty notes list shows, or is %s in the JSON", empty.Tokens.Notes)
+	}
+}
+
+// Figures print with a bounded number of digits whatever a caller hands
+// over: a cost per million tokens over a denormal count (about 2e330,
+// written in 330 digits with fixed decimals) and a count of 5e-324 (324
+// decimals) are written with six significant digits instead.
+func TestTokensFiguresBounded(t *testing.T) {
+	r := monthReport(t, "allocation", "shared")
+	tiny := new(big.Rat).SetFloat64(5e-324)
+	per := new(big.Rat).Quo(big.NewRat(10_000_000, 1), tiny)
+	r.Tokens = &Tokens{Prometheus: "p", Basis: "allocated", Rows: []TokenRow{{Namespace: "t", Workload: "w", Server: "vllm", Pods: 1,
+		InputTokens: 5e-324, OutputTokens: 1e18, Cost: big.NewRat(10, 1), PerMillionInput: per, PerMillion: big.NewRat(1, 100_000_000)}}}
+	var j bytes.Buffer
+	if err := WriteJSON(&j, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Tokens struct {
+			Rows []struct {
+				In    json.Number  `json:"input_tokens"`
+				Out   json.Number  `json:"output_tokens"`
+				PerIn *json.Number `json:"cost_per_million_input_tokens"`
+				Per   *json.Number `json:"cost_per_million_tokens"`
+			} `json:"rows"`
+		} `json:"tokens"`
+	}
+	if err := json.Unmarshal(j.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	x := doc.Tokens.Rows[0]
+	// 1e7 / 4.9406564584124654e-324 = 2.02402...e+330.
+	if x.In != "4.94066e-324" || x.Out != "1000000000000000000" || x.PerIn == nil || *x.PerIn != "2.02402e+330" || *x.Per != "0.000000" {
+		t.Errorf("figures: in %s out %s per input %v per all %v", x.In, x.Out, x.PerIn, x.Per)
+	}
+}

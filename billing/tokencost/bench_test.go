@@ -74,7 +74,7 @@ func BenchmarkTokenQueryMonth(b *testing.B) {
 	b.Logf("remote-wrote %d samples (%d pods x 2 series, one a minute over 30 days) in %s", samples, pods, time.Since(began).Round(time.Second))
 	b.ResetTimer()
 	for b.Loop() {
-		toks, err := countTokens(ctx, c, start, end)
+		toks, _, err := countTokens(ctx, c, start, end)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func BenchmarkTokenQueryMonth(b *testing.B) {
 		}
 		for k, p := range toks {
 			// 43200 one-minute steps of 900 and 150 tokens.
-			if c := p.models["m"]; c == nil || c.in != 900*43200 || c.out != 150*43200 {
+			if c := p.model("m"); c == nil || c.in != 900*43200 || c.out != 150*43200 {
 				b.Fatalf("pod %v: %+v, want %d in and %d out", k, c, 900*43200, 150*43200)
 			}
 		}

@@ -128,6 +128,11 @@ defaultRate: 2.00
 // every share of the scenario (so the sum is exact in float64).
 func writeLedger(ctx context.Context, t *testing.T, start time.Time) ledger.Store {
 	t.Helper()
+	return writeLedgerOf(ctx, t, start, tenants)
+}
+
+func writeLedgerOf(ctx context.Context, t *testing.T, start time.Time, tenants []tenant) ledger.Store {
+	t.Helper()
 	st, err := ledger.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +164,11 @@ func writeLedger(ctx context.Context, t *testing.T, start time.Time) ledger.Stor
 // forward.
 func fixtures(t *testing.T, phase *atomic.Int32, t0, t1 time.Time) []string {
 	t.Helper()
+	return fixturesOf(t, phase, t0, t1, tenants)
+}
+
+func fixturesOf(t *testing.T, phase *atomic.Int32, t0, t1 time.Time, tenants []tenant) []string {
+	t.Helper()
 	var addrs []string
 	for _, tn := range tenants {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -189,6 +199,11 @@ func freeAddr(t testing.TB) string {
 // second, each target labelled with its pod's namespace and name as
 // Kubernetes service discovery would.
 func startPrometheus(ctx context.Context, t *testing.T, targets []string) *Client {
+	t.Helper()
+	return startPrometheusOf(ctx, t, targets, tenants)
+}
+
+func startPrometheusOf(ctx context.Context, t *testing.T, targets []string, tenants []tenant) *Client {
 	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -227,6 +242,13 @@ func startPrometheus(ctx context.Context, t *testing.T, targets []string) *Clien
 // before at.
 func waitForSamples(ctx context.Context, t *testing.T, c *Client, n int, at time.Time) {
 	t.Helper()
+	waitForSeries(ctx, t, c, n, at, 2*len(tenants))
+}
+
+// waitForSeries waits until want token series have n samples at or
+// before at.
+func waitForSeries(ctx context.Context, t *testing.T, c *Client, n int, at time.Time, want int) {
+	t.Helper()
 	testenv.Eventually(t, 30*time.Second, func() error {
 		// One query per metric: count_over_time drops the name, so an "or"
 		// of them would merge a server's input and output series.
@@ -238,7 +260,7 @@ func waitForSamples(ctx context.Context, t *testing.T, c *Client, n int, at time
 			}
 			seen += len(s)
 		}
-		if want := 2 * len(tenants); seen != want {
+		if seen != want {
 			return fmt.Errorf("%d of %d token series have %d samples", seen, want, n)
 		}
 		return nil

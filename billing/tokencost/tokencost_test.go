@@ -1,7 +1,9 @@
 package tokencost
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/billing/report"
 )
 
 // fakeProm answers each token query from a table keyed by metric name,
@@ -57,12 +61,12 @@ func TestJoinSplitsAndCountsOnce(t *testing.T) {
 		"sglang:prompt_tokens_total": series(`"namespace":"a","model_name":"z"`, "7"),
 	})
 	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	toks, err := countTokens(context.Background(), c, from, from.AddDate(0, 1, 0))
+	toks, ns, err := countTokens(context.Background(), c, from, from.AddDate(0, 1, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	costs := map[podKey]*big.Rat{{"a", "p-0"}: big.NewRat(10, 1)}
-	got, err := join("prom", from, "allocated", toks, costs)
+	got, err := join("prom", from, "allocated", toks, ns, costs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,31 +121,98 @@ func TestPrometheusErrors(t *testing.T) {
 		t.Errorf("client %v shows its password (%v)", c, err)
 	}
 	for _, tc := range []struct{ body, want string }{
-		{`{"status":"error","errorType":"bad_data","error":"parse error"}`, "bad_data: parse error"},
+		{`{"status":"error","errorType":"bad_data","error":"parse error"}`, `"bad_data": "parse error"`},
 		{`{"status":"success","data":{"resultType":"matrix","result":[]}}`, `"matrix", want a vector`},
-		{`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"NaN"]}]}}`, "want a finite count"},
-		{`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"-3"]}]}}`, "want a finite count"},
+		{`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"many"]}]}}`, `value "many" is not a number`},
+		{`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,3]}]}}`, "not a string"},
 		{`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1]}]}}`, "2"},
+		{`{"status":"success","data":{"resultType":"vector","result":[{"metric":{}}]}}`, "no value"},
+		{`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":null}]}}`, "0 value fields"},
+		{`{"status":"success","data":{"resultType":"vector","result":[]}} {}`, "data after the answer"},
+		{`{"status":"success","data":{"resultType":"vector"}}`, "want a vector"},
 		{`<html>`, "cannot parse"},
 	} {
-		if _, err := parseVector([]byte(tc.body), 200, "q"); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := parseVector([]byte(tc.body)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.body, err, tc.want)
 		}
 	}
+	// NaN, infinities and negative counts are a tenant's numbers, not
+	// Prometheus answering garbage: the parser hands them over, and the
+	// count drops them (TestAbsurdCounts).
+	s, err := parseVector([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"NaN"]},{"metric":{},"value":[1,"-Inf"]},{"metric":{},"value":[1,"1e400"]},{"metric":{},"value":[1,"-3"]}]}}`))
+	if err != nil || len(s) != 4 || !math.IsNaN(s[0].Value) || !math.IsInf(s[1].Value, -1) || !math.IsInf(s[2].Value, 1) || s[3].Value != -3 {
+		t.Errorf("absurd values: %+v, %v", s, err)
+	}
 }
 
+// parseVector decodes a whole answer the way Client.Query does.
+func parseVector(body []byte) ([]Sample, error) {
+	var out []Sample
+	err := decodeVector(bytes.NewReader(body), 200, "q", sampleElem(&out))
+	return out, err
+}
+
+// The parser never panics or hangs on an answer, holds at most MaxSeries
+// series, and the two decoders of a series (all labels for Query, the
+// token labels for a count) agree; whatever values it hands over, the
+// section is built without an error and its counts are within bounds.
 func FuzzParseVector(f *testing.F) {
 	f.Add([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"pod":"p"},"value":[1,"3"]}]}}`))
+	f.Add([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"namespace":"a","pod":"p-1","model_name":"m"},"value":[1,"1e308"]},{"metric":{"namespace":"a","pod":"p-1","model_name":"m"},"value":[1,"5e-324"]},{"metric":{"namespace":"a","pod":"p-2","model_name":"m"},"value":[1,"7"]}]}}`))
 	f.Add([]byte(`{"status":"error"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		s, err := parseVector(body, 200, "q")
+		s, err := parseVector(body)
 		if err != nil {
 			return
 		}
-		for _, x := range s {
-			if !(x.Value >= 0) || math.IsInf(x.Value, 0) {
-				t.Fatalf("accepted value %v", x.Value)
+		if len(s) > MaxSeries {
+			t.Fatalf("%d series accepted", len(s))
+		}
+		var streamed []Sample
+		err = decodeVector(bytes.NewReader(body), 200, "q", func(dec *json.Decoder) (float64, error) {
+			var e vectorElem[tokenLabels]
+			if err := dec.Decode(&e); err != nil {
+				return 0, err
 			}
+			v, err := e.value()
+			streamed = append(streamed, Sample{Labels: map[string]string{"namespace": e.Metric.Namespace, "pod": e.Metric.Pod, "model_name": e.Metric.ModelName}, Value: v})
+			return v, err
+		})
+		if err != nil || len(streamed) != len(s) {
+			t.Fatalf("token decoder: %d series, %v; label decoder: %d", len(streamed), err, len(s))
+		}
+		for i := range s {
+			if math.Float64bits(s[i].Value) != math.Float64bits(streamed[i].Value) {
+				t.Fatalf("series %d: %v and %v", i, s[i].Value, streamed[i].Value)
+			}
+		}
+		from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+		toks, ns, err := countTokens(context.Background(), vectorQuerier(streamed), from, from.AddDate(0, 1, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		costs := map[podKey]*big.Rat{}
+		for k := range toks {
+			costs[k] = big.NewRat(7, 3)
+		}
+		sec, err := join("prom", from, "allocated", toks, ns, costs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range sec.Rows {
+			if !(r.InputTokens >= 0 && r.InputTokens <= MaxWorkloadTokens && r.OutputTokens >= 0 && r.OutputTokens <= MaxWorkloadTokens) {
+				t.Fatalf("row %+v out of bounds", r)
+			}
+		}
+		if len(sec.Notes) > report.MaxTokenNotes {
+			t.Fatalf("%d notes", len(sec.Notes))
 		}
 	})
 }
+
+// vectorQuerier answers every query with the same series: a Querier
+// without Prometheus for the fuzzer, whose input is the answer itself.
+type vectorQuerier []Sample
+
+func (v vectorQuerier) Query(context.Context, string, time.Time) ([]Sample, error) { return v, nil }
+func (v vectorQuerier) String() string                                             { return "fuzz" }

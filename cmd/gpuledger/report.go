@@ -57,7 +57,7 @@ self-contained HTML report, or a FOCUS 1.3 (or 1.4) cost and usage file
              workload's exact GPU cost per million input and output tokens,
              its servers' token counters read from this Prometheus at the
              period's end (docs/tokens.md); unreachable is an error
-  --prometheus-timeout  bound on each token query (default 60s)
+  --prometheus-timeout  bound on all of the token queries together (default 60s)
   --focus-version  focus and focus-jsonl: the FOCUS version, 1.3 (default)
              or 1.4 (no ProviderName or PublisherName columns)
 
@@ -119,7 +119,7 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	fs.BoolVar(&f.advice, "advice", false, "add the advisor's savings (json, html)")
 	fs.StringVar(&f.advicePods, "pods", "", "pod metadata for --advice")
 	fs.StringVar(&f.prometheus, "prometheus", "", "Prometheus URL for the cost per token section (json, html)")
-	fs.DurationVar(&f.promTimeout, "prometheus-timeout", tokencost.DefaultTimeout, "bound on each token query")
+	fs.DurationVar(&f.promTimeout, "prometheus-timeout", tokencost.DefaultTimeout, "bound on all of the token queries together")
 	fs.StringVar(&f.focusVersion, "focus-version", report.FOCUSVersion13, "FOCUS version of focus and focus-jsonl: 1.3 or 1.4")
 	if err := parseFlags(fs, args, reportUsageText); err != nil {
 		return f, err
