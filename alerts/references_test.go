@@ -26,6 +26,7 @@ import (
 	"github.com/gpuledger/gpuledger/dashboards"
 	"github.com/gpuledger/gpuledger/quota"
 	"github.com/gpuledger/gpuledger/quota/kubequota"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // targetLabels are labels Prometheus itself may put on any scraped series:
@@ -51,12 +52,12 @@ func exported(t *testing.T) map[string]map[string]bool {
 	start := time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
 	end := start.Add(time.Second)
 	ctr := attribution.ContainerCycle{
-		SliceID: "GPU-a::0", SharingMode: attribution.ModeTimeslicing, Namespace: "ns", Pod: "p", PodUID: "u1",
+		SliceID: "GPU-a::0", SharingMode: string(tenancy.Timeslicing), Namespace: "ns", Pod: "p", PodUID: "u1",
 		Container: "c", Team: "t", Method: attribution.MethodMeasured, Share: 0.5, Allocated: 0.5, Used: 0.4,
 		MemoryMiB: 100, MemoryMiBs: 100, Energy: 10, Running: true,
 	}
 	mig := ctr
-	mig.SliceID, mig.SharingMode, mig.Pod, mig.PodUID, mig.Method = "MIG-b", attribution.ModeMIG, "q", "u2", attribution.MethodEstimated
+	mig.SliceID, mig.SharingMode, mig.Pod, mig.PodUID, mig.Method = "MIG-b", string(tenancy.MIG), "q", "u2", attribution.MethodEstimated
 	find := func(kind string) attribution.Finding {
 		return attribution.Finding{Start: start, End: end, Kind: kind, Node: "node-1", GPUUUID: "GPU-a",
 			Namespace: "ns", Pod: "p", Container: "c", Team: "t", NoisyPod: "ns/q"}

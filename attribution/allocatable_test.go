@@ -3,6 +3,8 @@ package attribution
 import (
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // Where no label gives the replica count, every ID kubelet advertises as
@@ -29,12 +31,12 @@ func TestAllocatableIDsCountReplicas(t *testing.T) {
 	}
 	// g: 4 replicas, 1/4 each over 10 s = 2.5 s; unallocated 10 - 5 = 5.
 	gc := gpuOf(t, res, g)
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeTimeslicing, MethodEstimated, 0.25, 2.5, 0)
-	wantRow(t, ctrOf(t, gc, "pb", "c", ""), ModeTimeslicing, MethodEstimated, 0.25, 2.5, 0)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.Timeslicing), MethodEstimated, 0.25, 2.5, 0)
+	wantRow(t, ctrOf(t, gc, "pb", "c", ""), string(tenancy.Timeslicing), MethodEstimated, 0.25, 2.5, 0)
 	wantNear(t, "unallocated", gc.Unallocated, 5)
 	// g2: 5 replicas: 1/5 x 10 = 2 s; unallocated 8.
 	gc2 := gpuOf(t, res, g2)
-	wantRow(t, ctrOf(t, gc2, "pb", "c", ""), ModeTimeslicing, MethodEstimated, 0.2, 2, 0)
+	wantRow(t, ctrOf(t, gc2, "pb", "c", ""), string(tenancy.Timeslicing), MethodEstimated, 0.2, 2, 0)
 	wantNear(t, "unallocated", gc2.Unallocated, 8)
 }
 
@@ -52,9 +54,9 @@ func TestAllocatableIDsCountMIGReplicasAndGKEClients(t *testing.T) {
 	o.AllocatableIDs = []string{i1 + "::0", i1 + "::1", i1 + "::2", "nvidia4/vgpu0", "nvidia4/vgpu1", "nvidia4/vgpu2", "nvidia4/vgpu3"}
 	res := attributeOnce(t, Config{}, o)
 	// MIG: 3 replicas of 3/7: 1/7, 2 s of 14.
-	wantRow(t, ctrOf(t, gpuOf(t, res, mg), "pa", "c", ""), ModeMIGTimeslicing, MethodEstimated, 1.0/7, 2, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, mg), "pa", "c", ""), string(tenancy.MIGTimeslicing), MethodEstimated, 1.0/7, 2, 0)
 	// GKE without the clients label: 4 vgpu IDs, 1/4: 3.5 s of 14.
-	wantRow(t, ctrOf(t, gpuOf(t, res, g), "pb", "c", ""), ModeTimeslicing, MethodEstimated, 0.25, 3.5, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g), "pb", "c", ""), string(tenancy.Timeslicing), MethodEstimated, 0.25, 3.5, 0)
 }
 
 func TestAllocatableIDsCountHAMiFallback(t *testing.T) {
@@ -66,7 +68,7 @@ func TestAllocatableIDsCountHAMiFallback(t *testing.T) {
 	o.AllocatableIDs = []string{g + "-0", g + "-1", g + "-2", g + "-3"}
 	res := attributeOnce(t, Config{}, o)
 	// One virtual device of four: 1/4, 2.5 s of 10.
-	wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", ""), ModeHAMi, MethodEstimated, 0.25, 2.5, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", ""), string(tenancy.HAMi), MethodEstimated, 0.25, 2.5, 0)
 }
 
 // The list is recorded when it changes (a new slice); a cycle without GPUs
@@ -106,5 +108,5 @@ func TestAllocatableIDsRecordedWhenChanged(t *testing.T) {
 	o.wholeGPU(g)
 	o.pod("a", "pa", uidA, time.Time{}, nil, nil, "c").alloc("a", "pa", "c", "nvidia.com/gpu", g+"::0")
 	o.AllocatableIDs = []string{g + "::0", g + "::1", g + "::2", g + "::3"}
-	wantRow(t, ctrOf(t, gpuOf(t, attributeOnce(t, Config{}, o), g), "pa", "c", ""), ModeTimeslicing, MethodMeasured, 0.5, 0.5, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, attributeOnce(t, Config{}, o), g), "pa", "c", ""), string(tenancy.Timeslicing), MethodMeasured, 0.5, 0.5, 0)
 }

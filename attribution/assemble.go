@@ -57,7 +57,7 @@ func (e *Engine) assemble() []GPUCycle {
 			profile = c.gpus[r.gpu].MIG[r.inst].Profile
 		}
 		gc.Containers = append(gc.Containers, ContainerCycle{
-			SliceID: r.sid.Raw, MIGProfile: profile, SharingMode: r.mode,
+			SliceID: r.sid.Raw, MIGProfile: profile, SharingMode: string(r.mode),
 			Namespace: g.ctr.ns, Pod: g.ctr.pod, PodUID: g.ctr.podUID, Container: g.ctr.container,
 			Team: g.team, Method: method, Share: r.share,
 			Allocated: r.allocated, Used: r.used,

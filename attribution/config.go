@@ -1,6 +1,10 @@
 package attribution
 
-import "time"
+import (
+	"time"
+
+	"github.com/gpuledger/gpuledger/tenancy"
+)
 
 // Defaults of Config.
 const (
@@ -48,7 +52,7 @@ func (c Config) withDefaults() Config {
 		c.LedgerInterval = DefaultLedgerInterval
 	}
 	if c.TeamLabel == "" {
-		c.TeamLabel = DefaultTeamLabel
+		c.TeamLabel = tenancy.DefaultTeamLabel
 	}
 	if c.IdleWindow <= 0 {
 		c.IdleWindow = DefaultIdleWindow

@@ -3,6 +3,8 @@ package attribution
 import (
 	"strconv"
 	"strings"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // ctrID names one container of one pod.
@@ -28,7 +30,7 @@ type rowW struct {
 	// (rowSrc); a HAMi annotation row with base < 0 has no usable size.
 	base      float64
 	dra       int32 // DRA rows: index of the device's holder count
-	mode      string
+	mode      tenancy.Mode
 	share     float64
 	overlap   float64 // seconds of the window the pod held the slice
 	allocated float64
@@ -76,8 +78,8 @@ type gpuW struct {
 	held, unmet           float64 // floorHAMiUse: allocated seconds, floored rows' use beyond them
 	energy                float64
 	unattrE, idleE        float64
-	mode                  string // dominant mode of its slices
-	instHost              []bool // per MIG instance: a non-container process runs there
+	mode                  tenancy.Mode // dominant mode of its slices
+	instHost              []bool       // per MIG instance: a non-container process runs there
 	samples               []sampleW
 	seen, seenHAMi        map[int]struct{} // cached sets of Engine.seenReplicas/seenHAMi
 }
@@ -181,7 +183,7 @@ type cycle struct {
 	prev, now  int64
 	w          float64
 	teamLabel  string
-	teams      TeamResolver
+	teams      tenancy.TeamResolver
 	nodeLabels map[string]string
 	mpsNode    bool
 	replicas   int // node label, 0 when absent or invalid
@@ -331,7 +333,7 @@ func (c *cycle) indexPods(obs *Observation) {
 	}
 	c.podTeams, c.slotBase, c.slots, c.slotOwner = c.podTeams[:0], c.slotBase[:0], c.slots[:0], c.slotOwner[:0]
 	c.slotHAMi = c.slotHAMi[:0]
-	c.teams.reset(obs.Metadata.Namespaces)
+	c.teams.Reset(obs.Metadata.Namespaces)
 	for pi := range obs.Metadata.Pods {
 		p := &obs.Metadata.Pods[pi]
 		c.slotBase = append(c.slotBase, int32(len(c.slots)))
@@ -428,7 +430,7 @@ func (c *cycle) team(pod int, ns string) string {
 	if pod >= 0 {
 		return c.podTeams[pod]
 	}
-	return ResolveTeam(c.obs.Metadata.Namespaces[ns], ns, c.teamLabel)
+	return tenancy.ResolveTeam(c.obs.Metadata.Namespaces[ns], ns, c.teamLabel)
 }
 
 // anomaly records an input problem once per cycle.
@@ -490,7 +492,7 @@ func (c *cycle) addRow(g int32, r rowW) int32 {
 func (c *cycle) gpuModes() []string {
 	c.modes = c.modes[:0]
 	for i := range c.gpus {
-		c.modes = append(c.modes, c.gpuW[i].mode)
+		c.modes = append(c.modes, string(c.gpuW[i].mode))
 	}
 	return c.modes
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // detectors runs the idle-allocation and noisy-neighbour detectors
@@ -67,9 +69,9 @@ type detKey struct {
 type detEnt struct {
 	key      detKey
 	team     string
-	mode     string  // sharing mode of its first slice this cycle
-	share    float64 // summed shares of its slices this cycle
-	lastSeen int64   // cycle stamp
+	mode     tenancy.Mode // sharing mode of its first slice this cycle
+	share    float64      // summed shares of its slices this cycle
+	lastSeen int64        // cycle stamp
 	lastTime int64
 	held     float64 // seconds it held an allocation this cycle
 	alloc    float64
@@ -210,7 +212,7 @@ func (d *detectors) ingest(prev, now int64, gc *GPUCycle) {
 		if ent.lastSeen != d.stamp {
 			ent.lastSeen, ent.lastTime = d.stamp, now
 			ent.share, ent.held, ent.alloc, ent.used, ent.running = 0, 0, 0, 0, false
-			ent.mode, ent.team = cc.SharingMode, cc.Team
+			ent.mode, ent.team = tenancy.Mode(cc.SharingMode), cc.Team
 			ent.mem.cur = 0
 			seen = append(seen, ent)
 		}
@@ -337,9 +339,7 @@ func (d *detectors) evalIdle(end int64, node string, out []Finding) []Finding {
 
 // noisyMode reports whether a sharing mode has no hardware isolation, the
 // only modes where one tenant can starve another.
-func noisyMode(m string) bool {
-	return m == ModeTimeslicing || m == ModeMPS || m == ModeHAMi
-}
+func noisyMode(m tenancy.Mode) bool { return m.Props().NoisyNeighbours }
 
 // evalNoisy flags, per GPU shared without isolation and at least 90%
 // busy over the trailing noisy window, containers that used at least

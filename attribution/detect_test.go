@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // runCycles feeds obs(prev, now) for now = step, 2 step, ... end seconds
@@ -154,8 +156,8 @@ func TestNoisyNeighbourNeedsBusyDevice(t *testing.T) {
 // sharing mode: only modes without hardware isolation may be flagged.
 func TestDetectorModes(t *testing.T) {
 	for mode, want := range map[string]bool{
-		ModeTimeslicing: true, ModeMPS: true, ModeHAMi: true,
-		ModeExclusive: false, ModeMIG: false, ModeMIGTimeslicing: false, ModeMIGMPS: false,
+		string(tenancy.Timeslicing): true, string(tenancy.MPS): true, string(tenancy.HAMi): true,
+		string(tenancy.Exclusive): false, string(tenancy.MIG): false, string(tenancy.MIGTimeslicing): false, string(tenancy.MIGMPS): false,
 	} {
 		var d detectors
 		d.init(Config{NoisyWindow: time.Minute, IdleWindow: time.Hour}.withDefaults())

@@ -3,6 +3,8 @@ package attribution
 import (
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 func TestLegacyMIGID(t *testing.T) {
@@ -14,7 +16,7 @@ func TestLegacyMIGID(t *testing.T) {
 		proc(1, g, migID(11), 0, uidA, "c", "x")
 	gc := gpuOf(t, attributeOnce(t, Config{}, o), g)
 	// Instance 1 is 2/7 of the GPU: 2 s allocated, 2/7 x 0.5 x 7 = 1 s used.
-	wantRow(t, ctrOf(t, gc, "pa", "c", "MIG-"+g+"/1/0"), ModeMIG, MethodMeasured, 2.0/7, 2, 1)
+	wantRow(t, ctrOf(t, gc, "pa", "c", "MIG-"+g+"/1/0"), string(tenancy.MIG), MethodMeasured, 2.0/7, 2, 1)
 	wantResiduals(t, gc, 5, 0, 6)
 }
 
@@ -65,7 +67,7 @@ func TestDegradedNVMLKeepsKnownGPUs(t *testing.T) {
 	}
 	gc := res.GPUs[0]
 	// Still allocated as kubelet says; nothing is known about use.
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeExclusive, MethodMeasured, 1, 10, 0)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.Exclusive), MethodMeasured, 1, 10, 0)
 	wantResiduals(t, gc, 0, 10, 0)
 	if gc.Model != "A100-SXM4-80GB" {
 		t.Errorf("model %q", gc.Model)

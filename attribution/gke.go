@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // GKE's device plugin (GoogleCloudPlatform/container-engine-accelerators)
@@ -88,13 +90,13 @@ func (c *cycle) resolveGKE(sid SliceID) (gpu, inst int, ok bool) {
 // slices/7, divided among the node's max shared clients for vgpu IDs (the
 // distinct vgpu IDs seen, allocatable or allocated, where the label is
 // missing: estimated).
-func (e *Engine) gkeShare(r *rowW) (mode string, share float64, estimated bool) {
+func (e *Engine) gkeShare(r *rowW) (mode tenancy.Mode, share float64, estimated bool) {
 	c := &e.cy
 	g := &c.gpus[r.gpu]
-	share, mode = 1, ModeExclusive
+	share, mode = 1, tenancy.Exclusive
 	device := g.UUID
 	if r.inst >= 0 {
-		share, mode, device = migWeight(&g.MIG[r.inst]), ModeMIG, g.MIG[r.inst].UUID
+		share, mode, device = migWeight(&g.MIG[r.inst]), tenancy.MIG, g.MIG[r.inst].UUID
 	}
 	if r.sid.Replica < 0 {
 		return mode, share, false
@@ -103,15 +105,5 @@ func (e *Engine) gkeShare(r *rowW) (mode string, share float64, estimated bool) 
 	if n <= 0 {
 		n, estimated = max(len(e.seenReplicas[device]), 1), true
 	}
-	switch {
-	case r.inst >= 0 && c.gkeMPS:
-		mode = ModeMIGMPS
-	case r.inst >= 0:
-		mode = ModeMIGTimeslicing
-	case c.gkeMPS:
-		mode = ModeMPS
-	default:
-		mode = ModeTimeslicing
-	}
-	return mode, share / float64(n), estimated
+	return tenancy.Replicas(r.inst >= 0, c.gkeMPS), share / float64(n), estimated
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // HAMi as it is deployed (ledger.md, "HAMi, as it is deployed"):
@@ -290,7 +292,7 @@ func (c *cycle) flagUnlisted(g int32, pod, ci int, device string) {
 	// isolation, which the noisy-neighbour detector must see), and it is
 	// charged at least that use where the GPU has room (floorHAMiUse).
 	r := &c.rows[c.groups[g].head]
-	r.mode, r.useFloor = ModeHAMi, r.inst < 0
+	r.mode, r.useFloor = tenancy.HAMi, r.inst < 0
 	ctr := &c.groups[g].ctr
 	who := ctr.ns + "/" + ctr.pod + "/" + ctr.container
 	c.anomaly(AnomalyHAMiUnlistedGPU, who+" "+device, "processes of "+who+" run on "+device+

@@ -108,44 +108,6 @@ func FuzzParseHAMiAnnotation(f *testing.F) {
 	})
 }
 
-func TestResolveTeam(t *testing.T) {
-	ns := map[string]string{"team": "search", "owner": "x"}
-	tests := []struct {
-		ns        map[string]string
-		key, want string
-	}{
-		{ns, "", "search"},
-		{ns, "team", "search"},
-		{ns, "owner", "x"},
-		{nil, "", "the-ns"},
-		{map[string]string{"team": ""}, "", "the-ns"},
-		{map[string]string{"team": "  "}, "", "the-ns"},
-		{map[string]string{"Team": "ads"}, "", "the-ns"},
-		{ns, "cost-center", "the-ns"},
-	}
-	for _, tt := range tests {
-		if got := ResolveTeam(tt.ns, "the-ns", tt.key); got != tt.want {
-			t.Errorf("ResolveTeam(%v, key %q) = %q, want %q", tt.ns, tt.key, got, tt.want)
-		}
-	}
-}
-
-func TestNormaliseModel(t *testing.T) {
-	for in, want := range map[string]string{
-		"NVIDIA A100-SXM4-80GB":  "A100-SXM4-80GB",
-		"NVIDIA H100 80GB HBM3":  "H100-80GB-HBM3",
-		"NVIDIA-H100-80GB-HBM3":  "H100-80GB-HBM3",
-		"  NVIDIA  H200  141GB ": "H200-141GB",
-		"Tesla T4":               "Tesla-T4",
-		"A100-SXM4-40GB":         "A100-SXM4-40GB",
-		"":                       "",
-	} {
-		if got := NormaliseModel(in); got != want {
-			t.Errorf("NormaliseModel(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // Annotations exactly as HAMi's encoder writes them (Project-HAMi/HAMi
 // pkg/util/util.go: EncodeContainerDevices ends every device with ':',
 // EncodePodSingleDevice every container with ';'; docs/develop/protocol.md

@@ -1,6 +1,10 @@
 package attribution
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gpuledger/gpuledger/tenancy"
+)
 
 // A tenant patches its annotation to name a GPU this node does not have
 // while its pod spec asks for 50 cores; its kubelet ID names the node's
@@ -18,8 +22,8 @@ func TestHAMiGhostGPUChargedWhereKubeletSays(t *testing.T) {
 	o.hamiPod("b", "honest", uidB, g+",NVIDIA,20000,30:;", nil, g+"-1", g, 2, 10000, 10)
 	res := attributeOnce(t, Config{}, o)
 	gc := gpuOf(t, res, g)
-	wantRow(t, ctrOf(t, gc, "ghost", "c", g+"-0"), ModeHAMi, MethodEstimated, 0.5, 5, 4)
-	wantRow(t, ctrOf(t, gc, "honest", "c", ""), ModeHAMi, MethodMeasured, 0.3, 3, 1)
+	wantRow(t, ctrOf(t, gc, "ghost", "c", g+"-0"), string(tenancy.HAMi), MethodEstimated, 0.5, 5, 4)
+	wantRow(t, ctrOf(t, gc, "honest", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.3, 3, 1)
 	wantResiduals(t, gc, 2, 0, 5)
 	if !hasAnomaly(res, AnomalyUnknownDevice, "a/ghost/c "+ghost) {
 		t.Errorf("anomalies %+v, want unknown_device", res.Anomalies)
@@ -35,8 +39,8 @@ func TestHAMiGhostGPUChargedWhereKubeletSays(t *testing.T) {
 	o.hamiPod("a", "ghost", uidA, ghost+",NVIDIA,20000,1:;", nil, g+"-0", g, 1, 10000, 40)
 	o.hamiPod("b", "honest", uidB, g+",NVIDIA,20000,30:;", nil, g+"-1", g, 2, 10000, 10)
 	gc = gpuOf(t, attributeOnce(t, Config{}, o), g)
-	wantRow(t, ctrOf(t, gc, "ghost", "c", g+"-0"), ModeHAMi, MethodEstimated, 0.125, 4, 4)
-	wantRow(t, ctrOf(t, gc, "honest", "c", ""), ModeHAMi, MethodMeasured, 0.3, 3, 1)
+	wantRow(t, ctrOf(t, gc, "ghost", "c", g+"-0"), string(tenancy.HAMi), MethodEstimated, 0.125, 4, 4)
+	wantRow(t, ctrOf(t, gc, "honest", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.3, 3, 1)
 }
 
 // A ghost whose kubelet ID names a GPU the entry already charges has
@@ -52,9 +56,9 @@ func TestHAMiGhostWithoutKubeletGPU(t *testing.T) {
 		alloc("a", "pa", "c", "nvidia.com/gpu", g1+"-0", g1+"-1").
 		proc(1, g2, g2, 1000, uidA, "c", "python").samples(g2, 1, rep(40, 10)...)
 	res := attributeOnce(t, Config{}, o)
-	wantRow(t, ctrOf(t, gpuOf(t, res, g1), "pa", "c", g1+"-0"), ModeHAMi, MethodMeasured, 0.2, 2, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g1), "pa", "c", g1+"-0"), string(tenancy.HAMi), MethodMeasured, 0.2, 2, 0)
 	g2c := gpuOf(t, res, g2)
-	wantRow(t, ctrOf(t, g2c, "pa", "c", g2), ModeHAMi, MethodEstimated, 0, 4, 4)
+	wantRow(t, ctrOf(t, g2c, "pa", "c", g2), string(tenancy.HAMi), MethodEstimated, 0, 4, 4)
 	wantResiduals(t, g2c, 6, 0, 6)
 	if !hasAnomaly(res, AnomalyUnknownDevice, "a/pa/c "+ghost) || !hasAnomaly(res, AnomalyHAMiUnlistedGPU, "a/pa/c "+g2) {
 		t.Errorf("anomalies %+v, want unknown_device and hami_unlisted_gpu", res.Anomalies)
@@ -79,8 +83,8 @@ func TestHAMiNoCoreLimitHoldsItsUse(t *testing.T) {
 		o.hamiPod("b", "capped", uidB, g+",NVIDIA,20000,30:;", map[string]string{ResourceGPU: "1", HAMiResourceCores: "30", HAMiResourceMem: "20000"}, g+"-1", g, 2, 10000, 10)
 		res := attributeOnce(t, Config{}, o)
 		gc := gpuOf(t, res, g)
-		wantRow(t, ctrOf(t, gc, "hog", "c", ""), ModeHAMi, MethodMeasured, 0.05, tc.alloc, tc.busy/10)
-		wantRow(t, ctrOf(t, gc, "capped", "c", ""), ModeHAMi, MethodMeasured, 0.3, 3, 1)
+		wantRow(t, ctrOf(t, gc, "hog", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.05, tc.alloc, tc.busy/10)
+		wantRow(t, ctrOf(t, gc, "capped", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.3, 3, 1)
 		wantResiduals(t, gc, tc.unalloc, 0, 10-tc.busy/10-1)
 		if len(res.Anomalies) != 0 {
 			t.Errorf("busy %v: anomalies %+v for pods as their specs ask", tc.busy, res.Anomalies)
@@ -106,10 +110,10 @@ func TestHAMiUseFloorsShareTheFreeCapacity(t *testing.T) {
 			o.hamiPod("c", "pc", uidC, g+",NVIDIA,4000,40:;", nil, g+"-2", g, 3, 3000, 10)
 		}
 		gc := gpuOf(t, attributeOnce(t, Config{}, o), g)
-		wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeHAMi, MethodMeasured, 0.05, tc.allocA, 6)
-		wantRow(t, ctrOf(t, gc, "pb", "c", ""), ModeHAMi, MethodMeasured, 0.05, tc.allocB, 3)
+		wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.05, tc.allocA, 6)
+		wantRow(t, ctrOf(t, gc, "pb", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.05, tc.allocB, 3)
 		if tc.neighbour {
-			wantRow(t, ctrOf(t, gc, "pc", "c", ""), ModeHAMi, MethodMeasured, 0.4, 4, 1)
+			wantRow(t, ctrOf(t, gc, "pc", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.4, 4, 1)
 		}
 	}
 }

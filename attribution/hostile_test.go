@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // A replica count that is not a positive integer is an anomaly and the
@@ -156,7 +158,7 @@ func TestHAMiZeroShareChargedItsFramebuffer(t *testing.T) {
 	o.hamiPod("a", "free", uidA, g+",NVIDIA,0,0:;", nil, g+"-0", g, 1, 20000, 50)
 	res := attributeOnce(t, Config{}, o)
 	gc := gpuOf(t, res, g)
-	wantRow(t, ctrOf(t, gc, "free", "c", ""), ModeHAMi, MethodEstimated, 0.25, 5, 5)
+	wantRow(t, ctrOf(t, gc, "free", "c", ""), string(tenancy.HAMi), MethodEstimated, 0.25, 5, 5)
 	if !hasAnomaly(res, AnomalyHAMiZeroShare, "a/free/c "+g) {
 		t.Errorf("anomalies %+v", res.Anomalies)
 	}
@@ -199,7 +201,7 @@ func TestHAMiLimitsDecideTheShare(t *testing.T) {
 			if tc.limits[HAMiResourceCores] == "" {
 				alloc = max(alloc, 5) // no core limit: at least its 50% busy
 			}
-			wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", ""), ModeHAMi, tc.method, tc.share, alloc, 5)
+			wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", ""), string(tenancy.HAMi), tc.method, tc.share, alloc, 5)
 			if got := hasAnomaly(res, AnomalyHAMiLimitsMismatch, "a/pa/c "+g); got != tc.mismatch {
 				t.Errorf("%s: mismatch anomaly %v, want %v: %+v", tc.description, got, tc.mismatch, res.Anomalies)
 			}
@@ -222,8 +224,8 @@ func TestHAMiSameGPUNamedManyTimes(t *testing.T) {
 	o.hamiPod("b", "honest", uidB, g+",NVIDIA,40000,50:;", nil, g+"-1", g, 2, 30000, 50)
 	res := attributeOnce(t, Config{}, o)
 	gc := gpuOf(t, res, g)
-	wantRow(t, ctrOf(t, gc, "greedy", "c", ""), ModeHAMi, MethodEstimated, 0.1, 3, 3)
-	wantRow(t, ctrOf(t, gc, "honest", "c", ""), ModeHAMi, MethodMeasured, 0.5, 5, 5)
+	wantRow(t, ctrOf(t, gc, "greedy", "c", ""), string(tenancy.HAMi), MethodEstimated, 0.1, 3, 3)
+	wantRow(t, ctrOf(t, gc, "honest", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.5, 5, 5)
 	wantResiduals(t, gc, 2, 0, 2)
 	if !hasAnomaly(res, AnomalyHAMiDuplicateGPU, "a/greedy/c") {
 		t.Errorf("anomalies %+v", res.Anomalies)
@@ -234,8 +236,8 @@ func TestHAMiSameGPUNamedManyTimes(t *testing.T) {
 	o.hamiPod("a", "greedy", uidA, ann, map[string]string{HAMiResourceCores: "10", HAMiResourceMem: "1000"}, g+"-0", g, 1, 4000, 30)
 	o.hamiPod("b", "honest", uidB, g+",NVIDIA,40000,50:;", nil, g+"-1", g, 2, 30000, 50)
 	gc = gpuOf(t, attributeOnce(t, Config{}, o), g)
-	wantRow(t, ctrOf(t, gc, "greedy", "c", ""), ModeHAMi, MethodEstimated, 0.1, 3, 3)
-	wantRow(t, ctrOf(t, gc, "honest", "c", ""), ModeHAMi, MethodMeasured, 0.5, 5, 5)
+	wantRow(t, ctrOf(t, gc, "greedy", "c", ""), string(tenancy.HAMi), MethodEstimated, 0.1, 3, 3)
+	wantRow(t, ctrOf(t, gc, "honest", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.5, 5, 5)
 }
 
 // FuzzHAMiSpec: pod limits are outside input. Whatever they hold, the
@@ -267,7 +269,7 @@ func TestHAMiEntryNamingFewerGPUsThanLimitsAsk(t *testing.T) {
 	lim := map[string]string{ResourceGPU: "2", HAMiResourceCores: "30", HAMiResourceMem: "1000"}
 	o.hamiPod("a", "pa", uidA, g+",NVIDIA,1000,30:;", lim, g+"-0", g, 1, 500, 50)
 	res := attributeOnce(t, Config{}, o)
-	wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", ""), ModeHAMi, MethodMeasured, 0.3, 3, 5)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.3, 3, 5)
 	if !hasAnomaly(res, AnomalyHAMiLimitsMismatch, "a/pa/c") {
 		t.Errorf("anomalies %+v", res.Anomalies)
 	}

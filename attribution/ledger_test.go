@@ -3,6 +3,8 @@ package attribution
 import (
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // halfBusy is one cycle (prev, now] of an exclusive GPU held by pod pa,
@@ -68,7 +70,7 @@ func TestLedgerIntervalsSplitAndFlush(t *testing.T) {
 	wantNear(t, "container energy", r.EnergyJoules, 3000)
 	wantNear(t, "memory", r.MemoryMiBSeconds, 600)
 	for i, k := range []Kind{KindUnallocated, KindUnattributed, KindIdle} {
-		if x := res.Rows[i+1]; x.Kind != k || x.SliceID != gpuID(1) || x.SharingMode != ModeExclusive || x.Pod != "" {
+		if x := res.Rows[i+1]; x.Kind != k || x.SliceID != gpuID(1) || x.SharingMode != string(tenancy.Exclusive) || x.Pod != "" {
 			t.Errorf("residual row %d = %+v", i, x)
 		}
 	}

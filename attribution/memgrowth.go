@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/gpu"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // FindingMemoryGrowth is a container whose GPU memory keeps growing on a
@@ -41,21 +42,23 @@ type MemoryGrowth struct {
 }
 
 // memoryRisk says who a leak in a container of this sharing mode can
-// hurt. Exclusive GPUs have no neighbour to starve. HAMi is left out on
-// purpose: HAMi's in-container library enforces the memory limit of each
-// vGPU, so a leak there ends in the leaker's own out-of-memory error, not
-// a neighbour's. DRA says nothing about how a device is shared.
-func memoryRisk(mode string) (scope, severity string, ok bool) {
-	switch mode {
-	case ModeTimeslicing, ModeMPS:
-		return MemoryScopeGPU, SeverityWarning, true
-	case ModeMIGTimeslicing, ModeMIGMPS:
-		// Other replicas share the instance's memory with it.
-		return MemoryScopeMIGInstance, SeverityWarning, true
-	case ModeMIG:
-		return MemoryScopeMIGInstance, SeverityInfo, true
+// hurt (which modes are watched, and why the others are not:
+// tenancy.Props.MemoryGrowth). Replicas share their device's memory, so a
+// leak starves them (warning); a MIG instance alone has only its own
+// memory to exhaust (info).
+func memoryRisk(mode tenancy.Mode) (scope, severity string, ok bool) {
+	p := mode.Props()
+	if !p.MemoryGrowth {
+		return "", "", false
 	}
-	return "", "", false
+	scope, severity = MemoryScopeGPU, SeverityInfo
+	if p.MIG {
+		scope = MemoryScopeMIGInstance
+	}
+	if p.Replicated {
+		severity = SeverityWarning
+	}
+	return scope, severity, true
 }
 
 // memEnt is what the memory detector keeps about one container on one

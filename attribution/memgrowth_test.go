@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // memTenant is a pod whose memory is a function of the cycle's end
@@ -142,15 +144,25 @@ func TestMemoryGrowthFlagsOnlyTheLeaks(t *testing.T) {
 }
 
 // TestMemoryGrowthModes: only modes where a neighbour shares the leaker's
-// memory unfenced are at risk.
+// memory unfenced are at risk (warning), MIG alone at its own instance's
+// risk (info); scopes and severities as docs/ARCHITECTURE.md lists them.
 func TestMemoryGrowthModes(t *testing.T) {
-	for mode, want := range map[string]bool{
-		ModeTimeslicing: true, ModeMPS: true, ModeMIG: true, ModeMIGTimeslicing: true, ModeMIGMPS: true,
-		ModeExclusive: false, ModeHAMi: false, ModeDRA: false,
+	type risk struct {
+		scope, severity string
+		ok              bool
+	}
+	for mode, want := range map[tenancy.Mode]risk{
+		tenancy.Timeslicing:    {MemoryScopeGPU, SeverityWarning, true},
+		tenancy.MPS:            {MemoryScopeGPU, SeverityWarning, true},
+		tenancy.MIG:            {MemoryScopeMIGInstance, SeverityInfo, true},
+		tenancy.MIGTimeslicing: {MemoryScopeMIGInstance, SeverityWarning, true},
+		tenancy.MIGMPS:         {MemoryScopeMIGInstance, SeverityWarning, true},
+		tenancy.Exclusive:      {}, tenancy.HAMi: {}, tenancy.DRA: {}, "no-such-mode": {},
 	} {
-		_, _, got := memoryRisk(mode)
+		var got risk
+		got.scope, got.severity, got.ok = memoryRisk(mode)
 		if got != want {
-			t.Errorf("mode %s: at risk %v, want %v", mode, got, want)
+			t.Errorf("mode %s: risk %+v, want %+v", mode, got, want)
 		}
 	}
 }

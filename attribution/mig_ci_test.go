@@ -3,6 +3,8 @@ package attribution
 import (
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // TestMIGComputeInstancesChargedTheirComputeSlices: three 1c.3g.40gb
@@ -34,7 +36,7 @@ func TestMIGComputeInstancesChargedTheirComputeSlices(t *testing.T) {
 			}
 			gc := gpuOf(t, attributeOnce(t, Config{}, o), g)
 			for i, pod := range []string{"pa", "pb", "pc"} {
-				wantRow(t, ctrOf(t, gc, pod, "c", migID(11+i)), ModeMIG, MethodMeasured, 1.0/7, 1, 0.2)
+				wantRow(t, ctrOf(t, gc, pod, "c", migID(11+i)), string(tenancy.MIG), MethodMeasured, 1.0/7, 1, 0.2)
 			}
 			// 4/7 of 7 s unallocated; busy 0.6 s all used; idle 6.4.
 			wantResiduals(t, gc, 4, 0, 6.4)

@@ -3,6 +3,8 @@ package attribution
 import (
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // A container running on a MIG instance it does not hold: scenario.md's
@@ -23,9 +25,9 @@ func TestMIGStrayOnUnheldInstanceIsMeasured(t *testing.T) {
 	gc := gpuOf(t, attributeOnce(t, Config{}, o), g)
 	// w = 2/7 each. i1: busy 2/7 x 0.5 x 7 = 1 s, a's. i3: 2/7 x 0.4 x 7
 	// = 0.8 s, nobody holds it and only b runs there: b's, measured.
-	wantRow(t, ctrOf(t, gc, "pa", "c", i1), ModeMIG, MethodMeasured, 2.0/7, 2, 1)
-	wantRow(t, ctrOf(t, gc, "pb", "c", i2), ModeMIG, MethodMeasured, 2.0/7, 2, 0)
-	wantRow(t, ctrOf(t, gc, "pb", "c", i3), ModeMIG, MethodMeasured, 0, 0, 0.8)
+	wantRow(t, ctrOf(t, gc, "pa", "c", i1), string(tenancy.MIG), MethodMeasured, 2.0/7, 2, 1)
+	wantRow(t, ctrOf(t, gc, "pb", "c", i2), string(tenancy.MIG), MethodMeasured, 2.0/7, 2, 0)
+	wantRow(t, ctrOf(t, gc, "pb", "c", i3), string(tenancy.MIG), MethodMeasured, 0, 0, 0.8)
 	// unallocated: i3's 2 s + the 1/7 of slices no instance has = 3 s;
 	// unattributed 0; idle 7 - 1.8 = 5.2.
 	wantResiduals(t, gc, 3, 0, 5.2)
@@ -45,8 +47,8 @@ func TestMIGStraysAndHostProcessSplitByReplica(t *testing.T) {
 	// Busy 3/7 x 0.6 x 7 = 1.8 s, nobody holds i1: a, b and the host
 	// process one replica each, 0.6 s apiece (estimated), the host's
 	// unattributed. Unallocated the whole 7 s; idle 7 - 1.8 = 5.2.
-	wantRow(t, ctrOf(t, gc, "pa", "c", i1), ModeMIG, MethodEstimated, 0, 0, 0.6)
-	wantRow(t, ctrOf(t, gc, "pb", "c", i1), ModeMIG, MethodEstimated, 0, 0, 0.6)
+	wantRow(t, ctrOf(t, gc, "pa", "c", i1), string(tenancy.MIG), MethodEstimated, 0, 0, 0.6)
+	wantRow(t, ctrOf(t, gc, "pb", "c", i1), string(tenancy.MIG), MethodEstimated, 0, 0, 0.6)
 	wantResiduals(t, gc, 7, 0.6, 5.2)
 }
 
@@ -69,10 +71,10 @@ func TestMIGStrayBesideIdleHolderTakesItsModeAndTheBusyTime(t *testing.T) {
 	// = 3 s, a the only holder running: all a's (estimated, shared). i2:
 	// busy 3/7 x 0.25 x 14 = 1.5 s; its holder c runs nothing, b is the
 	// only one running there: b's, measured, in b's own mode.
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeMIGTimeslicing, MethodEstimated, 3.0/14, 3, 3)
-	wantRow(t, ctrOf(t, gc, "pb", "c", i1+"::1"), ModeMIGTimeslicing, MethodEstimated, 3.0/14, 3, 0)
-	wantRow(t, ctrOf(t, gc, "pb", "c", i2), ModeMIGTimeslicing, MethodMeasured, 0, 0, 1.5)
-	wantRow(t, ctrOf(t, gc, "pc", "c", ""), ModeMIGTimeslicing, MethodMeasured, 3.0/14, 3, 0)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.MIGTimeslicing), MethodEstimated, 3.0/14, 3, 3)
+	wantRow(t, ctrOf(t, gc, "pb", "c", i1+"::1"), string(tenancy.MIGTimeslicing), MethodEstimated, 3.0/14, 3, 0)
+	wantRow(t, ctrOf(t, gc, "pb", "c", i2), string(tenancy.MIGTimeslicing), MethodMeasured, 0, 0, 1.5)
+	wantRow(t, ctrOf(t, gc, "pc", "c", ""), string(tenancy.MIGTimeslicing), MethodMeasured, 3.0/14, 3, 0)
 	// Unallocated 14 - 9 = 5; unattributed 0; idle 14 - 4.5 = 9.5.
 	wantResiduals(t, gc, 5, 0, 9.5)
 }
@@ -94,8 +96,8 @@ func TestMIGStrayHoldingNothingOnTheGPUIsMIG(t *testing.T) {
 	// The GPU's dominant mode is mig+timeslicing, but d shares nothing:
 	// its row on i2 is plain mig, with i2's whole busy time 3/7 x 0.25 x
 	// 14 = 1.5 s, measured.
-	wantRow(t, ctrOf(t, gc, "pd", "c", i2), ModeMIG, MethodMeasured, 0, 0, 1.5)
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeMIGTimeslicing, MethodEstimated, 3.0/14, 3, 3)
+	wantRow(t, ctrOf(t, gc, "pd", "c", i2), string(tenancy.MIG), MethodMeasured, 0, 0, 1.5)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.MIGTimeslicing), MethodEstimated, 3.0/14, 3, 3)
 	// Unallocated 14 - 6 = 8; idle 14 - 4.5 = 9.5.
 	wantResiduals(t, gc, 8, 0, 9.5)
 }

@@ -3,6 +3,8 @@ package attribution
 import (
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // The expected numbers in these tests are worked out by hand in the
@@ -26,7 +28,7 @@ func TestExclusive(t *testing.T) {
 	res := attributeOnce(t, Config{}, o)
 	gc := gpuOf(t, res, g)
 	c := ctrOf(t, gc, "train", "main", g)
-	wantRow(t, c, ModeExclusive, MethodMeasured, 1, 10, 4)
+	wantRow(t, c, string(tenancy.Exclusive), MethodMeasured, 1, 10, 4)
 	// unattributed = B - processes = 1; idle = 10 - 4 - 1 = 5.
 	wantResiduals(t, gc, 0, 1, 5)
 	// 10 000 J split by seconds/W: 4000, 1000, 5000.
@@ -55,8 +57,8 @@ func TestTimeslicingFourReplicasTwoHolders(t *testing.T) {
 	res := attributeOnce(t, Config{}, o)
 	gc := gpuOf(t, res, g)
 	// share 1/4 each: 2.5 s allocated; 5 s unallocated.
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeTimeslicing, MethodMeasured, 0.25, 2.5, 4)
-	wantRow(t, ctrOf(t, gc, "pb", "c", ""), ModeTimeslicing, MethodMeasured, 0.25, 2.5, 2)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.Timeslicing), MethodMeasured, 0.25, 2.5, 4)
+	wantRow(t, ctrOf(t, gc, "pb", "c", ""), string(tenancy.Timeslicing), MethodMeasured, 0.25, 2.5, 2)
 	wantResiduals(t, gc, 5, 0, 4)
 }
 
@@ -77,8 +79,8 @@ func TestMPSOverlapScaledToDevice(t *testing.T) {
 	res := attributeOnce(t, Config{}, o)
 	gc := gpuOf(t, res, g)
 	// a = 4 x 0.625 + 0.3 = 2.8; b = 4 x 0.375 + 0.1 = 1.6.
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeMPS, MethodMeasured, 0.5, 2.5, 2.8)
-	wantRow(t, ctrOf(t, gc, "pb", "c", ""), ModeMPS, MethodMeasured, 0.5, 2.5, 1.6)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.MPS), MethodMeasured, 0.5, 2.5, 2.8)
+	wantRow(t, ctrOf(t, gc, "pb", "c", ""), string(tenancy.MPS), MethodMeasured, 0.5, 2.5, 1.6)
 	// B = 4.5; unattributed 0.1; idle 0.5.
 	wantResiduals(t, gc, 0, 0.1, 0.5)
 }
@@ -99,10 +101,10 @@ func TestMPSServerViewPoolSplitByShare(t *testing.T) {
 	res := attributeOnce(t, Config{}, o)
 	gc := gpuOf(t, res, g)
 	// 9 s split 0.5 : 0.25 between a and b: 6 and 3; a's two slices 3 each.
-	wantRow(t, ctrOf(t, gc, "pa", "c", g+"::0"), ModeMPS, MethodEstimated, 0.25, 2.5, 3)
-	wantRow(t, ctrOf(t, gc, "pa", "c", g+"::1"), ModeMPS, MethodEstimated, 0.25, 2.5, 3)
-	wantRow(t, ctrOf(t, gc, "pb", "c", ""), ModeMPS, MethodEstimated, 0.25, 2.5, 3)
-	wantRow(t, ctrOf(t, gc, "pc", "c", ""), ModeMPS, MethodMeasured, 0.25, 2.5, 0)
+	wantRow(t, ctrOf(t, gc, "pa", "c", g+"::0"), string(tenancy.MPS), MethodEstimated, 0.25, 2.5, 3)
+	wantRow(t, ctrOf(t, gc, "pa", "c", g+"::1"), string(tenancy.MPS), MethodEstimated, 0.25, 2.5, 3)
+	wantRow(t, ctrOf(t, gc, "pb", "c", ""), string(tenancy.MPS), MethodEstimated, 0.25, 2.5, 3)
+	wantRow(t, ctrOf(t, gc, "pc", "c", ""), string(tenancy.MPS), MethodMeasured, 0.25, 2.5, 0)
 	wantNear(t, "a memory per slice", ctrOf(t, gc, "pa", "c", g+"::0").MemoryMiB, 500)
 	wantResiduals(t, gc, 0, 0, 1)
 }
@@ -116,7 +118,7 @@ func TestMPSServerWithoutRunningHoldersIsUnattributed(t *testing.T) {
 		proc(4000000, g, g, 0, "", "", "nvidia-cuda-mps-server").
 		samples(g, 4000000, rep(50, 10)...)
 	gc := gpuOf(t, attributeOnce(t, Config{}, o), g)
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeMPS, MethodMeasured, 0.25, 2.5, 0)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.MPS), MethodMeasured, 0.25, 2.5, 0)
 	wantResiduals(t, gc, 7.5, 5, 5)
 }
 
@@ -144,7 +146,7 @@ func TestMIGSingleHolder(t *testing.T) {
 		proc(1, g, i1, 100, uidA, "c", "x")
 	gc := gpuOf(t, attributeOnce(t, Config{}, o), g)
 	// I1: w = 3/7, busy = 3/7 x 0.5 x 7 = 1.5, all to its one holder.
-	wantRow(t, ctrOf(t, gc, "pa", "c", i1), ModeMIG, MethodMeasured, 3.0/7, 3, 1.5)
+	wantRow(t, ctrOf(t, gc, "pa", "c", i1), string(tenancy.MIG), MethodMeasured, 3.0/7, 3, 1.5)
 	// I2 busy 1/7 x 0.2 x 7 = 0.2 nobody holds; I3 has no DCGM: its
 	// 2/7 x 7 = 2 s are blind. unattributed 2.2; idle 7-1.5-2.2 = 3.3.
 	wantResiduals(t, gc, 4, 2.2, 3.3)
@@ -166,8 +168,8 @@ func TestMIGTimeslicingReplicasEstimated(t *testing.T) {
 	// Two distinct ::n seen -> replicas 2 (estimated); share (3/7)/2 =
 	// 3/14, allocated 3 s each. Busy 3/7 x 0.5 x 14 = 3 s split equally
 	// among a, b and the host process: 1 s each, the host's unattributed.
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeMIGTimeslicing, MethodEstimated, 3.0/14, 3, 1)
-	wantRow(t, ctrOf(t, gc, "pb", "c", ""), ModeMIGTimeslicing, MethodEstimated, 3.0/14, 3, 1)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.MIGTimeslicing), MethodEstimated, 3.0/14, 3, 1)
+	wantRow(t, ctrOf(t, gc, "pb", "c", ""), string(tenancy.MIGTimeslicing), MethodEstimated, 3.0/14, 3, 1)
 	wantResiduals(t, gc, 8, 1, 11)
 }
 
@@ -183,7 +185,7 @@ func TestMIGSharedWithoutRunningHoldersIsUnattributed(t *testing.T) {
 	gc := gpuOf(t, attributeOnce(t, Config{}, o), g)
 	// Nobody runs anything, so the busy time is unattributed; the holders'
 	// zero is still an estimate, as on any instance shared by replicas.
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeMIGMPS, MethodEstimated, 0.5, 3.5, 0)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.MIGMPS), MethodEstimated, 0.5, 3.5, 0)
 	wantResiduals(t, gc, 0, 2.8, 4.2)
 }
 
@@ -199,8 +201,8 @@ func TestHAMiTrusted(t *testing.T) {
 	gc := gpuOf(t, res, g)
 	// a: 25 cores -> 0.25. b is container 1, whose part gives no cores
 	// and 40000 of 80000 MiB -> 0.5.
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeHAMi, MethodMeasured, 0.25, 2.5, 0)
-	wantRow(t, ctrOf(t, gc, "pb", "c", ""), ModeHAMi, MethodMeasured, 0.5, 5, 0)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.25, 2.5, 0)
+	wantRow(t, ctrOf(t, gc, "pb", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.5, 5, 0)
 	wantResiduals(t, gc, 2.5, 0, 10)
 	if len(res.Anomalies) != 0 {
 		t.Errorf("anomalies %+v", res.Anomalies)
@@ -227,12 +229,12 @@ func TestHAMiAnnotationNamesAnotherGPU(t *testing.T) {
 	if len(gc.Containers) != 1 {
 		t.Fatalf("rows on %s: %+v, want only pa's", g, gc.Containers)
 	}
-	wantRow(t, ctrOf(t, gc, "pa", "c", g+"-0"), ModeHAMi, MethodMeasured, 0.25, 2.5, 0)
+	wantRow(t, ctrOf(t, gc, "pa", "c", g+"-0"), string(tenancy.HAMi), MethodMeasured, 0.25, 2.5, 0)
 	wantResiduals(t, gc, 7.5, 0, 10)
 	// other: b's 90 cores, measured; b has no kubelet ID naming other, so
 	// the slice is the GPU's UUID.
 	oc := gpuOf(t, res, other)
-	wantRow(t, ctrOf(t, oc, "pb", "c", other), ModeHAMi, MethodMeasured, 0.9, 9, 0)
+	wantRow(t, ctrOf(t, oc, "pb", "c", other), string(tenancy.HAMi), MethodMeasured, 0.9, 9, 0)
 	wantResiduals(t, oc, 1, 0, 10)
 	if len(res.Anomalies) != 0 {
 		t.Errorf("anomalies %+v, want none: the annotation is the truth", res.Anomalies)
@@ -249,8 +251,8 @@ func TestHAMiOvercommitScaledDown(t *testing.T) {
 		alloc("b", "pb", "c", "nvidia.com/gpu", g+"-1")
 	gc := gpuOf(t, attributeOnce(t, Config{}, o), g)
 	// 0.6 + 0.9 = 1.5 > 1: scaled to 0.4 and 0.6.
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeHAMi, MethodMeasured, 0.4, 4, 0)
-	wantRow(t, ctrOf(t, gc, "pb", "c", ""), ModeHAMi, MethodMeasured, 0.6, 6, 0)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.4, 4, 0)
+	wantRow(t, ctrOf(t, gc, "pb", "c", ""), string(tenancy.HAMi), MethodMeasured, 0.6, 6, 0)
 	wantResiduals(t, gc, 0, 0, 10)
 }
 
@@ -269,7 +271,7 @@ func TestHostProcessUnattributed(t *testing.T) {
 	o.samples(g, 501, rep(5, 10)...) // sums to 45% > 40%: scaled by 40/45
 	gc := gpuOf(t, attributeOnce(t, Config{}, o), g)
 	// c: 3 x 40/45 = 8/3; host + unresolved 1.5 x 40/45 = 4/3; idle 6.
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeExclusive, MethodMeasured, 1, 10, 8.0/3)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.Exclusive), MethodMeasured, 1, 10, 8.0/3)
 	wantResiduals(t, gc, 0, 4.0/3, 6)
 }
 
@@ -283,9 +285,9 @@ func TestPodStartingMidWindow(t *testing.T) {
 							alloc("a", "pa", "c", "nvidia.com/gpu", g1).
 							alloc("b", "pb", "c", "nvidia.com/gpu", g2)
 	res := attributeOnce(t, Config{}, o)
-	wantRow(t, ctrOf(t, gpuOf(t, res, g1), "pa", "c", ""), ModeExclusive, MethodMeasured, 1, 6, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g1), "pa", "c", ""), string(tenancy.Exclusive), MethodMeasured, 1, 6, 0)
 	wantResiduals(t, gpuOf(t, res, g1), 4, 0, 10)
-	wantRow(t, ctrOf(t, gpuOf(t, res, g2), "pb", "c", ""), ModeExclusive, MethodMeasured, 1, 0, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g2), "pb", "c", ""), string(tenancy.Exclusive), MethodMeasured, 1, 0, 0)
 	wantResiduals(t, gpuOf(t, res, g2), 10, 0, 10)
 }
 
@@ -304,11 +306,11 @@ func TestMissingReplicasLabelEstimated(t *testing.T) {
 	res := e.Observe(mk(0, 10, map[string]string{"p0": g + "::0", "p3": g + "::3"}))
 	checkCycle(t, res)
 	// Two distinct replica IDs seen: 1/2 each, estimated.
-	wantRow(t, ctrOf(t, res.GPUs[0], "p0", "c", ""), ModeTimeslicing, MethodEstimated, 0.5, 5, 0)
+	wantRow(t, ctrOf(t, res.GPUs[0], "p0", "c", ""), string(tenancy.Timeslicing), MethodEstimated, 0.5, 5, 0)
 	// A third appears; the first two remain counted though p3 left.
 	res = e.Observe(mk(10, 20, map[string]string{"p0": g + "::0", "p5": g + "::5"}))
 	checkCycle(t, res)
-	wantRow(t, ctrOf(t, res.GPUs[0], "p0", "c", ""), ModeTimeslicing, MethodEstimated, 1.0/3, 10.0/3, 0)
+	wantRow(t, ctrOf(t, res.GPUs[0], "p0", "c", ""), string(tenancy.Timeslicing), MethodEstimated, 1.0/3, 10.0/3, 0)
 	wantResiduals(t, res.GPUs[0], 10.0/3, 0, 10)
 }
 
@@ -366,9 +368,9 @@ func TestProcessWithoutSliceGetsRow(t *testing.T) {
 		proc(1, g, g, 0, uidA, "c", "x").proc(2, g, g, 64, uidB, "c", "x").
 		samples(g, 1, rep(30, 10)...).samples(g, 2, rep(20, 10)...)
 	gc := gpuOf(t, attributeOnce(t, Config{}, o), g)
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeTimeslicing, MethodMeasured, 0.5, 5, 3)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.Timeslicing), MethodMeasured, 0.5, 5, 3)
 	// b holds nothing here but ran: a row named after the device.
-	wantRow(t, ctrOf(t, gc, "pb", "c", g), ModeTimeslicing, MethodMeasured, 0, 0, 2)
+	wantRow(t, ctrOf(t, gc, "pb", "c", g), string(tenancy.Timeslicing), MethodMeasured, 0, 0, 2)
 	wantResiduals(t, gc, 5, 0, 5)
 }
 
@@ -386,7 +388,7 @@ func TestDegradedNVMLWholeWindowUnattributed(t *testing.T) {
 	o.pod("a", "pa", uidA, time.Time{}, nil, nil, "c").alloc("a", "pa", "c", "nvidia.com/gpu", g).
 		proc(1, g, g, 0, uidA, "c", "x").samples(g, 1, rep(30, 10)...)
 	gc = gpuOf(t, attributeOnce(t, Config{}, o), g)
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeExclusive, MethodMeasured, 1, 10, 3)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.Exclusive), MethodMeasured, 1, 10, 3)
 	wantResiduals(t, gc, 0, 2, 5)
 }
 
@@ -407,7 +409,7 @@ func TestSamplesOfExitedProcessGoToLastOwner(t *testing.T) {
 	o := mk(0, 4, false).samples(g, 7, 50, 50, 50, 50)
 	res := e.Observe(o.Observation)
 	checkCycle(t, res)
-	wantRow(t, ctrOf(t, res.GPUs[0], "pa", "c", ""), ModeExclusive, MethodMeasured, 1, 4, 2)
+	wantRow(t, ctrOf(t, res.GPUs[0], "pa", "c", ""), string(tenancy.Exclusive), MethodMeasured, 1, 4, 2)
 }
 
 // Whole-percent rounding can make time-sliced processes add up to a little
@@ -429,7 +431,7 @@ func TestRoundingNoiseIsNotScaledAway(t *testing.T) {
 		samples(g, 2, 5, 5, 5, 5)
 	gc := gpuOf(t, attributeOnce(t, Config{}, o), g)
 	// a = 0.06+0.06+0.04+0.04 = 0.20 s; b = 4 x 0.05 = 0.20 s; idle 3.6 s.
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeTimeslicing, MethodMeasured, 0.5, 2, 0.2)
-	wantRow(t, ctrOf(t, gc, "pb", "c", ""), ModeTimeslicing, MethodMeasured, 0.5, 2, 0.2)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.Timeslicing), MethodMeasured, 0.5, 2, 0.2)
+	wantRow(t, ctrOf(t, gc, "pb", "c", ""), string(tenancy.Timeslicing), MethodMeasured, 0.5, 2, 0.2)
 	wantResiduals(t, gc, 0, 0, 3.6)
 }

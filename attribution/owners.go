@@ -1,6 +1,10 @@
 package attribution
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/gpuledger/gpuledger/tenancy"
+)
 
 // resolveProcesses maps every running process to its owner: a container's
 // group on the device, the MPS server, a host process or nobody known. A
@@ -149,9 +153,9 @@ func (c *cycle) runningGroup(pod, ci, gpu, inst int, ctr ctrID, team, device str
 
 // heldMIGMode is the sharing mode of a slice the container (pod, ci) holds
 // on another MIG instance of GPU gpu, or mig when it holds none.
-func (c *cycle) heldMIGMode(pod, ci, gpu int) string {
+func (c *cycle) heldMIGMode(pod, ci, gpu int) tenancy.Mode {
 	if pod < 0 || ci < 0 {
-		return ModeMIG
+		return tenancy.MIG
 	}
 	for g := c.slots[int(c.slotBase[pod])+ci]; g >= 0; g = c.groups[g].nextSame {
 		grp := &c.groups[g]
@@ -164,5 +168,5 @@ func (c *cycle) heldMIGMode(pod, ci, gpu int) string {
 			}
 		}
 	}
-	return ModeMIG
+	return tenancy.MIG
 }

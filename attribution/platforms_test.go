@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // Real-cluster shapes per platform (docs/platforms.md). Expected numbers
@@ -50,12 +52,12 @@ func TestHAMiInitContainersFirst(t *testing.T) {
 	gc := gpuOf(t, res, g1)
 	// 0.2 + 0.5 + 0.3 = 1: nothing scaled, nothing unallocated. warm's
 	// process: 30% of 10 s = 3 s, the device's whole busy time.
-	wantRow(t, ctrOf(t, gc, "pa", "warm", g1+"-0"), ModeHAMi, MethodMeasured, 0.2, 2, 3)
-	wantRow(t, ctrOf(t, gc, "pa", "server", g1+"-1"), ModeHAMi, MethodMeasured, 0.5, 5, 0)
-	wantRow(t, ctrOf(t, gc, "pb", "main", g1+"-2"), ModeHAMi, MethodMeasured, 0.3, 3, 0)
+	wantRow(t, ctrOf(t, gc, "pa", "warm", g1+"-0"), string(tenancy.HAMi), MethodMeasured, 0.2, 2, 3)
+	wantRow(t, ctrOf(t, gc, "pa", "server", g1+"-1"), string(tenancy.HAMi), MethodMeasured, 0.5, 5, 0)
+	wantRow(t, ctrOf(t, gc, "pb", "main", g1+"-2"), string(tenancy.HAMi), MethodMeasured, 0.3, 3, 0)
 	wantResiduals(t, gc, 0, 0, 7)
 	// pc falls back to kubelet's GPU: 1/N with N = 1 HAMi ID seen on g2.
-	wantRow(t, ctrOf(t, gpuOf(t, res, g2), "pc", "main", g2+"-0"), ModeHAMi, MethodEstimated, 1, 10, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g2), "pc", "main", g2+"-0"), string(tenancy.HAMi), MethodEstimated, 1, 10, 0)
 	if !hasAnomaly(res, AnomalyBadAnnotation, "c/pc/main") || len(res.Anomalies) != 1 {
 		t.Errorf("anomalies %+v, want one bad_annotation for c/pc/main", res.Anomalies)
 	}
@@ -76,9 +78,9 @@ func TestHAMiKubeletIDsNameOtherGPUs(t *testing.T) {
 		alloc("a", "pa", "c", "nvidia.com/gpu", g3+"-0", g1+"-5")
 	res := attributeOnce(t, Config{}, o)
 	// g1: the kubelet ID naming g1 is the slice.
-	wantRow(t, ctrOf(t, gpuOf(t, res, g1), "pa", "c", g1+"-5"), ModeHAMi, MethodMeasured, 0.3, 3, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g1), "pa", "c", g1+"-5"), string(tenancy.HAMi), MethodMeasured, 0.3, 3, 0)
 	// g2: no kubelet ID names it, so the slice is its UUID; 0.25.
-	wantRow(t, ctrOf(t, gpuOf(t, res, g2), "pa", "c", g2), ModeHAMi, MethodMeasured, 0.25, 2.5, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g2), "pa", "c", g2), string(tenancy.HAMi), MethodMeasured, 0.25, 2.5, 0)
 	// g3: kubelet's ID alone charges nothing.
 	g3c := gpuOf(t, res, g3)
 	if len(g3c.Containers) != 0 {
@@ -102,10 +104,10 @@ func TestHAMiUnlistedGPU(t *testing.T) {
 		alloc("a", "pa", "c", "nvidia.com/gpu", g2+"-0").
 		proc(1, g2, g2, 0, uidA, "c", "python").samples(g2, 1, rep(40, 10)...)
 	res := attributeOnce(t, Config{}, o)
-	wantRow(t, ctrOf(t, gpuOf(t, res, g1), "pa", "c", g1), ModeHAMi, MethodMeasured, 0.5, 5, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g1), "pa", "c", g1), string(tenancy.HAMi), MethodMeasured, 0.5, 5, 0)
 	g2c := gpuOf(t, res, g2)
 	// 40% of 10 s = 4 s used on g2, and so held there.
-	wantRow(t, ctrOf(t, g2c, "pa", "c", g2), ModeHAMi, MethodEstimated, 0, 4, 4)
+	wantRow(t, ctrOf(t, g2c, "pa", "c", g2), string(tenancy.HAMi), MethodEstimated, 0, 4, 4)
 	wantResiduals(t, g2c, 6, 0, 6)
 	if !hasAnomaly(res, AnomalyHAMiUnlistedGPU, "a/pa/c "+g2) {
 		t.Errorf("anomalies %+v, want hami_unlisted_gpu", res.Anomalies)
@@ -143,7 +145,7 @@ func TestHAMiAnnotationPinned(t *testing.T) {
 	} {
 		res = e.Observe(cycle(tc.from, tc.to, tc.ann))
 		checkCycle(t, res)
-		wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", g+"-0"), ModeHAMi, MethodMeasured, 0.25, 2.5, 0)
+		wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", g+"-0"), string(tenancy.HAMi), MethodMeasured, 0.25, 2.5, 0)
 		// The key names the container and the annotation, never the
 		// tenant-written value (which the detail quotes).
 		if got := hasAnomaly(res, AnomalyAnnotationChanged, "a/pa/c "+HAMiAnnotation); got != tc.report || len(res.NewPins) != 0 {
@@ -157,7 +159,7 @@ func TestHAMiAnnotationPinned(t *testing.T) {
 	e.Observe(cycle(0, 0, v2))
 	res = e.Observe(cycle(0, 10, v2))
 	checkCycle(t, res)
-	wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", g+"-0"), ModeHAMi, MethodMeasured, 0.25, 2.5, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", g+"-0"), string(tenancy.HAMi), MethodMeasured, 0.25, 2.5, 0)
 	if len(res.NewPins) != 0 {
 		t.Errorf("NewPins %+v after a restore", res.NewPins)
 	}
@@ -196,21 +198,21 @@ func TestReplicasLabels(t *testing.T) {
 		share    float64
 	}{
 		{"mixed renamed", map[string]string{"nvidia.com/mig-1g.10gb.replicas": "4", LabelReplicas: "2"},
-			"nvidia.com/mig-1g.10gb.shared", []string{m1 + "::0"}, ModeMIGTimeslicing, MethodMeasured, 1.0 / 7 / 4},
+			"nvidia.com/mig-1g.10gb.shared", []string{m1 + "::0"}, string(tenancy.MIGTimeslicing), MethodMeasured, 1.0 / 7 / 4},
 		{"mixed", map[string]string{"nvidia.com/mig-1g.10gb.replicas": "3"},
-			"nvidia.com/mig-1g.10gb", []string{m1 + "::0"}, ModeMIGTimeslicing, MethodMeasured, 1.0 / 7 / 3},
+			"nvidia.com/mig-1g.10gb", []string{m1 + "::0"}, string(tenancy.MIGTimeslicing), MethodMeasured, 1.0 / 7 / 3},
 		// Only the whole-GPU label: not for MIG; 3 distinct IDs seen.
 		{"mixed without its label", map[string]string{LabelReplicas: "2"},
-			"nvidia.com/mig-1g.10gb", []string{m1 + "::0", m1 + "::1", m1 + "::2"}, ModeMIGTimeslicing, MethodEstimated, 1.0 / 7 / 3},
+			"nvidia.com/mig-1g.10gb", []string{m1 + "::0", m1 + "::1", m1 + "::2"}, string(tenancy.MIGTimeslicing), MethodEstimated, 1.0 / 7 / 3},
 		{"mixed renamed without its label", map[string]string{LabelReplicas: "2"},
-			"nvidia.com/mig-1g.10gb.shared", []string{m1 + "::5"}, ModeMIGTimeslicing, MethodEstimated, 1.0 / 7},
+			"nvidia.com/mig-1g.10gb.shared", []string{m1 + "::5"}, string(tenancy.MIGTimeslicing), MethodEstimated, 1.0 / 7},
 		// Single strategy: MIG IDs under nvidia.com/gpu take the GPU label.
 		{"single", map[string]string{LabelReplicas: "2"},
-			"nvidia.com/gpu", []string{m2 + "::1"}, ModeMIGTimeslicing, MethodMeasured, 2.0 / 7 / 2},
+			"nvidia.com/gpu", []string{m2 + "::1"}, string(tenancy.MIGTimeslicing), MethodMeasured, 2.0 / 7 / 2},
 		{"whole renamed", map[string]string{LabelReplicas: "4"},
-			"nvidia.com/gpu.shared", []string{g + "::3"}, ModeTimeslicing, MethodMeasured, 0.25},
+			"nvidia.com/gpu.shared", []string{g + "::3"}, string(tenancy.Timeslicing), MethodMeasured, 0.25},
 		{"whole without label", map[string]string{},
-			"nvidia.com/gpu.shared", []string{g + "::3", g + "::7"}, ModeTimeslicing, MethodEstimated, 0.5},
+			"nvidia.com/gpu.shared", []string{g + "::3", g + "::7"}, string(tenancy.Timeslicing), MethodEstimated, 0.5},
 	}
 	for _, tt := range tests {
 		o := newObs(at(0), at(7)).label(LabelSharingStrategy, "time-slicing")
@@ -278,17 +280,17 @@ func TestDRAClaims(t *testing.T) {
 	// g1 shared by two pods: 1/2 each, usage per process: 30% and 20%
 	// of 7 s, measured.
 	gc1 := gpuOf(t, res, g1)
-	wantRow(t, ctrOf(t, gc1, "pa", "c", g1), ModeDRA, MethodMeasured, 0.5, 3.5, 2.1)
-	wantRow(t, ctrOf(t, gc1, "pb", "c", g1), ModeDRA, MethodMeasured, 0.5, 3.5, 1.4)
+	wantRow(t, ctrOf(t, gc1, "pa", "c", g1), string(tenancy.DRA), MethodMeasured, 0.5, 3.5, 2.1)
+	wantRow(t, ctrOf(t, gc1, "pb", "c", g1), string(tenancy.DRA), MethodMeasured, 0.5, 3.5, 1.4)
 	wantResiduals(t, gc1, 0, 0, 3.5)
 	// m1 (3/7) held by pc/c alone: 3 s, measured, idle. m2 (2/7) shared
 	// by pc/c and pc/d: 1/7 each; busy 2/7 x 0.5 x 7 = 1 s all to c, the
 	// only holder running there, an estimate (as for any MIG instance
 	// with several holders).
 	gc2 := gpuOf(t, res, g2)
-	wantRow(t, ctrOf(t, gc2, "pc", "c", m1), ModeDRA, MethodMeasured, 3.0/7, 3, 0)
-	wantRow(t, ctrOf(t, gc2, "pc", "c", m2), ModeDRA, MethodEstimated, 1.0/7, 1, 1)
-	wantRow(t, ctrOf(t, gc2, "pc", "d", m2), ModeDRA, MethodEstimated, 1.0/7, 1, 0)
+	wantRow(t, ctrOf(t, gc2, "pc", "c", m1), string(tenancy.DRA), MethodMeasured, 3.0/7, 3, 0)
+	wantRow(t, ctrOf(t, gc2, "pc", "c", m2), string(tenancy.DRA), MethodEstimated, 1.0/7, 1, 1)
+	wantRow(t, ctrOf(t, gc2, "pc", "d", m2), string(tenancy.DRA), MethodEstimated, 1.0/7, 1, 0)
 	wantResiduals(t, gc2, 2, 0, 6)
 	for _, k := range [][2]string{
 		{AnomalyUnmappedClaim, "gpu.nvidia.com/node-a/gpu-2"},
@@ -312,8 +314,8 @@ func TestDRAClaims(t *testing.T) {
 		Attributes: map[string]string{"uuid": g1}})
 	res = attributeOnce(t, Config{DRAGPUDrivers: []string{"gpu.nvidia.com", "net.example.com"}}, o)
 	gc1 = gpuOf(t, res, g1)
-	wantRow(t, ctrOf(t, gc1, "pd", "c", g1), ModeDRA, MethodMeasured, 0.5, 3.5, 0)
-	wantRow(t, ctrOf(t, gc1, "pa", "c", g1), ModeDRA, MethodMeasured, 0.25, 1.75, 2.1)
+	wantRow(t, ctrOf(t, gc1, "pd", "c", g1), string(tenancy.DRA), MethodMeasured, 0.5, 3.5, 0)
+	wantRow(t, ctrOf(t, gc1, "pa", "c", g1), string(tenancy.DRA), MethodMeasured, 0.25, 1.75, 2.1)
 }
 
 // GKE's device plugin names GPUs by NVML minor number, which need not be
@@ -336,12 +338,12 @@ func TestGKEDeviceIDs(t *testing.T) {
 		alloc("c", "pc", "c", "nvidia.com/gpu", "nvidia7", "nvidia5/gi4", "nvidia00")
 	res := attributeOnce(t, Config{}, o)
 	// nvidia2 is index 0, nvidia0 index 1: 1/4 each, time-sharing.
-	wantRow(t, ctrOf(t, gpuOf(t, res, g0), "pa", "c", "nvidia2/vgpu0"), ModeTimeslicing, MethodMeasured, 0.25, 1.75, 0)
-	wantRow(t, ctrOf(t, gpuOf(t, res, g1), "pa", "c", "nvidia0/vgpu1"), ModeTimeslicing, MethodMeasured, 0.25, 1.75, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g0), "pa", "c", "nvidia2/vgpu0"), string(tenancy.Timeslicing), MethodMeasured, 0.25, 1.75, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g1), "pa", "c", "nvidia0/vgpu1"), string(tenancy.Timeslicing), MethodMeasured, 0.25, 1.75, 0)
 	// gi3 is the 2-slice instance: (2/7)/4; gi9 the 1-slice one, whole.
 	mgc := gpuOf(t, res, mg)
-	wantRow(t, ctrOf(t, mgc, "pb", "c", "nvidia5/gi3/vgpu0"), ModeMIGTimeslicing, MethodMeasured, 2.0/7/4, 0.5, 0)
-	wantRow(t, ctrOf(t, mgc, "pb", "c", "nvidia5/gi9"), ModeMIG, MethodMeasured, 1.0/7, 1, 0)
+	wantRow(t, ctrOf(t, mgc, "pb", "c", "nvidia5/gi3/vgpu0"), string(tenancy.MIGTimeslicing), MethodMeasured, 2.0/7/4, 0.5, 0)
+	wantRow(t, ctrOf(t, mgc, "pb", "c", "nvidia5/gi9"), string(tenancy.MIG), MethodMeasured, 1.0/7, 1, 0)
 	wantResiduals(t, mgc, 5.5, 0, 7)
 	if !hasAnomaly(res, AnomalyUnknownDevice, "nvidia7") || !hasAnomaly(res, AnomalyUnknownDevice, "nvidia5/gi4") ||
 		!hasAnomaly(res, AnomalyBadDeviceID, "nvidia00") || len(res.Anomalies) != 3 {
@@ -360,8 +362,8 @@ func TestGKEWithoutClientsLabel(t *testing.T) {
 		alloc("b", "pb", "c", "nvidia.com/gpu", "nvidia0/vgpu3")
 	gc := gpuOf(t, attributeOnce(t, Config{}, o), g)
 	// Two distinct vgpu IDs seen: 1/2 each, an estimate; MPS.
-	wantRow(t, ctrOf(t, gc, "pa", "c", ""), ModeMPS, MethodEstimated, 0.5, 5, 0)
-	wantRow(t, ctrOf(t, gc, "pb", "c", ""), ModeMPS, MethodEstimated, 0.5, 5, 0)
+	wantRow(t, ctrOf(t, gc, "pa", "c", ""), string(tenancy.MPS), MethodEstimated, 0.5, 5, 0)
+	wantRow(t, ctrOf(t, gc, "pb", "c", ""), string(tenancy.MPS), MethodEstimated, 0.5, 5, 0)
 	// Without HasMinor no GPU answers to a minor number.
 	o.GPUs[0].HasMinor = false
 	res := attributeOnce(t, Config{}, o)
@@ -427,7 +429,7 @@ func TestHAMiEditBeforeTheContainerStartsIsReported(t *testing.T) {
 	res := e.Observe(o.Observation)
 	checkCycle(t, res)
 	// 1 core of 100: 0.01 x 10 s, as the rule says.
-	wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", g+"-0"), ModeHAMi, MethodMeasured, 0.01, 0.1, 0)
+	wantRow(t, ctrOf(t, gpuOf(t, res, g), "pa", "c", g+"-0"), string(tenancy.HAMi), MethodMeasured, 0.01, 0.1, 0)
 	if len(res.NewPins) != 1 || res.NewPins[0].Value != v2 {
 		t.Errorf("NewPins %+v, want the value at the container's start", res.NewPins)
 	}

@@ -13,18 +13,6 @@ const (
 	KindIdle         Kind = "idle"
 )
 
-// Sharing modes of the ledger contract.
-const (
-	ModeExclusive      = "exclusive"
-	ModeTimeslicing    = "timeslicing"
-	ModeMPS            = "mps"
-	ModeMIG            = "mig"
-	ModeMIGTimeslicing = "mig+timeslicing"
-	ModeMIGMPS         = "mig+mps"
-	ModeHAMi           = "hami"
-	ModeDRA            = "dra"
-)
-
 // Methods of the ledger contract.
 const (
 	MethodMeasured  = "measured"

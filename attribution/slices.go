@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpuledger/gpuledger/gpu"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // hamiParse is a cached parse of one HAMi annotation value.
@@ -258,40 +259,32 @@ func (e *Engine) computeShares() {
 
 // share returns a row's sharing mode, its share of the physical GPU and
 // whether the share is an estimate (ledger.md, "Allocation share").
-func (e *Engine) share(r *rowW) (mode string, share float64, estimated bool) {
+func (e *Engine) share(r *rowW) (mode tenancy.Mode, share float64, estimated bool) {
 	c := &e.cy
 	g := &c.gpus[r.gpu]
 	switch {
 	case r.src == srcHAMi && r.base >= 0:
-		return ModeHAMi, r.base, r.hamiFloor
+		return tenancy.HAMi, r.base, r.hamiFloor
 	case r.src == srcHAMi || r.sid.HAMi:
 		// No usable annotation entry (hami_mismatch raised when placed):
 		// one virtual device of the GPU kubelet named.
-		return ModeHAMi, 1 / float64(max(len(e.seenHAMi[g.UUID]), 1)), true
+		return tenancy.HAMi, 1 / float64(max(len(e.seenHAMi[g.UUID]), 1)), true
 	case r.src == srcDRA:
-		return ModeDRA, r.base / float64(max(c.draCount[r.dra], 1)), false
+		return tenancy.DRA, r.base / float64(max(c.draCount[r.dra], 1)), false
 	case r.sid.GKE:
 		return e.gkeShare(r)
 	case r.sid.Kind == SliceKindGPU && r.sid.Replica < 0:
-		return ModeExclusive, 1, false
+		return tenancy.Exclusive, 1, false
 	case r.sid.Kind == SliceKindGPU:
 		n, est := e.replicas(r.resource, g.UUID)
-		mode = ModeTimeslicing
-		if c.mpsNode {
-			mode = ModeMPS
-		}
-		return mode, 1 / float64(n), est
+		return tenancy.Replicas(false, c.mpsNode), 1 / float64(n), est
 	}
 	w := migWeight(&g.MIG[r.inst])
 	if r.sid.Replica < 0 {
-		return ModeMIG, w, false
+		return tenancy.MIG, w, false
 	}
 	n, est := e.replicas(r.resource, g.MIG[r.inst].UUID)
-	mode = ModeMIGTimeslicing
-	if c.mpsNode {
-		mode = ModeMIGMPS
-	}
-	return mode, w / float64(n), est
+	return tenancy.Replicas(true, c.mpsNode), w / float64(n), est
 }
 
 // replicas is the replica count of a shared device: the replicas label
@@ -382,21 +375,21 @@ func (e *Engine) parseHAMi(ann string) ([][]HAMiDevice, error) {
 // GPUs, else the node's sharing strategy, else exclusive. (A held GPU's
 // mode is its slices' mode where they agree, else the first slice's, which
 // is the first slice's either way.)
-func (c *cycle) fallbackMode(gpu int) string {
+func (c *cycle) fallbackMode(gpu int) tenancy.Mode {
 	if c.gpus[gpu].MIGEnabled {
-		return ModeMIG
+		return tenancy.MIG
 	}
 	switch strings.ToLower(strings.TrimSpace(c.nodeLabels[LabelSharingStrategy])) {
 	case "mps":
-		return ModeMPS
+		return tenancy.MPS
 	case "time-slicing", "timeslicing":
-		return ModeTimeslicing
+		return tenancy.Timeslicing
 	}
 	switch strings.ToLower(strings.TrimSpace(c.nodeLabels[LabelGKESharingStrategy])) {
 	case "mps":
-		return ModeMPS
+		return tenancy.MPS
 	case "time-sharing":
-		return ModeTimeslicing
+		return tenancy.Timeslicing
 	}
-	return ModeExclusive
+	return tenancy.Exclusive
 }

@@ -164,3 +164,20 @@ func validExtensions(s string) bool {
 	}
 	return true
 }
+
+// NormaliseModel turns an NVML product name into the model string the
+// ledger and the catalogue use: "NVIDIA A100-SXM4-80GB" -> "A100-SXM4-80GB".
+// The vendor prefix is dropped (also the "NVIDIA-" form GPU feature
+// discovery writes into node labels) and runs of whitespace become a
+// single "-", so names from NVML, node labels and price books compare
+// equal.
+func NormaliseModel(productName string) string {
+	s := strings.TrimSpace(productName)
+	for _, p := range []string{"NVIDIA ", "NVIDIA-", "nvidia ", "nvidia-"} {
+		if strings.HasPrefix(s, p) {
+			s = s[len(p):]
+			break
+		}
+	}
+	return strings.Join(strings.Fields(s), "-")
+}

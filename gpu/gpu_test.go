@@ -190,3 +190,26 @@ func FuzzParseProfile(f *testing.F) {
 }
 
 func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
+
+// TestNormaliseModel: NVML product names, GPU feature discovery's node
+// label form and price book keys all come out as the catalogue's name.
+func TestNormaliseModel(t *testing.T) {
+	for in, want := range map[string]string{
+		"NVIDIA A100-SXM4-80GB":    "A100-SXM4-80GB",
+		"NVIDIA H100 80GB HBM3":    "H100-80GB-HBM3",
+		"NVIDIA-H100-80GB-HBM3":    "H100-80GB-HBM3",
+		"  NVIDIA  H200  141GB ":   "H200-141GB",
+		"Tesla T4":                 "Tesla-T4",
+		"A100-SXM4-40GB":           "A100-SXM4-40GB",
+		" NVIDIA L40S ":            "L40S",
+		"NVIDIA GeForce  RTX 4090": "GeForce-RTX-4090",
+		"A100 SXM4 80GB":           "A100-SXM4-80GB",
+		" H100-SXM5-80GB ":         "H100-SXM5-80GB",
+		"NVIDIA  L4":               "L4",
+		"":                         "",
+	} {
+		if got := NormaliseModel(in); got != want {
+			t.Errorf("NormaliseModel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

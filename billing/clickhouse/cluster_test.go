@@ -14,6 +14,7 @@ import (
 	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/quota"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // TestClusterExactlyOnce runs the --clickhouse-cluster schema on a real
@@ -57,7 +58,7 @@ func TestClusterExactlyOnce(t *testing.T) {
 		t.Fatalf("schema-2 rows read through the other node after the upgrade: %d rows, want %d", len(got), len(old))
 	}
 	mig := old[0]
-	mig.SliceID, mig.MIGProfile, mig.SharingMode = "MIG-22222222-3333-4444-5555-666666666666", "2g.20gb", attribution.ModeMIG
+	mig.SliceID, mig.MIGProfile, mig.SharingMode = "MIG-22222222-3333-4444-5555-666666666666", "2g.20gb", string(tenancy.MIG)
 	appendAll(t, writer, []attribution.Row{mig}, 1)
 	if got := collectRows(t, reader, mig.IntervalStart, mig.IntervalStart.Add(time.Second)); !slices.Contains(got, mig) {
 		t.Fatalf("a MIG row written on node 1 reads back on node 2 as %+v", got)

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // TestFOCUSFromClickHouse: two days of a 4-GPU fleet stored in ClickHouse
@@ -140,7 +141,7 @@ func focusStores(t *testing.T, seed uint64) (ch *Store, file *ledger.FileStore, 
 		if r.GPUUUID == "GPU-01-01" && r.Kind == attribution.KindContainer {
 			c := r.SliceID[len(r.SliceID)-1:]
 			r.SliceID = "MIG-0000000" + c + "-0000-4000-8000-00000000000" + c
-			r.MIGProfile, r.SharingMode = focusMIGProfiles[c], attribution.ModeMIG
+			r.MIGProfile, r.SharingMode = focusMIGProfiles[c], string(tenancy.MIG)
 		}
 	}
 	appendAll(t, ch, rows, 20000)

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 var harness *chtest.Harness
@@ -65,13 +66,13 @@ func fleet(seed uint64, nodes, gpus, n int, start time.Time) []attribution.Row {
 				uuid := fmt.Sprintf("GPU-%02d-%02d", nd, g)
 				model := []string{"A100-SXM4-80GB", "H100-80GB-HBM3"}[g%2]
 				base := attribution.Row{IntervalStart: is, IntervalEnd: ie, Node: node, GPUUUID: uuid,
-					GPUModel: model, SliceID: uuid, SharingMode: attribution.ModeExclusive, Method: attribution.MethodMeasured}
+					GPUModel: model, SliceID: uuid, SharingMode: string(tenancy.Exclusive), Method: attribution.MethodMeasured}
 				for c := 0; c < 2; c++ {
 					r := base
 					team := teams[(nd+g+c)%len(teams)]
 					r.Kind, r.Namespace, r.Team = attribution.KindContainer, team+"-ns", team
 					r.SliceID = fmt.Sprintf("%s::%d", uuid, c)
-					r.SharingMode = attribution.ModeTimeslicing
+					r.SharingMode = string(tenancy.Timeslicing)
 					r.Pod, r.PodUID, r.Container = fmt.Sprintf("pod-%d", c), fmt.Sprintf("uid-%s-%d", uuid, c), "main"
 					r.AllocatedGPUSeconds, r.UsedGPUSeconds = 30, dy(30)
 					r.MemoryMiBSeconds, r.EnergyJoules = dy(1<<14), dy(1<<10)
@@ -80,7 +81,7 @@ func fleet(seed uint64, nodes, gpus, n int, start time.Time) []attribution.Row {
 				for _, k := range []attribution.Kind{attribution.KindUnallocated, attribution.KindIdle, attribution.KindUnattributed} {
 					r := base
 					r.Kind = k
-					r.SharingMode = attribution.ModeTimeslicing
+					r.SharingMode = string(tenancy.Timeslicing)
 					r.EnergyJoules = dy(100)
 					if k == attribution.KindUnallocated {
 						r.AllocatedGPUSeconds = 0

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // TestMigrateVersion2AddsProfile: a database at schema 2 (before rows had
@@ -45,7 +46,7 @@ func TestMigrateVersion2AddsProfile(t *testing.T) {
 	defer st.Close()
 	mig := old
 	mig.IntervalStart, mig.IntervalEnd = old.IntervalEnd, old.IntervalEnd.Add(time.Minute)
-	mig.SliceID, mig.MIGProfile, mig.SharingMode = "MIG-11111111-2222-3333-4444-555555555555", "1g.10gb", attribution.ModeMIG
+	mig.SliceID, mig.MIGProfile, mig.SharingMode = "MIG-11111111-2222-3333-4444-555555555555", "1g.10gb", string(tenancy.MIG)
 	if err := st.Append(ctx, []attribution.Row{mig}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 var t0 = time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -35,7 +36,7 @@ func TestRoundTrip(t *testing.T) {
 	odd.IntervalEnd = odd.IntervalStart.Add(time.Minute)
 	// A MIG slice's row keeps its profile.
 	mig := rows[1]
-	mig.SliceID, mig.MIGProfile, mig.SharingMode = "MIG-7d2c0e4e-3b51-5f3a-9a41-0c1d2e3f4a5b", "2g.20gb", attribution.ModeMIG
+	mig.SliceID, mig.MIGProfile, mig.SharingMode = "MIG-7d2c0e4e-3b51-5f3a-9a41-0c1d2e3f4a5b", "2g.20gb", string(tenancy.MIG)
 	rows = append(rows, odd, mig)
 	findings := []attribution.Finding{
 		{Start: t0, End: t0.Add(10 * time.Minute), Kind: attribution.FindingIdleAllocation, Node: "node-00",

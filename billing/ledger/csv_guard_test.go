@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // hostileCells are values a tenant can put into a ledger's text columns
@@ -38,7 +39,7 @@ func TestLedgerCSVGuardsFormulas(t *testing.T) {
 		start := t0.Add(time.Duration(i) * time.Minute)
 		rows = append(rows, attribution.Row{
 			IntervalStart: start, IntervalEnd: start.Add(time.Minute), Node: v, GPUUUID: "GPU-1", GPUModel: v,
-			SliceID: "GPU-1", SharingMode: attribution.ModeExclusive, Kind: attribution.KindContainer,
+			SliceID: "GPU-1", SharingMode: string(tenancy.Exclusive), Kind: attribution.KindContainer,
 			Namespace: v, Pod: v, PodUID: v, Container: v, Team: v, AllocatedGPUSeconds: 60, Method: attribution.MethodMeasured,
 		})
 		findings = append(findings, attribution.Finding{Kind: "idle_allocation", Start: start, End: start.Add(time.Minute),

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // TestVersion4FileFromRelease opens a ledger written by gpuledger v0.1.0
@@ -135,7 +136,7 @@ func TestMIGProfileRoundTrips(t *testing.T) {
 	}
 	defer s.Close()
 	r := attribution.Row{IntervalStart: t0, IntervalEnd: t0.Add(time.Minute), Node: "n", GPUUUID: "GPU-1",
-		GPUModel: "A100-SXM4-80GB", SliceID: "MIG-1", MIGProfile: "1g.10gb", SharingMode: attribution.ModeMIG,
+		GPUModel: "A100-SXM4-80GB", SliceID: "MIG-1", MIGProfile: "1g.10gb", SharingMode: string(tenancy.MIG),
 		Kind: attribution.KindContainer, Namespace: "ns", Pod: "p", PodUID: "u", Container: "c", Team: "t",
 		AllocatedGPUSeconds: 60.0 / 7, UsedGPUSeconds: 1, Method: attribution.MethodMeasured}
 	if err := s.Append(ctx, []attribution.Row{r}, nil); err != nil {

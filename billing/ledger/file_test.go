@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 var t0 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -23,13 +24,13 @@ func TestFileRoundTripEveryField(t *testing.T) {
 	want := []attribution.Row{{
 		IntervalStart: t0.Add(123456789 * time.Nanosecond), IntervalEnd: t0.Add(time.Minute),
 		Node: "n1", GPUUUID: "GPU-aaaa", GPUModel: "H100-80GB-HBM3", SliceID: "MIG-bbbb::3",
-		SharingMode: attribution.ModeMIGTimeslicing, Kind: attribution.KindContainer,
+		SharingMode: string(tenancy.MIGTimeslicing), Kind: attribution.KindContainer,
 		Namespace: "ns", Pod: "p", PodUID: "uid-1", Container: "c,\"quoted\"\nline", Team: "té∂m",
 		AllocatedGPUSeconds: 1.0 / 3, UsedGPUSeconds: 0.1 + 0.2, MemoryMiBSeconds: math.MaxFloat64,
 		EnergyJoules: 5e-324, Method: attribution.MethodEstimated,
 	}, {
 		IntervalStart: t0, IntervalEnd: t0.Add(time.Minute), Node: "n1", GPUUUID: "GPU-aaaa",
-		GPUModel: "H100-80GB-HBM3", SliceID: "GPU-aaaa", SharingMode: attribution.ModeExclusive,
+		GPUModel: "H100-80GB-HBM3", SliceID: "GPU-aaaa", SharingMode: string(tenancy.Exclusive),
 		Kind: attribution.KindIdle, UsedGPUSeconds: 59.999999999999993, EnergyJoules: -1.5,
 		Method: attribution.MethodMeasured,
 	}}

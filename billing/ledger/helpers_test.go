@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // openTemp opens a fresh ledger file in the test's temp dir.
@@ -43,7 +44,7 @@ func fleetRows(start time.Time, intervals int, step time.Duration, gpus int) []a
 				team := teams[(g+c)%len(teams)]
 				rows = append(rows, attribution.Row{
 					IntervalStart: s, IntervalEnd: e, Node: node, GPUUUID: uuid, GPUModel: model,
-					SliceID: fmt.Sprintf("%s::%d", uuid, c), SharingMode: attribution.ModeTimeslicing,
+					SliceID: fmt.Sprintf("%s::%d", uuid, c), SharingMode: string(tenancy.Timeslicing),
 					Kind: attribution.KindContainer, Namespace: "ns-" + team, Pod: fmt.Sprintf("pod-%d-%d", g, c),
 					PodUID: fmt.Sprintf("uid-%d-%d", g, c), Container: "main", Team: team,
 					AllocatedGPUSeconds: x.alloc, UsedGPUSeconds: x.used,
@@ -52,7 +53,7 @@ func fleetRows(start time.Time, intervals int, step time.Duration, gpus int) []a
 				})
 			}
 			base := attribution.Row{IntervalStart: s, IntervalEnd: e, Node: node, GPUUUID: uuid, GPUModel: model,
-				SliceID: uuid, SharingMode: attribution.ModeTimeslicing, Method: attribution.MethodMeasured}
+				SliceID: uuid, SharingMode: string(tenancy.Timeslicing), Method: attribution.MethodMeasured}
 			un, ua, id := base, base, base
 			un.Kind, un.AllocatedGPUSeconds = attribution.KindUnallocated, d-a1-a2
 			ua.Kind, ua.UsedGPUSeconds = attribution.KindUnattributed, d/11

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // aggregateRaw is the reference the rollup must match bit for bit: every
@@ -193,7 +194,7 @@ func (l *randomLedger) rows(from, to time.Time, step time.Duration, gpus int) []
 		for g := 0; g < gpus; g++ {
 			uuid := fmt.Sprintf("GPU-%d", g)
 			base := attribution.Row{IntervalStart: s, IntervalEnd: s.Add(step), Node: fmt.Sprintf("n%d", g/2), GPUUUID: uuid,
-				GPUModel: []string{"L4", "H100-80GB-HBM3"}[g%2], SliceID: uuid, SharingMode: attribution.ModeTimeslicing,
+				GPUModel: []string{"L4", "H100-80GB-HBM3"}[g%2], SliceID: uuid, SharingMode: string(tenancy.Timeslicing),
 				Method: attribution.MethodMeasured}
 			for c := 0; c < 1+l.rng.IntN(3); c++ {
 				r := base

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/internal/testenv"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 var harness *chtest.Harness
@@ -35,7 +36,7 @@ func minuteRows(n int) []attribution.Row {
 	for i := range n {
 		is := t0.Add(time.Duration(i) * time.Minute)
 		base := attribution.Row{IntervalStart: is, IntervalEnd: is.Add(time.Minute), Node: "n1", GPUUUID: "GPU-1",
-			GPUModel: "A100-SXM4-80GB", SliceID: "GPU-1", SharingMode: attribution.ModeExclusive, Method: attribution.MethodMeasured}
+			GPUModel: "A100-SXM4-80GB", SliceID: "GPU-1", SharingMode: string(tenancy.Exclusive), Method: attribution.MethodMeasured}
 		c := base
 		c.Kind, c.Namespace, c.Pod, c.PodUID, c.Container, c.Team = attribution.KindContainer, "ml", "p", "uid-1", "main", "ml"
 		c.AllocatedGPUSeconds, c.UsedGPUSeconds = 60, float64(i%60)

@@ -4,8 +4,6 @@ import (
 	"math/big"
 	"sort"
 	"time"
-
-	"github.com/gpuledger/gpuledger/attribution"
 )
 
 // Policy says what a team pays for.
@@ -36,9 +34,8 @@ const (
 
 // Defaults for fields a price book may leave out.
 const (
-	DefaultTimezone  = "UTC"
-	DefaultTeamLabel = "team"
-	DefaultIdle      = IdlePlatform
+	DefaultTimezone = "UTC"
+	DefaultIdle     = IdlePlatform
 )
 
 // Book is a validated price book.
@@ -51,7 +48,7 @@ type Book struct {
 	Policy    Policy
 	Idle      Idle
 	// Rates per physical GPU-hour by GPU model, keyed by the model name as
-	// the ledger writes it (see NormalizeModel).
+	// the ledger writes it (see gpu.NormaliseModel).
 	Rates       map[string]Rate
 	DefaultRate Rate
 	// MemoryWeight (policy usage only, 0..1; nil when not given, which is
@@ -109,8 +106,3 @@ func (b *Book) Models() []string {
 	sort.Strings(ms)
 	return ms
 }
-
-// NormalizeModel writes a GPU model name the way the collector does: the
-// NVML product name without its "NVIDIA " prefix, spaces turned into '-'
-// ("NVIDIA A100-SXM4-80GB" and "A100 SXM4 80GB" both price A100-SXM4-80GB).
-func NormalizeModel(name string) string { return attribution.NormaliseModel(name) }

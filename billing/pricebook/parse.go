@@ -10,6 +10,9 @@ import (
 	_ "time/tzdata" // invoice periods must not depend on the host's zoneinfo
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpuledger/gpuledger/gpu"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // maxFileSize bounds a price book: a few hundred models fit in a few KiB.
@@ -219,7 +222,7 @@ var (
 
 func (p *parser) teamLabel(e *entry) string {
 	if e == nil {
-		return DefaultTeamLabel
+		return tenancy.DefaultTeamLabel
 	}
 	s, ok := p.scalar(e, fieldTeamLabel)
 	if !ok {
@@ -289,7 +292,7 @@ func byModel[T any](p *parser, e *entry, name, what, verb string, read func(v *y
 			p.addf(k, name, "GPU model names must be non-empty text")
 			continue
 		}
-		model := NormalizeModel(k.Value)
+		model := gpu.NormaliseModel(k.Value)
 		field := name + "." + k.Value
 		if model == "" {
 			p.addf(k, field, "GPU model name %q is empty once normalised", k.Value)

@@ -176,14 +176,3 @@ func TestRateFormat(t *testing.T) {
 		t.Errorf("zero rate formats as %q", zero.Format(2))
 	}
 }
-
-func TestNormalizeModel(t *testing.T) {
-	for in, want := range map[string]string{
-		"NVIDIA A100-SXM4-80GB": "A100-SXM4-80GB", "A100 SXM4 80GB": "A100-SXM4-80GB",
-		" H100-SXM5-80GB ": "H100-SXM5-80GB", "NVIDIA  L4": "L4",
-	} {
-		if got := NormalizeModel(in); got != want {
-			t.Errorf("NormalizeModel(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

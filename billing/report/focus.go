@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	catalogue "github.com/gpuledger/gpuledger/gpu"
 )
 
 // The FOCUS 1.3 export (docs/focus.md): one row per line of the finance
@@ -224,7 +225,7 @@ func focusCells(r *Report, l Line, capacity *big.Rat) (map[string]string, error)
 	} else {
 		charged := l.ChargedHours(book.Policy)
 		qty := decimal(charged, hoursDecimals)
-		sku := pricebook.NormalizeModel(l.GPUModel)
+		sku := catalogue.NormaliseModel(l.GPUModel)
 		c["ChargeCategory"], c["ChargeFrequency"], c["PricingCategory"] = "Usage", "Usage-Based", "Standard"
 		c["ChargeDescription"] = focusDescription(book, l.GPUModel)
 		c["PricingQuantity"], c["PricingUnit"], c["ConsumedQuantity"], c["ConsumedUnit"] = qty, focusUnit, qty, focusUnit

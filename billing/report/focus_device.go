@@ -11,6 +11,7 @@ import (
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	catalogue "github.com/gpuledger/gpuledger/gpu"
 	"github.com/gpuledger/gpuledger/workload"
 )
 
@@ -333,7 +334,7 @@ func focusResource(dev device) (id, typ string, mig bool) {
 // MIG instance its profile ("A100-SXM4-80GB/mig-3g.40gb"), or "/mig" alone
 // for rows stored before the ledger recorded profiles.
 func focusSku(model string, mig bool, profile string) string {
-	sku := pricebook.NormalizeModel(model)
+	sku := catalogue.NormaliseModel(model)
 	switch {
 	case mig && profile != "":
 		sku += "/mig-" + profile
@@ -418,7 +419,7 @@ func focusDeviceCells(c map[string]string, r *Report, l Line, p devicePart, prof
 		if !mig {
 			profile = ""
 		}
-		details, err := focusSkuPriceDetails(book, pricebook.NormalizeModel(l.GPUModel), profile)
+		details, err := focusSkuPriceDetails(book, catalogue.NormaliseModel(l.GPUModel), profile)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/internal/testenv"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 var t0 = time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
@@ -26,7 +27,7 @@ func genRows(seed uint64, gpus, n int, start time.Time) []attribution.Row {
 			uuid := fmt.Sprintf("GPU-%03d", g)
 			node := fmt.Sprintf("node-%d", g/8)
 			base := attribution.Row{IntervalStart: is, IntervalEnd: is.Add(time.Minute), Node: node, GPUUUID: uuid,
-				GPUModel: "A100-SXM4-80GB", SliceID: uuid, SharingMode: attribution.ModeExclusive, Method: attribution.MethodMeasured}
+				GPUModel: "A100-SXM4-80GB", SliceID: uuid, SharingMode: string(tenancy.Exclusive), Method: attribution.MethodMeasured}
 			c := base
 			c.Kind, c.Namespace, c.Pod, c.PodUID, c.Container = attribution.KindContainer, "ml", "train-0", "uid-"+uuid, "main"
 			c.Team = []string{"ml", "search"}[g%2]

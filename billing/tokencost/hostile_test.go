@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // vllmValues serves vLLM's counters at zero before the period's counts
@@ -36,7 +36,7 @@ vllm:generation_tokens_total{model_name=%q} %s %d
 // hours: 4 GPU-hours at 2.50, 10 EUR.
 func hostile() []tenant {
 	pod := func(namespace, pod string, exposition func(int64, int64, int64) string) tenant {
-		return tenant{namespace: namespace, pod: pod, gpuModel: "A100-SXM4-80GB", mode: attribution.ModeMIG, shareNum: 1, shareDen: 7,
+		return tenant{namespace: namespace, pod: pod, gpuModel: "A100-SXM4-80GB", mode: string(tenancy.MIG), shareNum: 1, shareDen: 7,
 			in: 1, out: 1, exposition: exposition, server: "vllm", model: "m"}
 	}
 	ok := pod("chat", "llama-7d9f8b6c5-x2k4p", vllmText("m"))

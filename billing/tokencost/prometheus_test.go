@@ -19,6 +19,7 @@ import (
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/internal/testenv"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // tenant is one inference pod of the scenario: where it runs, the share
@@ -99,15 +100,15 @@ generation_tokens_total{model_name=%q} %d %d
 }
 
 var tenants = []tenant{
-	{namespace: "chat", pod: "llama-7d9f8b6c5-x2k4p", gpuModel: "A100-SXM4-80GB", mode: attribution.ModeMIG, shareNum: 1, shareDen: 7,
+	{namespace: "chat", pod: "llama-7d9f8b6c5-x2k4p", gpuModel: "A100-SXM4-80GB", mode: string(tenancy.MIG), shareNum: 1, shareDen: 7,
 		in: 42_000_000, out: 9_000_000, exposition: vllmText("meta-llama/Llama-3.1-8B-Instruct"), server: "vllm", model: "meta-llama/Llama-3.1-8B-Instruct"},
-	{namespace: "search", pod: "qwen-0", gpuModel: "H100-SXM5-80GB", mode: attribution.ModeMPS, shareNum: 1, shareDen: 4,
+	{namespace: "search", pod: "qwen-0", gpuModel: "H100-SXM5-80GB", mode: string(tenancy.MPS), shareNum: 1, shareDen: 4,
 		in: 25_000_000, out: 4_000_000, exposition: sglangText("Qwen/Qwen2.5-7B"), server: "sglang", model: "Qwen/Qwen2.5-7B"},
-	{namespace: "docs", pod: "summarise-5b7c9d8f4-q8w2e", gpuModel: "A100-SXM4-80GB", mode: attribution.ModeHAMi, shareNum: 3, shareDen: 10,
+	{namespace: "docs", pod: "summarise-5b7c9d8f4-q8w2e", gpuModel: "A100-SXM4-80GB", mode: string(tenancy.HAMi), shareNum: 3, shareDen: 10,
 		in: 12_000_000, out: 3_000_000, exposition: tgiText, server: "tgi", model: ""},
-	{namespace: "agents", pod: "nim-llm-6c8d7f9b5-m3n7r", gpuModel: "H100-SXM5-80GB", mode: attribution.ModeMIG, shareNum: 2, shareDen: 7,
+	{namespace: "agents", pod: "nim-llm-6c8d7f9b5-m3n7r", gpuModel: "H100-SXM5-80GB", mode: string(tenancy.MIG), shareNum: 2, shareDen: 7,
 		in: 8_000_000, out: 2_000_000, exposition: nimText("meta/llama-3.1-70b-instruct"), server: "nim", model: "meta/llama-3.1-70b-instruct"},
-	{namespace: "translate", pod: "triton-0", gpuModel: "A100-SXM4-80GB", mode: attribution.ModeTimeslicing, shareNum: 1, shareDen: 2,
+	{namespace: "translate", pod: "triton-0", gpuModel: "A100-SXM4-80GB", mode: string(tenancy.Timeslicing), shareNum: 1, shareDen: 2,
 		in: 6_000_000, out: 5_000_000, exposition: tritonText, server: "triton-trtllm", model: "ensemble"},
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/internal/groundtruth"
 	"github.com/gpuledger/gpuledger/sim/scenario"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // memSink keeps everything a simulation produced.
@@ -156,7 +157,7 @@ func checkContainers(t *testing.T, truth *groundtruth.Truth, rows []attribution.
 		}
 		if want.Method != attribution.MethodEstimated {
 			tol := 0.01
-			if want.SharingMode == attribution.ModeMPS {
+			if want.SharingMode == string(tenancy.MPS) {
 				tol = 0.03
 			}
 			if err := math.Abs(a.used - want.Used); err > math.Max(tol*want.Used, 0.5) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/tenancy"
 	"github.com/gpuledger/gpuledger/web"
 )
 
@@ -29,7 +30,7 @@ func currentMonthLedger(t testing.TB, at time.Time) (db string, month string) {
 	}
 	defer st.Close()
 	base := attribution.Row{IntervalStart: start, IntervalEnd: start.Add(time.Minute), Node: "n1", GPUUUID: "GPU-1", GPUModel: "A100-SXM4-80GB",
-		SliceID: "GPU-1", SharingMode: attribution.ModeMPS, Method: attribution.MethodMeasured}
+		SliceID: "GPU-1", SharingMode: string(tenancy.MPS), Method: attribution.MethodMeasured}
 	c := base
 	c.Kind, c.Namespace, c.Pod, c.PodUID, c.Container, c.Team = attribution.KindContainer, "tenant-0", "infer-0", "uid-infer-0", "server", "tenant-0"
 	c.AllocatedGPUSeconds, c.UsedGPUSeconds = 15, 10

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // denseNode is the dense node of the performance budget: 8 time-sliced GPUs,
@@ -43,7 +44,7 @@ func nodeWithPods(pods int) (attribution.CycleResult, CycleMeta) {
 		g := &res.GPUs[k%gpus]
 		p := k % pods
 		g.Containers = append(g.Containers, attribution.ContainerCycle{
-			SliceID: fmt.Sprintf("%s::%d", g.UUID, k/gpus), SharingMode: attribution.ModeTimeslicing,
+			SliceID: fmt.Sprintf("%s::%d", g.UUID, k/gpus), SharingMode: string(tenancy.Timeslicing),
 			Namespace: fmt.Sprintf("ns-%d", p%20), Pod: fmt.Sprintf("pod-%d", p), Container: fmt.Sprintf("c%d", k/pods),
 			Team: fmt.Sprintf("team-%d", p%7), Method: attribution.MethodMeasured,
 			Share: 1.0 / 125, Allocated: 0.08, Used: 0.064, MemoryMiB: 100, Energy: 2,

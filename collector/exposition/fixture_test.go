@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // The hand-built sequence behind the golden file and most tests: three
@@ -33,7 +34,7 @@ func window(i int) (time.Time, time.Time) {
 
 func trainer(used float64) attribution.ContainerCycle {
 	return attribution.ContainerCycle{
-		SliceID: gpuA, SharingMode: attribution.ModeExclusive,
+		SliceID: gpuA, SharingMode: string(tenancy.Exclusive),
 		Namespace: "team-a", Pod: "train-0", PodUID: "uid-train-0", Container: "trainer", Team: "alpha",
 		Method: attribution.MethodMeasured, Share: 1, Allocated: 10, Used: used,
 		MemoryMiB: 1024, Energy: 150 * used, Running: true,
@@ -42,7 +43,7 @@ func trainer(used float64) attribution.ContainerCycle {
 
 func infer(pod, slice string, used, memMiB float64) attribution.ContainerCycle {
 	return attribution.ContainerCycle{
-		SliceID: slice, SharingMode: attribution.ModeTimeslicing,
+		SliceID: slice, SharingMode: string(tenancy.Timeslicing),
 		Namespace: "ml", Pod: pod, PodUID: "uid-" + pod, Container: "server", Team: "ml-team",
 		Method: attribution.MethodMeasured, Share: 0.25, Allocated: 2.5, Used: used,
 		MemoryMiB: memMiB, Energy: 50 * used, Running: true,
@@ -51,7 +52,7 @@ func infer(pod, slice string, used, memMiB float64) attribution.ContainerCycle {
 
 func notebook(method string, used float64) attribution.ContainerCycle {
 	return attribution.ContainerCycle{
-		SliceID: migC, SharingMode: attribution.ModeMIG,
+		SliceID: migC, SharingMode: string(tenancy.MIG),
 		Namespace: "research", Pod: "nb-0", PodUID: "uid-nb-0", Container: "jupyter", Team: "research",
 		Method: method, Share: 3.0 / 7, Allocated: 4.25, Used: used,
 		MemoryMiB: 2048, Energy: 20 * used, Running: true,

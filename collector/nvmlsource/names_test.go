@@ -4,24 +4,7 @@ import (
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
-	"github.com/gpuledger/gpuledger/attribution"
 )
-
-func TestNormaliseModel(t *testing.T) {
-	for in, want := range map[string]string{
-		"NVIDIA A100-SXM4-80GB":    "A100-SXM4-80GB",
-		"NVIDIA H100 80GB HBM3":    "H100-80GB-HBM3",
-		"Tesla T4":                 "Tesla-T4",
-		" NVIDIA L40S ":            "L40S",
-		"NVIDIA GeForce  RTX 4090": "GeForce-RTX-4090",
-		"":                         "",
-	} {
-		if got := attribution.NormaliseModel(in); got != want {
-			t.Errorf("NormaliseModel(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 func TestMIGProfile(t *testing.T) {
 	const a100_80, a100_40 = 81920 << 20, 40960 << 20 // bytes

@@ -7,6 +7,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/gpu"
 )
 
 // device is one physical GPU as enumerated by the last topology refresh.
@@ -91,7 +92,7 @@ func (s *Source) discoverDevice(i int) (d *device, soft []error, err error) {
 	d = &device{index: i, handle: h, uuid: uuid, state: s.stateFor(uuid)}
 
 	if name, ret := h.GetName(); ret == nvml.SUCCESS {
-		d.model = attribution.NormaliseModel(name)
+		d.model = gpu.NormaliseModel(name)
 	} else {
 		soft = append(soft, d.errorf("read the name", ret))
 	}

@@ -16,8 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/gpu"
 	"github.com/gpuledger/gpuledger/quota"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // The node label GPU Feature Discovery sets to the GPU's product name; a
@@ -89,7 +90,7 @@ func addMilli(a, b int64) int64 {
 // team is the admin-owned team label of an object (a namespace or a
 // queue), else its name.
 func team(labels map[string]string, name, key string) string {
-	return strings.TrimSpace(attribution.ResolveTeam(labels, name, key))
+	return strings.TrimSpace(tenancy.ResolveTeam(labels, name, key))
 }
 
 // sortEntries orders entries by key, as Snapshot returns them.
@@ -211,7 +212,7 @@ func KueueEntries(clusterQueues, localQueues, flavors []*unstructured.Unstructur
 		}
 		labels, _, _ := unstructured.NestedStringMap(f.Object, "spec", "nodeLabels")
 		if p := strings.TrimSpace(labels[gpuProductLabel]); p != "" {
-			models[f.GetName()] = attribution.NormaliseModel(p)
+			models[f.GetName()] = gpu.NormaliseModel(p)
 		}
 	}
 	lqNamespaces := map[string][]string{} // ClusterQueue -> namespaces of its LocalQueues
@@ -315,7 +316,7 @@ func clusterQueueEntries(cq *unstructured.Unstructured, models map[string]string
 // namespaces of the LocalQueues it admits, else its name.
 func queueTeam(cq *unstructured.Unstructured, lqNS []string, nsLabels map[string]map[string]string, key string) string {
 	if key == "" {
-		key = attribution.DefaultTeamLabel
+		key = tenancy.DefaultTeamLabel
 	}
 	if t := strings.TrimSpace(cq.GetLabels()[key]); t != "" {
 		return t

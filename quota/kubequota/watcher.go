@@ -109,7 +109,7 @@ type Watcher struct {
 }
 
 // New prepares a watcher for the cluster at cfg. teamLabel is the label
-// key on namespaces and queues naming the team ("" is attribution's
+// key on namespaces and queues naming the team ("" is tenancy's
 // default, "team"). Nothing is contacted until Run.
 func New(cfg *rest.Config, teamLabel string, logger *slog.Logger, opts ...Option) (*Watcher, error) {
 	if cfg == nil {

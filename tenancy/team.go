@@ -1,4 +1,4 @@
-package attribution
+package tenancy
 
 import "strings"
 
@@ -38,11 +38,13 @@ type TeamResolver struct {
 // It reads the namespaces' teams only where pod labels may count.
 func NewTeamResolver(namespaces map[string]map[string]string, key string, fromPodLabel bool) *TeamResolver {
 	r := &TeamResolver{Key: key, FromPodLabel: fromPodLabel}
-	r.reset(namespaces)
+	r.Reset(namespaces)
 	return r
 }
 
-func (r *TeamResolver) reset(namespaces map[string]map[string]string) {
+// Reset prepares r for another metadata snapshot, reusing its set of owned
+// teams (the engine keeps one resolver and resets it every cycle).
+func (r *TeamResolver) Reset(namespaces map[string]map[string]string) {
 	if r.Key == "" {
 		r.Key = DefaultTeamLabel
 	}
