@@ -49,7 +49,7 @@ func serveWithTokens(t *testing.T, db, prices, prom string) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startServe(t, db, prices, opt)
+	return startServe(t, db, prices, opt, rebuildRunningMonth)
 }
 
 // serve --prometheus against a real Prometheus (tokenPrometheus: 1,000,000
