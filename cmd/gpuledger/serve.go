@@ -145,9 +145,6 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	if err != nil {
 		return f, err
 	}
-	if d.Scheme == ledger.SchemeFile {
-		f.ledgerFile = d.Path
-	}
 	if f.quota && d.Scheme != ledger.SchemeClickHouse {
 		return f, errQuotaNeedsClickHouse
 	}
@@ -170,6 +167,11 @@ func newWebServer(dsn string, prices func() (*pricebook.Book, string, error), mo
 	cfg := web.Config{
 		Open:   func(ctx context.Context) (ledger.Store, error) { return openServedLedger(ctx, dsn) },
 		Prices: prices, Now: now, Months: months, Version: version, Revision: revision, AdviceRefresh: adviceRefresh,
+	}
+	// An embedded ledger's file is followed by its identity: replaced,
+	// it is reopened; deleted, it is unavailable.
+	if d, err := ledger.ParseDSN(dsn); err == nil && d.Scheme == ledger.SchemeFile {
+		cfg.LedgerFile = d.Path
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -198,7 +200,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	prices := web.BookFile(f.prices)
-	opts := []func(*web.Config){func(c *web.Config) { c.LedgerFile, c.MaxComputations = f.ledgerFile, f.maxComputations }}
+	opts := []func(*web.Config){func(c *web.Config) { c.MaxComputations = f.maxComputations }}
 	if f.prometheus != "" {
 		o, err := withPrometheus(f.prometheus, f.promTimeout)
 		if err != nil {
