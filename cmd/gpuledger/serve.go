@@ -251,6 +251,11 @@ const (
 	maxDrain     = 5 * time.Minute
 )
 
+// serveWeb is serveWebDrain with the default drain bound.
+func serveWeb(ctx context.Context, srv *web.Server, listen, webConfig string, stdout io.Writer) error {
+	return serveWebDrain(ctx, srv, listen, webConfig, defaultDrain, stdout)
+}
+
 // serveWebDrain serves the web app on listen until ctx ends, refreshing
 // its advice in the background, and drains for drain: once ctx ends, the
 // listener closes, the pages in flight have up to drain to finish, and
