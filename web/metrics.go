@@ -219,9 +219,15 @@ func (s *Server) RefreshAdvice(ctx context.Context) error {
 	return nil
 }
 
-// Run refreshes the month-to-date advice every Config.AdviceRefresh until
-// ctx ends.
+// Run builds the month-to-date charges of /metrics, then refreshes the
+// month-to-date advice every Config.AdviceRefresh until ctx ends.
 func (s *Server) Run(ctx context.Context) {
+	// The month-to-date charges are built once at start, so the first
+	// scrape does not wait for them either.
+	if book, _, err := s.book(); err == nil {
+		now := s.cfg.Now()
+		s.refreshMTD(now.In(book.Location).Format("2006-01"), now)
+	}
 	if s.cfg.AdviceRefresh < 0 {
 		return
 	}
