@@ -199,6 +199,7 @@ func BenchmarkServeLoad(b *testing.B) {
 		}
 		b.ReportMetric(float64(quantile(pages, 0.5).Microseconds())/1000, "p50-ms")
 		b.ReportMetric(float64(quantile(pages, 0.99).Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(quantile(scrapes, 0.5).Microseconds())/1000, "metrics-p50-ms")
 		b.ReportMetric(float64(quantile(scrapes, 0.99).Microseconds())/1000, "metrics-p99-ms")
 		b.ReportMetric(float64(quantile(probes, 0.99).Microseconds())/1000, "healthz-p99-ms")
 		b.ReportMetric(float64(len(scrapes)), "scrapes")

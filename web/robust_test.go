@@ -253,7 +253,7 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 func TestRedactURLs(t *testing.T) {
 	for in, want := range map[string]string{
 		`Get "http://u:p@h:9090/api/v1/query?query=x&token=t": refused`: `Get "http://h:9090/api/v1/query": refused`,
-		"clickhouse://default:pw@ch:9000/gpuledger?secret=1 down":      "clickhouse://ch:9000/gpuledger down",
+		"clickhouse://default:pw@ch:9000/gpuledger?secret=1 down":       "clickhouse://ch:9000/gpuledger down",
 		"no URL here":                      "no URL here",
 		"https://h/p#frag and http://x/?a": "https://h/p and http://x/",
 	} {
