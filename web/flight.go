@@ -2,9 +2,19 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"runtime/debug"
 	"time"
+
+	"github.com/gpuledger/gpuledger/billing/tokencost"
 )
+
+// redactedQuerier is a Prometheus whose String, which the token section
+// prints as its source, carries no credentials.
+type redactedQuerier struct{ tokencost.Querier }
+
+func (q redactedQuerier) String() string { return RedactURLs(q.Querier.String()) }
 
 // shared runs fn once for every request asking for key at the same time
 // (singleflight), at most Config.MaxComputations such computations at once
@@ -17,7 +27,15 @@ func (s *Server) shared(ctx context.Context, key string, timeout time.Duration, 
 
 // sharedOn is shared with the computations bounded by sem.
 func (s *Server) sharedOn(ctx context.Context, sem chan struct{}, key string, timeout time.Duration, fn func(context.Context) (any, error)) (any, error) {
-	ch := s.flight.DoChan(key, func() (any, error) {
+	ch := s.flight.DoChan(key, func() (v any, err error) {
+		// A panic here would not be the request's (net/http recovers
+		// those) but the process's: it is this computation's error.
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("a computation panicked", "key", key, "panic", r, "stack", string(debug.Stack()))
+				v, err = nil, fmt.Errorf("cannot compute the answer: internal error: %v", r)
+			}
+		}()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
 		select {

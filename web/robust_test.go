@@ -262,3 +262,40 @@ func TestRedactURLs(t *testing.T) {
 		}
 	}
 }
+
+// panickyStore is the real ledger whose month aggregates panic, as a
+// defect in the report's arithmetic would.
+type panickyStore struct{ ledger.Store }
+
+func (p panickyStore) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
+	if q.Bucket != ledger.BucketNone {
+		panic("a defect")
+	}
+	return p.Store.Aggregate(ctx, q)
+}
+
+// A computation that panics is the page's 500, with the server still up:
+// the computations shared between requests run outside net/http's own
+// recovery, so they recover themselves.
+func TestPanicIsAPageError(t *testing.T) {
+	db, prices := testLedger(t)
+	open := func(ctx context.Context) (ledger.Store, error) {
+		st, err := fileOpener(db)(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return panickyStore{st}, nil
+	}
+	hs := newTestServer(t, open, prices)
+	resp, err := http.Get(hs.URL + "/reports/2026-10.csv")
+	if err != nil {
+		t.Fatalf("the page: %v, want a 500 answer", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 500 {
+		t.Errorf("the page: %d, want 500", resp.StatusCode)
+	}
+	if resp, _ := fetch(t, hs.URL+"/readyz"); resp.StatusCode != 200 {
+		t.Errorf("/readyz after the panic: %d, want 200", resp.StatusCode)
+	}
+}

@@ -216,6 +216,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.PrometheusTimeout <= 0 {
 		cfg.PrometheusTimeout = tokencost.DefaultTimeout
 	}
+	if cfg.Prometheus != nil {
+		cfg.Prometheus = redactedQuerier{cfg.Prometheus}
+	}
 	s := &Server{cfg: cfg, log: cfg.Log.With("component", "serve"), reports: map[cacheKey]cached[*report.Report]{},
 		advice: map[cacheKey]cached[*advicereport.Advice]{}, tokens: map[cacheKey]cached[*report.Tokens]{},
 		months: map[cacheKey]cached[map[string]time.Time]{}, sem: make(chan struct{}, cfg.MaxComputations),

@@ -127,7 +127,15 @@ func (s *Server) withStore(ctx context.Context, fn func(ledger.Store) error) err
 	if err != nil {
 		return err
 	}
-	err = fn(ref.st)
+	err = func() error {
+		defer func() {
+			if r := recover(); r != nil {
+				s.release(ref, false) // then the panic is the caller's
+				panic(r)
+			}
+		}()
+		return fn(ref.st)
+	}()
 	var he *httpError
 	switch {
 	case err == nil:
