@@ -93,22 +93,12 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return d[min(len(d)-1, int(q*float64(len(d))))]
 }
 
-// BenchmarkServeLoad: 8 clients send 1,000 requests over loopback (the
-// index, every month's page and files, the running month's above all,
-// the advice of an ended month, /readyz) while a scraper reads /metrics
-// every 100 ms; it reports the pages' p50 and p99, /metrics' p99 and the
-// process's peak RSS (ledger included). Any answer but 200 fails it.
-//
-//	go test -run '^$' -bench ServeLoad -benchtime 1x ./web
-func BenchmarkServeLoad(b *testing.B) {
-	now := time.Now()
-	db := loadLedger(b, now)
-	prices := filepath.Join(b.TempDir(), "prices.yaml")
-	if err := os.WriteFile(prices, []byte(testBook), 0o644); err != nil {
-		b.Fatal(err)
-	}
+// loadPaths are the load test's pages: every month's page, CSV and
+// JSON of the last loadMonths, the running month's page and FOCUS file
+// most, the index, /readyz and an ended month's advice.
+func loadPaths(now time.Time, months int) []string {
 	var paths []string
-	for i := range loadMonths {
+	for i := range months {
 		month := time.Date(now.Year(), now.Month()-time.Month(i), 1, 0, 0, 0, 0, time.UTC).Format("2006-01")
 		paths = append(paths, "/reports/"+month, "/reports/"+month+".csv", "/reports/"+month+".json")
 		if i == 0 {
@@ -117,9 +107,35 @@ func BenchmarkServeLoad(b *testing.B) {
 		}
 	}
 	ended := time.Date(now.Year(), now.Month()-1, 1, 0, 0, 0, 0, time.UTC).Format("2006-01")
-	paths = append(paths, "/", "/", "/readyz", "/advice/"+ended)
+	return append(paths, "/", "/", "/readyz", "/advice/"+ended)
+}
+
+// BenchmarkServeLoad: 8 clients send 1,000 requests over loopback (the
+// index, every month's page and files, the running month's above all,
+// the advice of an ended month, /readyz) while a scraper reads /metrics
+// every 100 ms; it reports the pages' p50 and p99, /metrics' p50 and p99
+// (and /healthz's p99, the machine's own floor) and the process's peak
+// RSS (ledger included). Any answer but 200 fails it.
+//
+//	go test -run '^$' -bench 'ServeLoad$' -benchtime 1x ./web
+func BenchmarkServeLoad(b *testing.B) {
+	now := time.Now()
+	db := loadLedger(b, now)
 	for range b.N {
-		s, err := New(Config{Open: fileOpener(db), Prices: BookFile(prices), AdviceRefresh: -1, LedgerFile: db})
+		runLoad(b, Config{Open: fileOpener(db), AdviceRefresh: -1, LedgerFile: db}, loadPaths(now, loadMonths))
+	}
+}
+
+// runLoad serves cfg (with testBook) and runs the load on paths.
+func runLoad(b *testing.B, cfg Config, paths []string) {
+	b.Helper()
+	prices := filepath.Join(b.TempDir(), "prices.yaml")
+	if err := os.WriteFile(prices, []byte(testBook), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cfg.Prices = BookFile(prices)
+	{
+		s, err := New(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
