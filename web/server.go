@@ -8,8 +8,12 @@
 // Pages are rendered on the server with html/template and the chargeback
 // report's stylesheet and Content-Security-Policy: no script, nothing
 // fetched, charts as inline SVG. The server holds no broken connection:
-// a ledger read that fails closes the store, the page answers 503, and
-// the next request opens the ledger again.
+// a ledger read that fails retires the store (closed once no request
+// reads it), the page answers 503, and the next request opens the ledger
+// again; a reader that hangs up retires nothing. Work per request is
+// bounded: identical computations are shared, at most
+// Config.MaxComputations run at once, and what they build is kept for
+// a stated time (server.go's constants).
 package web
 
 import (
