@@ -21,14 +21,14 @@ import (
 // /healthz and /readyz.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /{$}", s.page("index", pageTimeout, s.serveIndex))
+	mux.Handle("GET /{$}", s.page("index", pageTimeout, s.serveIndex).head(s.headIndex))
 	reportTimeout := pageTimeout
 	if s.cfg.Prometheus != nil {
 		// The page waits for its token queries on top of the rest.
 		reportTimeout += min(s.cfg.PrometheusTimeout, maxTokenWait)
 	}
-	mux.Handle("GET /reports/{file}", s.page("report", reportTimeout, s.serveReport))
-	mux.Handle("GET /advice/{file}", s.page("advice", adviceTimeout, s.serveAdvice))
+	mux.Handle("GET /reports/{file}", s.page("report", reportTimeout, s.serveReport).head(s.headMonth))
+	mux.Handle("GET /advice/{file}", s.page("advice", adviceTimeout, s.serveAdvice).head(s.headMonth))
 	mux.Handle("GET /metrics", s.m.handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -38,7 +38,37 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/", s.page("other", pageTimeout, func(_ context.Context, _ http.ResponseWriter, r *http.Request) error {
 		return &httpError{http.StatusNotFound, "no page at " + r.URL.Path + ": see / for the months the ledger covers"}
 	}))
-	return securityHeaders(mux)
+	return securityHeaders(s.readOnly(mux))
+}
+
+// allowed are the methods of every path: serve only reads.
+const allowed = "GET, HEAD"
+
+// readOnly answers 405 with an Allow header to any method but GET and
+// HEAD, on every path, before anything is read.
+func (s *Server) readOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Allow", allowed)
+		writeError(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed: gpuledger serve only reads (%s)", sanitizeMethod(r.Method), allowed))
+		s.m.requests.WithLabelValues("other", strconv.Itoa(http.StatusMethodNotAllowed)).Inc()
+	})
+}
+
+// sanitizeMethod bounds a client's method for a message.
+func sanitizeMethod(m string) string {
+	if len(m) > 16 {
+		m = m[:16]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 'A' || r > 'Z' {
+			return '?'
+		}
+		return r
+	}, m)
 }
 
 // securityHeaders sends the report page's policy on every answer.
@@ -72,10 +102,36 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+type handlerFunc = func(context.Context, http.ResponseWriter, *http.Request) error
+
+// pageHandler is a page: fn answers GET, headFn (when set) HEAD without
+// building the body.
+type pageHandler struct {
+	s          *Server
+	name       string
+	timeout    time.Duration
+	fn, headFn handlerFunc
+}
+
 // page runs fn under a deadline, counts the answer and writes an error
 // fn returns as a page (HTML routes) or text (files).
-func (s *Server) page(name string, timeout time.Duration, fn func(context.Context, http.ResponseWriter, *http.Request) error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) page(name string, timeout time.Duration, fn handlerFunc) *pageHandler {
+	return &pageHandler{s: s, name: name, timeout: timeout, fn: fn}
+}
+
+// head sets what answers HEAD.
+func (p *pageHandler) head(fn handlerFunc) *pageHandler {
+	p.headFn = fn
+	return p
+}
+
+func (p *pageHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s, name, timeout := p.s, p.name, p.timeout
+	fn := p.fn
+	if r.Method == http.MethodHead && p.headFn != nil {
+		fn = p.headFn
+	}
+	{
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		sw := &statusWriter{ResponseWriter: w}
@@ -90,11 +146,15 @@ func (s *Server) page(name string, timeout time.Duration, fn func(context.Contex
 			case errors.As(err, &ue):
 				code = http.StatusServiceUnavailable
 				msg = "The ledger cannot be read right now (" + ue.err.Error() + "). Try again shortly: the server reconnects on the next request."
+			case errors.Is(r.Context().Err(), context.Canceled):
+				// The reader hung up: nobody to answer, nothing failed.
+				code, msg = statusClientClosed, "the request was cancelled"
 			case ctx.Err() != nil:
 				code, msg = http.StatusServiceUnavailable, fmt.Sprintf("the answer took longer than %s: try again shortly", timeout)
 			}
-			if code >= 500 {
-				s.log.Warn("request failed", "path", r.URL.Path, "code", code, "err", err)
+			msg = RedactURLs(msg)
+			if code >= 500 && code != statusClientClosed {
+				s.log.Warn("request failed", "path", r.URL.Path, "code", code, "err", RedactURLs(err.Error()))
 			}
 			writeError(sw, r, code, msg)
 		}
@@ -102,7 +162,52 @@ func (s *Server) page(name string, timeout time.Duration, fn func(context.Contex
 			sw.code = http.StatusOK
 		}
 		s.m.requests.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
-	})
+	}
+}
+
+// statusClientClosed is the code counted for a reader that hung up
+// before its answer (nginx's 499).
+const statusClientClosed = 499
+
+// headIndex answers HEAD / with the page's type, without building it.
+func (s *Server) headIndex(_ context.Context, w http.ResponseWriter, _ *http.Request) error {
+	if _, _, err := s.book(); err != nil {
+		return err
+	}
+	if _, err := s.ledgerGen(); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	return nil
+}
+
+// headMonth answers HEAD of a month's page or file with its type, after
+// the checks that need no report (a month, started, a ledger file
+// there): a HEAD never builds a report.
+func (s *Server) headMonth(_ context.Context, w http.ResponseWriter, r *http.Request) error {
+	month, suffix := splitFile(r.PathValue("file"))
+	if strings.HasPrefix(r.URL.Path, "/advice/") && suffix != fileHTML && suffix != fileJSON {
+		return &httpError{http.StatusNotFound, "the advice is a page (/advice/YYYY-MM) or JSON (/advice/YYYY-MM.json)"}
+	}
+	book, _, err := s.book()
+	if err != nil {
+		return err
+	}
+	if _, _, err := s.period(month, book, s.cfg.Now()); err != nil {
+		return err
+	}
+	if _, err := s.ledgerGen(); err != nil {
+		return err
+	}
+	switch suffix {
+	case fileHTML:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	case fileJSON:
+		w.Header().Set("Content-Type", "application/json")
+	default:
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	}
+	return nil
 }
 
 // writeError answers code with msg: a styled page where a person reads

@@ -108,24 +108,9 @@ func (s *Server) serveIndex(ctx context.Context, w http.ResponseWriter, _ *http.
 // bills are the bills of the months the ledger has data for, among the
 // last Config.Months, newest first.
 func (s *Server) bills(ctx context.Context, book *pricebook.Book, now time.Time) ([]monthBill, error) {
-	loc := book.Location
-	y, m, _ := now.In(loc).Date()
-	first := ledger.DayStart(y, m-time.Month(s.cfg.Months-1), 1, loc)
-	var aggs []ledger.Aggregate
-	err := s.withStore(ctx, func(st ledger.Store) error {
-		var err error
-		aggs, err = st.Aggregate(ctx, ledger.AggregateQuery{From: first, To: now, Location: loc, Bucket: ledger.BucketMonth})
-		return err
-	})
+	months, err := s.ledgerMonths(ctx, book, now)
 	if err != nil {
 		return nil, err
-	}
-	months := map[string]time.Time{}
-	for _, a := range aggs {
-		if a.Rows > 0 {
-			t := a.BucketStart.In(loc)
-			months[t.Format("2006-01")] = ledger.DayStart(t.Year(), t.Month(), 1, loc)
-		}
 	}
 	var out []monthBill
 	for month, start := range months {
@@ -145,6 +130,57 @@ func (s *Server) bills(ctx context.Context, book *pricebook.Book, now time.Time)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].month > out[j].month })
 	return out, nil
+}
+
+// ledgerMonths are the months among the last Config.Months the ledger
+// has rows in, by name, with their starts: reused for runningTTL and
+// shared by the index requests at once.
+func (s *Server) ledgerMonths(ctx context.Context, book *pricebook.Book, now time.Time) (map[string]time.Time, error) {
+	_, version, err := s.book()
+	if err != nil {
+		return nil, err
+	}
+	gen, err := s.ledgerGen()
+	if err != nil {
+		return nil, err
+	}
+	loc := book.Location
+	y, m, _ := now.In(loc).Date()
+	// The key's month is the current one: the span changes with it.
+	key := cacheKey{fmt.Sprintf("%04d-%02d", y, m), version, gen}
+	s.cacheMu.Lock()
+	c, ok := s.months[key]
+	s.cacheMu.Unlock()
+	if fresh(c, ok, false, s.cfg.RunningTTL) {
+		return c.v, nil
+	}
+	v, err := s.shared(ctx, "months|"+key.String(), pageTimeout, func(ctx context.Context) (any, error) {
+		first := ledger.DayStart(y, m-time.Month(s.cfg.Months-1), 1, loc)
+		var aggs []ledger.Aggregate
+		err := s.withStore(ctx, func(st ledger.Store) error {
+			var err error
+			aggs, err = st.Aggregate(ctx, ledger.AggregateQuery{From: first, To: now, Location: loc, Bucket: ledger.BucketMonth})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		months := map[string]time.Time{}
+		for _, a := range aggs {
+			if a.Rows > 0 {
+				t := a.BucketStart.In(loc)
+				months[t.Format("2006-01")] = ledger.DayStart(t.Year(), t.Month(), 1, loc)
+			}
+		}
+		s.cacheMu.Lock()
+		putBounded(s.months, key, cached[map[string]time.Time]{months, time.Now(), false})
+		s.cacheMu.Unlock()
+		return months, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]time.Time), nil
 }
 
 // topTeams are the teams with the largest totals over the bills, at most

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/advisor/adviceprom"
 	"github.com/gpuledger/gpuledger/advisor/advicereport"
+	"github.com/gpuledger/gpuledger/billing/report"
 )
 
 // scrapeTimeout bounds the month-to-date report a scrape builds.
@@ -79,10 +80,19 @@ func orUnknown(s string) string {
 	return s
 }
 
-// chargeCollector builds the current month's report at each scrape (a
-// few milliseconds from the day rollups) and exposes its lines per team
-// and model. A month without data yet exposes nothing.
+// chargeCollector exposes the newest month-to-date report's lines per
+// team and model. A scrape never waits for a page: it serves the report
+// the pages or the previous scrape built (at most runningTTL old, or
+// mtdMaxAge while the ledger does not answer), and a stale one starts a
+// rebuild in the background for the next scrape. Only a scrape finding
+// none for the month and book (the first one, a new month, a new book)
+// waits for it, at most scrapeTimeout. A month without data yet exposes
+// nothing.
 type chargeCollector struct{ s *Server }
+
+// mtdMaxAge is how long month-to-date charges are served while they
+// cannot be rebuilt (a ledger down): then they are left out.
+const mtdMaxAge = 5 * time.Minute
 
 func (c chargeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- chargeDesc
@@ -90,34 +100,65 @@ func (c chargeCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c chargeCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
 	now := c.s.cfg.Now()
-	book, _, err := c.s.book()
+	book, version, err := c.s.book()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(chargeDesc, err)
+		return
+	}
+	gen, err := c.s.ledgerGen()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(chargeDesc, err)
 		return
 	}
 	month := now.In(book.Location).Format("2006-01")
-	rep, err := c.s.monthReport(ctx, month, now)
-	var he *httpError
-	if errors.As(err, &he) && he.code == http.StatusNotFound {
+	key := cacheKey{month, version, gen}
+	var rep *report.Report
+	if m := c.s.mtd.Load(); m != nil && m.key == key && time.Since(m.at) < mtdMaxAge {
+		rep = m.rep
+		if time.Since(m.at) >= c.s.cfg.RunningTTL {
+			go c.s.refreshMTD(month, now)
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+		defer cancel()
+		rep, err = c.s.monthReport(ctx, month, now)
+		var he *httpError
+		if errors.As(err, &he) && he.code == http.StatusNotFound {
+			return
+		}
+		if err != nil {
+			ch <- prometheus.NewInvalidMetric(chargeDesc, err)
+			return
+		}
+	}
+	if rep.Empty() {
 		return
 	}
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(chargeDesc, err)
-		return
-	}
-	type key struct{ team, model string }
-	sums := map[key]int64{}
+	type key2 struct{ team, model string }
+	sums := map[key2]int64{}
 	for _, l := range rep.Lines {
-		sums[key{l.Team, l.GPUModel}] += l.Amount
+		sums[key2{l.Team, l.GPUModel}] += l.Amount
 	}
 	scale := math.Pow10(book.Currency.MinorUnit)
 	for k, v := range sums {
 		ch <- prometheus.MustNewConstMetric(chargeDesc, prometheus.GaugeValue, float64(v)/scale, k.team, k.model, book.Currency.Code)
 	}
 	ch <- prometheus.MustNewConstMetric(monthStartDesc, prometheus.GaugeValue, float64(rep.From.Unix()))
+}
+
+// refreshMTD rebuilds the month-to-date report in the background (one
+// at a time: the rebuild is shared with any page asking for it).
+func (s *Server) refreshMTD(month string, now time.Time) {
+	if !s.mtdBusy.CompareAndSwap(false, true) {
+		return
+	}
+	defer s.mtdBusy.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	if _, err := s.monthReport(ctx, month, now); err != nil {
+		s.log.Debug("month-to-date charges not rebuilt; /metrics keeps the previous ones", "err", RedactURLs(err.Error()))
+	}
 }
 
 // handler serves the registry, then the newest advice series and their
@@ -135,7 +176,7 @@ func (m *metrics) handler() http.Handler {
 		if err != nil {
 			// A family that failed (the ledger is down) is left out;
 			// the rest, the health series above all, still serve.
-			m.s.log.Warn("metrics gathered with errors", "err", err)
+			m.s.log.Warn("metrics gathered with errors", "err", RedactURLs(err.Error()))
 		}
 		m.mu.Lock()
 		b.Write(m.advice)
@@ -178,9 +219,15 @@ func (s *Server) RefreshAdvice(ctx context.Context) error {
 	return nil
 }
 
-// Run refreshes the month-to-date advice every Config.AdviceRefresh until
-// ctx ends.
+// Run builds the month-to-date charges of /metrics, then refreshes the
+// month-to-date advice every Config.AdviceRefresh until ctx ends.
 func (s *Server) Run(ctx context.Context) {
+	// The month-to-date charges are built once at start, so the first
+	// scrape does not wait for them either.
+	if book, _, err := s.book(); err == nil {
+		now := s.cfg.Now()
+		s.refreshMTD(now.In(book.Location).Format("2006-01"), now)
+	}
 	if s.cfg.AdviceRefresh < 0 {
 		return
 	}

@@ -8,22 +8,33 @@
 // Pages are rendered on the server with html/template and the chargeback
 // report's stylesheet and Content-Security-Policy: no script, nothing
 // fetched, charts as inline SVG. The server holds no broken connection:
-// a ledger read that fails closes the store, the page answers 503, and
-// the next request opens the ledger again.
+// a ledger read that fails retires the store (closed once no request
+// reads it), the page answers 503, and the next request opens the ledger
+// again; a reader that hangs up retires nothing. Work per request is
+// bounded: identical computations are shared, at most
+// Config.MaxComputations run at once, and what they build is kept for
+// a stated time (server.go's constants).
 package web
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -50,8 +61,21 @@ const (
 	// endedTTL is how long a built report of an ended month is reused:
 	// rows shipped late show within it.
 	endedTTL = 2 * time.Minute
-	// maxCached bounds the reports and advice kept.
-	maxCached = 64
+	// runningTTL is how long the running month's report, token section
+	// and the index's list of months are reused: the running month is
+	// rebuilt at most once per runningTTL, whatever the traffic.
+	runningTTL = 10 * time.Second
+	// maxCached bounds the reports, advice and token sections kept: every
+	// month the index can show, for two price book versions.
+	maxCached = 2*MaxMonths + 16
+	// DefaultMaxComputations is how many reports, advice and lists of
+	// months are computed at once by default; MaxMaxComputations bounds
+	// Config.MaxComputations.
+	DefaultMaxComputations = 4
+	MaxMaxComputations     = 64
+	// maxTokenFlights bounds the months whose token queries run at once
+	// (each month's queries run one after another).
+	maxTokenFlights = 2
 	// maxTokenWait bounds what a month's page waits for its token
 	// queries, whatever Config.PrometheusTimeout says: the page must be
 	// written within the HTTP server's write timeout.
@@ -83,6 +107,19 @@ type Config struct {
 	// PrometheusTimeout bounds a page's token queries together (default
 	// tokencost.DefaultTimeout, at most maxTokenWait).
 	PrometheusTimeout time.Duration
+	// RunningTTL is how long the running month's report, token section
+	// and the index's months are reused (default runningTTL; negative:
+	// rebuilt on every request).
+	RunningTTL time.Duration
+	// LedgerFile is the embedded ledger's file ("" for ClickHouse): its
+	// identity (device and inode) is checked on each request, so a file
+	// replaced under the server is reopened and a deleted one is
+	// unavailable (store.go).
+	LedgerFile string
+	// MaxComputations bounds the reports, advice and lists of months
+	// computed at once (default DefaultMaxComputations, at most
+	// MaxMaxComputations); identical requests share one computation.
+	MaxComputations int
 	// Collectors are registered on /metrics beside serve's own series
 	// (serve --quota's quota gauges and recorder health).
 	Collectors []prometheus.Collector
@@ -94,13 +131,30 @@ type Server struct {
 	cfg Config
 	log *slog.Logger
 
-	mu sync.Mutex
-	st ledger.Store // nil until opened, and after a failed read
+	// mu guards the open ledger (store.go): cur is nil until opened and
+	// after it is retired; fileID is the identity of the file cur was
+	// opened on (Config.LedgerFile); gen counts the files seen.
+	mu     sync.Mutex
+	cur    *storeRef
+	fileID os.FileInfo
+	gen    uint64
 
 	cacheMu sync.Mutex
 	reports map[cacheKey]cached[*report.Report]
 	advice  map[cacheKey]cached[*advicereport.Advice]
 	tokens  map[cacheKey]cached[*report.Tokens]
+	months  map[cacheKey]cached[map[string]time.Time]
+	// mtd is the newest month-to-date report, which /metrics serves
+	// without waiting for a page.
+	mtd     atomic.Pointer[mtdReport]
+	mtdBusy atomic.Bool
+
+	// flight merges identical computations in flight; sem bounds the
+	// computations of reports, advice and the index's months at once,
+	// tokenSem the months' token queries at once.
+	flight   singleflight.Group
+	sem      chan struct{}
+	tokenSem chan struct{}
 	// adviceSem lets one advice be computed at a time: each reads a
 	// month of container rows.
 	adviceSem chan struct{}
@@ -108,11 +162,27 @@ type Server struct {
 	m *metrics
 }
 
-type cacheKey struct{ month, book string }
+// cacheKey names a computed value: the month, the price book's version
+// (its digest) and the ledger file's generation (store.go).
+type cacheKey struct {
+	month, book string
+	gen         uint64
+}
+
+func (k cacheKey) String() string { return fmt.Sprintf("%s|%s|%d", k.month, k.book, k.gen) }
 
 type cached[T any] struct {
 	v  T
-	at time.Time
+	at time.Time // wall clock
+	// complete: the month had ended when v was built.
+	complete bool
+}
+
+// mtdReport is a month-to-date report and what it was built from.
+type mtdReport struct {
+	key cacheKey
+	rep *report.Report
+	at  time.Time // wall clock
 }
 
 // New checks cfg and returns a server; Run starts its background work.
@@ -129,6 +199,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Months < 1 || cfg.Months > MaxMonths {
 		return nil, fmt.Errorf("web: %d months: want 1 to %d", cfg.Months, MaxMonths)
 	}
+	if cfg.MaxComputations == 0 {
+		cfg.MaxComputations = DefaultMaxComputations
+	}
+	if cfg.MaxComputations < 1 || cfg.MaxComputations > MaxMaxComputations {
+		return nil, fmt.Errorf("web: %d computations at once: want 1 to %d", cfg.MaxComputations, MaxMaxComputations)
+	}
+	if cfg.RunningTTL == 0 {
+		cfg.RunningTTL = runningTTL
+	}
+	if cfg.RunningTTL > time.Minute {
+		return nil, fmt.Errorf("web: the running month kept %s: want at most 1m", cfg.RunningTTL)
+	}
 	if cfg.AdviceRefresh == 0 {
 		cfg.AdviceRefresh = time.Hour
 	}
@@ -138,22 +220,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.PrometheusTimeout <= 0 {
 		cfg.PrometheusTimeout = tokencost.DefaultTimeout
 	}
+	if cfg.Prometheus != nil {
+		cfg.Prometheus = redactedQuerier{cfg.Prometheus}
+	}
 	s := &Server{cfg: cfg, log: cfg.Log.With("component", "serve"), reports: map[cacheKey]cached[*report.Report]{},
-		advice: map[cacheKey]cached[*advicereport.Advice]{}, tokens: map[cacheKey]cached[*report.Tokens]{}, adviceSem: make(chan struct{}, 1)}
+		advice: map[cacheKey]cached[*advicereport.Advice]{}, tokens: map[cacheKey]cached[*report.Tokens]{},
+		months: map[cacheKey]cached[map[string]time.Time]{}, sem: make(chan struct{}, cfg.MaxComputations),
+		tokenSem: make(chan struct{}, maxTokenFlights), adviceSem: make(chan struct{}, 1)}
 	s.m = newMetrics(s)
 	return s, nil
-}
-
-// Close closes the ledger.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st == nil {
-		return nil
-	}
-	err := s.st.Close()
-	s.st = nil
-	return err
 }
 
 // errUnavailable marks a ledger that cannot be read: 503.
@@ -169,39 +244,6 @@ type httpError struct {
 }
 
 func (e *httpError) Error() string { return e.msg }
-
-// withStore runs fn on the open ledger, opening it first when needed. A
-// failure closes the store, so the next request opens a fresh one.
-func (s *Server) withStore(ctx context.Context, fn func(ledger.Store) error) error {
-	s.mu.Lock()
-	st := s.st
-	if st == nil {
-		var err error
-		if st, err = s.cfg.Open(ctx); err != nil {
-			s.mu.Unlock()
-			s.m.ledgerFailures.Inc()
-			return &errUnavailable{err}
-		}
-		s.st = st
-	}
-	s.mu.Unlock()
-	if err := fn(st); err != nil {
-		var he *httpError
-		if errors.As(err, &he) {
-			return err
-		}
-		s.m.ledgerFailures.Inc()
-		s.mu.Lock()
-		if s.st == st {
-			s.st = nil
-			_ = st.Close()
-		}
-		s.mu.Unlock()
-		return &errUnavailable{err}
-	}
-	s.m.ledgerSuccess.SetToCurrentTime()
-	return nil
-}
 
 var monthPattern = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
 
@@ -221,10 +263,12 @@ func (s *Server) period(month string, book *pricebook.Book, now time.Time) (from
 }
 
 // book loads the price book; a book that does not load is the server's
-// error (500), named.
+// error (500), named but without its path (BookFile's errors name the
+// file by its base name only).
 func (s *Server) book() (*pricebook.Book, string, error) {
 	b, v, err := s.cfg.Prices()
 	if err != nil {
+		s.log.Warn("the price book does not load", "err", err)
 		return nil, "", &httpError{http.StatusInternalServerError, "cannot load the price book: " + err.Error()}
 	}
 	return b, v, nil
@@ -232,17 +276,22 @@ func (s *Server) book() (*pricebook.Book, string, error) {
 
 // monthReport is the chargeback of a month, generated at now, as
 // `gpuledger report --period month` builds it: 404 when the ledger has no
-// data in it. A report of an ended month is reused for endedTTL; the
-// returned report is the caller's to change.
+// data in it. The returned report is the caller's to change.
 func (s *Server) monthReport(ctx context.Context, month string, now time.Time) (*report.Report, error) {
 	rep, _, err := s.monthReportVersion(ctx, month, now)
 	return rep, err
 }
 
 // monthReportVersion is monthReport and the version of the price book
-// it was built with.
+// it was built with. A report of an ended month is reused for endedTTL,
+// the running month's for runningTTL; requests for the same report at
+// the same time share one computation.
 func (s *Server) monthReportVersion(ctx context.Context, month string, now time.Time) (*report.Report, string, error) {
 	book, version, err := s.book()
+	if err != nil {
+		return nil, "", err
+	}
+	gen, err := s.ledgerGen()
 	if err != nil {
 		return nil, "", err
 	}
@@ -250,28 +299,38 @@ func (s *Server) monthReportVersion(ctx context.Context, month string, now time.
 	if err != nil {
 		return nil, "", err
 	}
-	key := cacheKey{month, version}
+	key := cacheKey{month, version, gen}
 	ended := !now.Before(to)
 	s.cacheMu.Lock()
 	c, ok := s.reports[key]
 	s.cacheMu.Unlock()
 	var rep *report.Report
-	if ok && ended && now.Sub(c.at) < endedTTL && now.Sub(c.at) >= 0 {
+	if fresh(c, ok, ended, s.cfg.RunningTTL) {
 		rep = c.v
 	} else {
-		err = s.withStore(ctx, func(st ledger.Store) error {
-			var err error
-			rep, err = report.Build(ctx, st, book, from, to)
-			return err
+		v, err := s.shared(ctx, "report|"+key.String(), pageTimeout, func(ctx context.Context) (any, error) {
+			var rep *report.Report
+			err := s.withStore(ctx, func(st ledger.Store) error {
+				var err error
+				rep, err = report.Build(ctx, st, book, from, to)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			at := time.Now()
+			s.cacheMu.Lock()
+			putBounded(s.reports, key, cached[*report.Report]{rep, at, ended})
+			s.cacheMu.Unlock()
+			if !ended && month == now.In(book.Location).Format("2006-01") {
+				s.mtd.Store(&mtdReport{key, rep, at})
+			}
+			return rep, nil
 		})
 		if err != nil {
 			return nil, "", err
 		}
-		if ended {
-			s.cacheMu.Lock()
-			putBounded(s.reports, key, cached[*report.Report]{rep, now})
-			s.cacheMu.Unlock()
-		}
+		rep = v.(*report.Report)
 	}
 	cp := *rep
 	cp.GeneratedAt = now
@@ -281,122 +340,176 @@ func (s *Server) monthReportVersion(ctx context.Context, month string, now time.
 	return &cp, version, nil
 }
 
-// monthAdvice is the sharing advice of a month, one computed at a time.
+// monthAdvice is the sharing advice of a month, one computed at a time,
+// shared by the requests asking for it at once.
 func (s *Server) monthAdvice(ctx context.Context, month string, now time.Time) (*advicereport.Advice, error) {
-	rep, err := s.monthReport(ctx, month, now)
+	rep, version, err := s.monthReportVersion(ctx, month, now)
 	if err != nil {
 		return nil, err
 	}
-	_, version, err := s.book()
+	gen, err := s.ledgerGen()
 	if err != nil {
 		return nil, err
 	}
-	key := cacheKey{month, version}
+	key := cacheKey{month, version, gen}
 	ended := !now.Before(rep.To)
-	select {
-	case s.adviceSem <- struct{}{}:
-		defer func() { <-s.adviceSem }()
-	case <-ctx.Done():
-		return nil, &httpError{http.StatusServiceUnavailable, "the server is busy computing other advice: try again shortly"}
-	}
 	s.cacheMu.Lock()
 	c, ok := s.advice[key]
 	s.cacheMu.Unlock()
-	if ok && ended && now.Sub(c.at) < endedTTL && now.Sub(c.at) >= 0 {
-		cp := *c.v
-		r := *cp.Report
-		r.GeneratedAt = now
-		cp.Report = &r
-		return &cp, nil
-	}
 	var a *advicereport.Advice
-	err = s.withStore(ctx, func(st ledger.Store) error {
-		var err error
-		a, err = advicereport.For(ctx, st, rep.Book, rep, nil, advise.Options{})
-		return err
-	})
-	if err != nil {
-		return nil, err
+	if fresh(c, ok, ended, s.cfg.RunningTTL) {
+		a = c.v
+	} else {
+		v, err := s.shared(ctx, "advice|"+key.String(), adviceTimeout, func(ctx context.Context) (any, error) {
+			select {
+			case s.adviceSem <- struct{}{}:
+				defer func() { <-s.adviceSem }()
+			case <-ctx.Done():
+				return nil, &httpError{http.StatusServiceUnavailable, "the server is busy computing other advice: try again shortly"}
+			}
+			var a *advicereport.Advice
+			err := s.withStore(ctx, func(st ledger.Store) error {
+				var err error
+				a, err = advicereport.For(ctx, st, rep.Book, rep, nil, advise.Options{})
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			s.cacheMu.Lock()
+			putBounded(s.advice, key, cached[*advicereport.Advice]{a, time.Now(), ended})
+			s.cacheMu.Unlock()
+			return a, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		a = v.(*advicereport.Advice)
 	}
-	if ended {
-		s.cacheMu.Lock()
-		putBounded(s.advice, key, cached[*advicereport.Advice]{a, now})
-		s.cacheMu.Unlock()
-	}
-	return a, nil
+	cp := *a
+	r := *cp.Report
+	r.GeneratedAt = now
+	cp.Report = &r
+	return &cp, nil
+}
+
+// tokenSection is a month's cost per token section, or why there is none.
+type tokenSection struct {
+	t           *report.Tokens
+	unavailable string
 }
 
 // attachTokens gives a month's report its cost per token section, as
 // report --prometheus builds it for the same ledger, book and month: the
 // tokens counted from Config.Prometheus, priced from the ledger. A
-// section of an ended month is reused for endedTTL per price book
-// version, like the month's report. A Prometheus that does not answer
-// within Config.PrometheusTimeout is no error: the report is left
-// without the section, says why in TokensUnavailable, and the failure is
-// logged and counted. A ledger that fails is the page's error, as
-// everywhere.
+// section is reused like the month's report (endedTTL, runningTTL), and
+// requests for the same month at once share one set of queries, at most
+// maxTokenFlights months at a time, all of a month's queries within
+// Config.PrometheusTimeout (at most maxTokenWait). Any failure of the
+// section, Prometheus's or the pricing's, is no error of the page: the
+// report is left without the section, says why in TokensUnavailable, and
+// the failure is logged and counted as the token queries' (not kept, so
+// the next request asks again); it is never the ledger's 503.
 func (s *Server) attachTokens(ctx context.Context, rep *report.Report, month, version string, now time.Time) error {
 	if s.cfg.Prometheus == nil {
 		return nil
 	}
-	key := cacheKey{month, version}
+	gen, err := s.ledgerGen()
+	if err != nil {
+		return err
+	}
+	key := cacheKey{month, version, gen}
 	ended := !now.Before(rep.To)
 	s.cacheMu.Lock()
 	c, ok := s.tokens[key]
 	s.cacheMu.Unlock()
-	if ok && ended && now.Sub(c.at) < endedTTL && now.Sub(c.at) >= 0 {
+	if fresh(c, ok, ended, s.cfg.RunningTTL) {
 		rep.Tokens = c.v
 		return nil
 	}
-	tctx, cancel := context.WithTimeout(ctx, min(s.cfg.PrometheusTimeout, maxTokenWait))
-	counted, err := tokencost.Count(tctx, s.cfg.Prometheus, rep.From, rep.To)
-	cancel()
-	if err != nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return ctx.Err() // the reader went away: nobody to tell, nothing to count
+	wait := min(s.cfg.PrometheusTimeout, maxTokenWait)
+	from, to, book := rep.From, rep.To, rep.Book
+	v, err := s.sharedOn(ctx, s.tokenSem, "tokens|"+key.String(), wait, func(ctx context.Context) (any, error) {
+		sec := s.tokenSection(ctx, from, to, book, month)
+		if sec.t != nil {
+			s.cacheMu.Lock()
+			putBounded(s.tokens, key, cached[*report.Tokens]{sec.t, time.Now(), ended})
+			s.cacheMu.Unlock()
+		}
+		return sec, nil
+	})
+	if err != nil {
+		var he *httpError
+		if errors.As(err, &he) {
+			// Too many months' queries at once: the page goes without.
+			rep.TokensUnavailable = he.msg
+			return nil
+		}
+		return err // the reader went away: nobody to tell
 	}
+	sec := v.(tokenSection)
+	rep.Tokens, rep.TokensUnavailable = sec.t, sec.unavailable
+	return nil
+}
+
+// tokenSection counts and prices a month's tokens; a failure of either
+// is the section's reason, logged and counted.
+func (s *Server) tokenSection(ctx context.Context, from, to time.Time, book *pricebook.Book, month string) tokenSection {
+	prom := RedactURLs(s.cfg.Prometheus.String())
+	counted, err := tokencost.Count(ctx, s.cfg.Prometheus, from, to)
 	if err != nil {
 		s.m.promFailures.Inc()
 		s.log.Warn("the month's page is served without its cost per token section: Prometheus did not answer",
-			"month", month, "prometheus", s.cfg.Prometheus.String(), "err", err)
-		rep.TokensUnavailable = tokensUnavailable(s.cfg.Prometheus.String(), err)
-		return nil
+			"month", month, "prometheus", prom, "err", RedactURLs(err.Error()))
+		return tokenSection{unavailable: tokensUnavailable(prom, err)}
 	}
 	s.m.promSuccess.SetToCurrentTime()
+	// The pricing reads the ledger, but a failure here is the section's:
+	// it neither retires the store nor counts as the ledger's failure.
 	var t *report.Tokens
-	err = s.withStore(ctx, func(st ledger.Store) error {
-		var err error
-		t, err = counted.Join(ctx, st, rep.Book)
-		return err
-	})
+	if _, err = s.ledgerGen(); err == nil {
+		var ref *storeRef
+		if ref, err = s.acquire(ctx); err == nil {
+			t, err = counted.Join(ctx, ref.st, book)
+			s.release(ref, false)
+		}
+	}
 	if err != nil {
-		return err
+		s.m.promFailures.Inc()
+		s.log.Warn("the month's page is served without its cost per token section: it could not be priced",
+			"month", month, "err", RedactURLs(err.Error()))
+		return tokenSection{unavailable: tokensUnpriced(err)}
 	}
-	if ended {
-		s.cacheMu.Lock()
-		putBounded(s.tokens, key, cached[*report.Tokens]{t, now})
-		s.cacheMu.Unlock()
-	}
-	rep.Tokens = t
-	return nil
+	return tokenSection{t: t}
 }
 
 // maxNote bounds the reason a page gives for its missing token section.
 const maxNote = 300
 
-// tokensUnavailable is the one line a page shows in place of its token
-// section: which Prometheus, and why, on one line of bounded length.
-func tokensUnavailable(prom string, err error) string {
+// oneLine is err's message on one line of bounded length, URLs redacted.
+func oneLine(err error) string {
 	why := strings.Map(func(r rune) rune {
 		if unicode.IsPrint(r) {
 			return r
 		}
 		return ' '
-	}, err.Error())
+	}, RedactURLs(err.Error()))
 	why = strings.Join(strings.Fields(why), " ")
 	if len(why) > maxNote {
 		why = strings.ToValidUTF8(why[:maxNote], "") + "..."
 	}
-	return fmt.Sprintf("Prometheus %s did not answer its token queries (%s). The rest of the month is complete; reload to try again.", prom, why)
+	return why
+}
+
+// tokensUnavailable is the one line a page shows in place of its token
+// section: which Prometheus, and why, on one line of bounded length.
+func tokensUnavailable(prom string, err error) string {
+	return fmt.Sprintf("Prometheus %s did not answer its token queries (%s). The rest of the month is complete; reload to try again.", RedactURLs(prom), oneLine(err))
+}
+
+// tokensUnpriced is the line for tokens counted that could not be priced.
+func tokensUnpriced(err error) string {
+	return fmt.Sprintf("the tokens counted could not be priced (%s). The rest of the month is complete; reload to try again.", oneLine(err))
 }
 
 // putBounded adds v, dropping the oldest entry when the map is full.
@@ -415,30 +528,62 @@ func putBounded[T any](m map[cacheKey]cached[T], k cacheKey, v cached[T]) {
 }
 
 // BookFile loads the price book at path, and again whenever the file's
-// size or modification time changes, so a price book change shows on the
-// next request. A book that no longer loads is an error until fixed.
+// content changes (its SHA-256 digest, the book's version: an edit that
+// keeps the size and modification time still shows on the next request).
+// A book that no longer loads is an error until fixed; errors name the
+// file by its base name only, so a page never shows where it lies.
 func BookFile(path string) func() (*pricebook.Book, string, error) {
 	var mu sync.Mutex
 	var book *pricebook.Book
 	var version string
+	name := filepath.Base(path)
 	return func() (*pricebook.Book, string, error) {
-		fi, err := os.Stat(path)
+		data, err := readBounded(path, maxBookBytes)
 		if err != nil {
-			return nil, "", fmt.Errorf("cannot read price book: %w", err)
+			return nil, "", fmt.Errorf("cannot read the price book %s: %w", name, err)
 		}
-		v := fmt.Sprintf("%s@%d/%d", path, fi.ModTime().UnixNano(), fi.Size())
+		sum := sha256.Sum256(data)
+		v := "sha256:" + hex.EncodeToString(sum[:])
 		mu.Lock()
 		defer mu.Unlock()
 		if book != nil && v == version {
 			return book, version, nil
 		}
-		b, err := pricebook.Load(path)
+		b, err := pricebook.Parse(name, data)
 		if err != nil {
 			return nil, "", err
 		}
 		book, version = b, v
 		return book, version, nil
 	}
+}
+
+// maxBookBytes bounds the price book read on each request (the book's
+// own bound is 1 MiB; one more byte says it is over).
+const maxBookBytes = 1<<20 + 1
+
+// readBounded reads at most limit bytes of path; its errors do not name
+// the path.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, pathless(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil {
+		return nil, pathless(err)
+	}
+	return data, nil
+}
+
+// pathless is err without the path an *os.PathError carries.
+func pathless(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }
 
 // FixedBook serves one price book that never changes (the demo's).

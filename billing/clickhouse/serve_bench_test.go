@@ -23,8 +23,8 @@ func (keepOpen) Close() error { return nil }
 // BenchmarkServeMonthClickHouse: gpuledger serve's month page
 // (/reports/2026-03, the HTML report) of benchFleet's March out of
 // ClickHouse, 100 GPUs unless GPULEDGER_BENCH_GPUS says otherwise (target:
-// under 1 s). Each request builds the report afresh: the clock moves past
-// the server's reuse of an ended month's report between requests. The
+// under 1 s). Each request builds the report afresh: each is a new
+// server's first (a server reuses an ended month's report). The
 // month's money is checked against the fleet priced by hand.
 //
 //	go test -run '^$' -bench ServeMonthClickHouse -benchtime 10x -timeout 30m ./billing/clickhouse
@@ -32,14 +32,18 @@ func BenchmarkServeMonthClickHouse(b *testing.B) {
 	ctx := context.Background()
 	f, s, from, to, book := focusBenchMonth(ctx, b)
 	clock := to.Add(24 * time.Hour)
-	srv, err := web.New(web.Config{
-		Open:   func(context.Context) (ledger.Store, error) { return keepOpen{s}, nil },
-		Prices: web.FixedBook(book), Now: func() time.Time { clock = clock.Add(time.Hour); return clock }, AdviceRefresh: -1,
-	})
-	if err != nil {
-		b.Fatal(err)
+	// A new server per request: a server reuses an ended month's report
+	// for two minutes of wall-clock time.
+	handler := func() http.Handler {
+		srv, err := web.New(web.Config{
+			Open:   func(context.Context) (ledger.Store, error) { return keepOpen{s}, nil },
+			Prices: web.FixedBook(book), Now: func() time.Time { return clock }, AdviceRefresh: -1,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return srv.Handler()
 	}
-	h := srv.Handler()
 	// The same work without the server: what report --format html does.
 	b.Run("report-html", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
@@ -54,6 +58,9 @@ func BenchmarkServeMonthClickHouse(b *testing.B) {
 	})
 	b.Run("month-page", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			h := handler()
+			b.StartTimer()
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/reports/2026-03", nil))
 			if rec.Code != http.StatusOK || rec.Body.Len() == 0 {
@@ -68,7 +75,7 @@ func BenchmarkServeMonthClickHouse(b *testing.B) {
 		}
 		f.checkReport(b, r, from, to)
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/reports/2026-03", nil))
+		handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/reports/2026-03", nil))
 		if total := r.Money(r.Total); !strings.Contains(rec.Body.String(), grouped(total)) {
 			b.Fatalf("the month page does not show the total %s", total)
 		}

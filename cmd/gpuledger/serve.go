@@ -19,6 +19,7 @@ import (
 
 const serveUsageText = `usage: gpuledger serve --ledger DSN --prices FILE [--listen :8080]
                        [--months 24] [--advice-refresh 1h] [--web.config.file FILE]
+                       [--max-computations 4] [--drain-timeout 30s]
                        [--prometheus URL [--prometheus-timeout D]]
                        [--quota [--quota-interval 1m] [--kubeconfig FILE]]
 
@@ -36,11 +37,16 @@ book (docs/serve.md):
 
   --ledger     ledger DSN (env GPULEDGER_LEDGER): PATH, file:PATH or
                clickhouse://user:password@host:9000/database
-  --prices     the price book (env GPULEDGER_PRICES), re-read when it changes
+  --prices     the price book (env GPULEDGER_PRICES), re-read when its content
+               changes
   --listen     address to serve on (env GPULEDGER_LISTEN; default :8080)
   --months     how many months back the index looks (default 24, at most 120)
   --advice-refresh  how often the month-to-date advice behind /metrics is
                recomputed (Prometheus duration; default 1h; 0 never)
+  --max-computations  reports, advice and month lists computed at once
+               (default 4, 1 to 64); identical requests share one
+  --drain-timeout  on SIGTERM or SIGINT, how long pages in flight may
+               finish before the server stops (default 30s, 1s to 5m)
   --web.config.file  exporter-toolkit web config: TLS, basic auth
                (env GPULEDGER_WEB_CONFIG)
   --prometheus  the month's page and JSON carry report --prometheus's
@@ -70,10 +76,16 @@ type serveFlags struct {
 	listen, webConfig string
 	months            int
 	adviceRefresh     time.Duration
+	// maxComputations and drain: serve's bounds under load and at stop.
+	maxComputations int
+	drain           time.Duration
 	// prometheus and promTimeout: the month pages' cost per token section.
 	prometheus  string
 	promTimeout time.Duration
 	// quota, quotaInterval and kubeconfig: serve --quota.
+	// ledgerFile is the embedded ledger's file, whose identity serve
+	// follows ("" for ClickHouse).
+	ledgerFile    string
 	quota         bool
 	quotaInterval time.Duration
 	kubeconfig    string
@@ -88,6 +100,8 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	fs.StringVar(&f.ledger, "ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
 	fs.StringVar(&f.listen, "listen", envDefault("GPULEDGER_LISTEN", ":8080"), "address to serve on")
 	fs.IntVar(&f.months, "months", web.DefaultMonths, "months back the index looks")
+	fs.IntVar(&f.maxComputations, "max-computations", web.DefaultMaxComputations, "reports computed at once")
+	fs.DurationVar(&f.drain, "drain-timeout", defaultDrain, "how long pages in flight may finish at stop")
 	fs.StringVar(&f.webConfig, "web.config.file", envDefault("GPULEDGER_WEB_CONFIG", ""), "exporter-toolkit web config file")
 	f.adviceRefresh = time.Hour
 	fs.Func("advice-refresh", "advice refresh period (default 1h)", promDurationFlag(&f.adviceRefresh))
@@ -110,6 +124,10 @@ func parseServeFlags(args []string) (serveFlags, error) {
 		return f, errors.New("serve needs --listen ADDR")
 	case f.months < 1 || f.months > web.MaxMonths:
 		return f, fmt.Errorf("serve: --months %d: want 1 to %d", f.months, web.MaxMonths)
+	case f.maxComputations < 1 || f.maxComputations > web.MaxMaxComputations:
+		return f, fmt.Errorf("serve: --max-computations %d: want 1 to %d", f.maxComputations, web.MaxMaxComputations)
+	case f.drain < time.Second || f.drain > maxDrain:
+		return f, fmt.Errorf("serve: --drain-timeout %s: want 1s to %s", f.drain, maxDrain)
 	case f.adviceRefresh != 0 && f.adviceRefresh < time.Minute:
 		return f, fmt.Errorf("serve: --advice-refresh %s: want 0 (never) or at least 1m", f.adviceRefresh)
 	case f.promTimeout <= 0 || f.promTimeout > 10*time.Minute:
@@ -119,7 +137,8 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	}
 	if f.prometheus != "" {
 		if _, err := tokencost.NewClient(f.prometheus, f.promTimeout); err != nil {
-			return f, fmt.Errorf("serve --prometheus: %w", err)
+			// The URL may carry credentials: never echoed.
+			return f, fmt.Errorf("serve --prometheus: %s", web.RedactURLs(err.Error()))
 		}
 	}
 	d, err := ledger.ParseDSN(f.ledger)
@@ -149,6 +168,11 @@ func newWebServer(dsn string, prices func() (*pricebook.Book, string, error), mo
 		Open:   func(ctx context.Context) (ledger.Store, error) { return openServedLedger(ctx, dsn) },
 		Prices: prices, Now: now, Months: months, Version: version, Revision: revision, AdviceRefresh: adviceRefresh,
 	}
+	// An embedded ledger's file is followed by its identity: replaced,
+	// it is reopened; deleted, it is unavailable.
+	if d, err := ledger.ParseDSN(dsn); err == nil && d.Scheme == ledger.SchemeFile {
+		cfg.LedgerFile = d.Path
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -160,7 +184,7 @@ func newWebServer(dsn string, prices func() (*pricebook.Book, string, error), mo
 func withPrometheus(url string, timeout time.Duration) (func(*web.Config), error) {
 	prom, err := tokencost.NewClient(url, timeout)
 	if err != nil {
-		return nil, fmt.Errorf("serve --prometheus: %w", err)
+		return nil, fmt.Errorf("serve --prometheus: %s", web.RedactURLs(err.Error()))
 	}
 	return func(c *web.Config) { c.Prometheus, c.PrometheusTimeout = prom, timeout }, nil
 }
@@ -170,11 +194,13 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	prices := web.BookFile(f.prices)
-	if _, _, err := prices(); err != nil {
+	// At start the book's errors name its whole path, for the operator;
+	// the pages' name its base name only.
+	if _, err := pricebook.Load(f.prices); err != nil {
 		return err
 	}
-	var opts []func(*web.Config)
+	prices := web.BookFile(f.prices)
+	opts := []func(*web.Config){func(c *web.Config) { c.MaxComputations = f.maxComputations }}
 	if f.prometheus != "" {
 		o, err := withPrometheus(f.prometheus, f.promTimeout)
 		if err != nil {
@@ -203,7 +229,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		go func() { defer close(done); qs.run(qctx) }()
 		defer func() { cancel(); <-done }()
 	}
-	return serveWeb(ctx, srv, f.listen, f.webConfig, stdout)
+	return serveWebDrain(ctx, srv, f.listen, f.webConfig, f.drain, stdout)
 }
 
 // carbonNodeLabel is the node label the book prices carbon by, which
@@ -216,18 +242,65 @@ func carbonNodeLabel(book *pricebook.Book) string {
 	return book.Energy.CarbonIntensityByNodeLabel.Label
 }
 
-// serveWeb serves the web app on listen until ctx ends, refreshing its
-// advice in the background.
+// defaultDrain is how long pages in flight may finish once serve is told
+// to stop: a page's own deadline (30 s), and within Kubernetes' default
+// grace period when the chart adds its preStop margin; maxDrain bounds
+// --drain-timeout.
+const (
+	defaultDrain = 30 * time.Second
+	maxDrain     = 5 * time.Minute
+)
+
+// serveWeb is serveWebDrain with the default drain bound.
 func serveWeb(ctx context.Context, srv *web.Server, listen, webConfig string, stdout io.Writer) error {
-	ctx, cancel := context.WithCancel(ctx)
+	return serveWebDrain(ctx, srv, listen, webConfig, defaultDrain, stdout)
+}
+
+// serveWebDrain serves the web app on listen until ctx ends, refreshing
+// its advice in the background, and drains for drain: once ctx ends, the
+// listener closes, the pages in flight have up to drain to finish, and
+// only then does it return (and the ledger close).
+func serveWebDrain(ctx context.Context, srv *web.Server, listen, webConfig string, drain time.Duration, stdout io.Writer) error {
+	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); srv.Run(ctx) }()
+	go func() { defer close(done); srv.Run(runCtx) }()
 	defer func() { cancel(); <-done }()
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 3 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	slog.Info("serving the chargeback", "listen", listen)
 	fmt.Fprintf(stdout, "Serving the chargeback on %s (Ctrl-C to stop)\n", displayURL(listen))
-	return serveWithWebConfig(ctx, hs, listen, webConfig)
+	// The listener's own stop waits a few seconds only; serve shuts its
+	// server down itself, so a slow page in flight is finished, not
+	// dropped.
+	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
+	drained := make(chan error, 1)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-serveCtx.Done():
+			drained <- nil
+			return
+		}
+		slog.Info("stopping: draining the pages in flight", "bound", drain)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+		defer cancel()
+		err := hs.Shutdown(dctx)
+		if err != nil {
+			_ = hs.Close()
+			err = fmt.Errorf("cannot drain the pages in flight within %s: %w", drain, err)
+		}
+		drained <- err
+	}()
+	err := serveWithWebConfig(serveCtx, hs, listen, webConfig)
+	if ctx.Err() == nil {
+		stopServe()
+	}
+	derr := <-drained
+	stopServe()
+	if err == nil {
+		err = derr
+	}
+	return err
 }
 
 // displayURL is a browsable URL for a listen address.

@@ -29,13 +29,13 @@ func TestServeClickHouse(t *testing.T) {
 		t.Fatal(err)
 	}
 	copyLedger(t, db, dsn)
-	hs := startServe(t, dsn, prices)
+	hs := startServe(t, dsn, prices, rebuildRunningMonth)
 	checkReportsMatchCLI(t, hs.URL, dsn, prices)
 	crawl(t, hs.URL)
 
 	srv := h.Server(t)
 	srv.Kill()
-	// The current month is built on every request; an ended month's
+	// The current month is rebuilt on every request here; an ended month's
 	// report built in the last two minutes is served from memory, its
 	// FOCUS file still reads the ledger.
 	for _, p := range []string{"/", "/reports/2026-11", "/reports/2026-11.csv", "/reports/2026-10.focus.csv", "/advice/2026-11", "/readyz"} {

@@ -74,6 +74,11 @@ func startServe(t *testing.T, dsn, prices string, opts ...func(*web.Config)) *ht
 	return hs
 }
 
+// rebuildRunningMonth makes a test's server rebuild the running month on
+// every request instead of reusing it for ten seconds, so a change under
+// it (an outage, Prometheus gone) shows on the next request.
+func rebuildRunningMonth(c *web.Config) { c.RunningTTL = -1 }
+
 func getBody(t *testing.T, u string) (*http.Response, []byte) {
 	t.Helper()
 	resp, err := http.Get(u)

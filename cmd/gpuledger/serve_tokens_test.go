@@ -50,7 +50,7 @@ func serveWithTokens(t *testing.T, db, prices, prom string) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startServe(t, db, prices, opt)
+	return startServe(t, db, prices, opt, rebuildRunningMonth)
 }
 
 // serve --prometheus against a real Prometheus (tokenPrometheus: 1,000,000
@@ -149,8 +149,8 @@ func TestServeCostPerTokenMatchesReport(t *testing.T) {
 }
 
 // BenchmarkServeMonthPageTokens: what --prometheus adds to the running
-// month's page, built afresh on every request (a running month is not
-// kept): the same page through the server's handler without and with its
+// month's page, built afresh on every request (rebuildRunningMonth: the
+// server's ten-second reuse of the running month is off): the same page through the server's handler without and with its
 // token section, against tokenPrometheus's real Prometheus (one pod, two
 // samples a series: the ten queries' round trips and the join, not
 // Prometheus decoding a month of samples, which BenchmarkTokenQueryMonth
@@ -173,7 +173,7 @@ func BenchmarkServeMonthPageTokens(b *testing.B) {
 		opts   []func(*web.Config)
 		marker string
 	}{{"page", nil, "Finance lines"}, {"page-with-tokens", []func(*web.Config){opt}, `<td class="muted">vllm</td>`}} {
-		srv, err := newWebServer(db, web.BookFile(prices), 24, 0, c.opts...)
+		srv, err := newWebServer(db, web.BookFile(prices), 24, 0, append(c.opts, rebuildRunningMonth)...)
 		if err != nil {
 			b.Fatal(err)
 		}
