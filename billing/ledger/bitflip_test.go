@@ -97,12 +97,18 @@ func tablePages(t *testing.T, path string) map[string][]int {
 }
 
 // cellKeyOffsets returns, for each cell of a leaf page, the file offset
-// of the last byte of the cell's key: in a WITHOUT ROWID table or an index
-// (b-tree page type 10) its first column, the low byte of a rollup row's
-// slot; in a rowid table (13) the rowid, a dirty mark's slot. It parses the
-// page as the SQLite file format lays it out: header, cell pointer array,
-// cell = payload-size varint, [rowid varint,] record header, values.
-func cellKeyOffsets(b []byte, page int) []int {
+// of the last byte of the cell's key (cellColumnOffsets of column 0).
+func cellKeyOffsets(b []byte, page int) []int { return cellColumnOffsets(b, page, 0) }
+
+// cellColumnOffsets returns, for each cell of a leaf page, the file offset
+// of the last byte of value col: in a WITHOUT ROWID table or an index
+// (b-tree page type 10) column col of the record, so col 0 is the low byte
+// of a rollup row's slot; in a rowid table (13) col 0 is the rowid, a
+// dirty mark's slot. It parses the page as the SQLite file format lays it
+// out: header, cell pointer array, cell = payload-size varint, [rowid
+// varint,] record header (its size, then a serial type per column),
+// values. Values that are not integers or floats end the walk.
+func cellColumnOffsets(b []byte, page, col int) []int {
 	base := (page - 1) * testPageSize
 	hdr := base
 	if page == 1 {
@@ -111,6 +117,7 @@ func cellKeyOffsets(b []byte, page int) []int {
 	if b[hdr] != 10 && b[hdr] != 13 {
 		return nil
 	}
+	sizes := map[uint64]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 8, 7: 8}
 	n := int(binary.BigEndian.Uint16(b[hdr+3:]))
 	var out []int
 	for i := 0; i < n; i++ {
@@ -118,17 +125,26 @@ func cellKeyOffsets(b []byte, page int) []int {
 		_, k := sqliteVarint(b[cell:])
 		if b[hdr] == 13 {
 			_, k2 := sqliteVarint(b[cell+k:])
-			out = append(out, cell+k+k2-1)
+			if col == 0 {
+				out = append(out, cell+k+k2-1)
+			}
 			continue
 		}
 		rec := cell + k
 		hsize, k2 := sqliteVarint(b[rec:])
-		st, _ := sqliteVarint(b[rec+k2:])
-		size := map[uint64]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 8, 7: 8}[st]
-		if size == 0 {
-			continue
+		at, types := rec+int(hsize), rec+k2
+		for c := 0; c <= col; c++ {
+			st, k3 := sqliteVarint(b[types:])
+			types += k3
+			size, ok := sizes[st]
+			if !ok && st != 8 && st != 9 { // 8 and 9: the constants 0 and 1, no bytes
+				break
+			}
+			if c == col && size > 0 {
+				out = append(out, at+size-1)
+			}
+			at += size
 		}
-		out = append(out, rec+int(hsize)+size-1)
 	}
 	return out
 }
@@ -179,8 +195,8 @@ func TestFlippedBitsNeverBillSilently(t *testing.T) {
 	for _, table := range []string{"ledger_rollup", "ledger_rollup_device", "rollup_dirty"} {
 		for _, p := range pages[table] {
 			for i, off := range cellKeyOffsets(intact, p) {
-				if i%5 != 0 && table == "ledger_rollup_device" {
-					continue // a fifth of the device rollup's keys is plenty
+				if i%10 != 0 && table == "ledger_rollup_device" {
+					continue // a tenth of the device rollup's keys is plenty
 				}
 				flips = append(flips, flip{fmt.Sprintf("%s page %d key %d", table, p, i), off, uint(i % 2 * 4)})
 			}
@@ -197,7 +213,7 @@ func TestFlippedBitsNeverBillSilently(t *testing.T) {
 			ps = []int{ps[0], ps[len(ps)/2], ps[len(ps)-1]}
 		}
 		for _, p := range ps {
-			for off := 8; off < testPageSize; off += 97 {
+			for off := 8; off < testPageSize; off += 199 {
 				flips = append(flips, flip{fmt.Sprintf("%s page %d byte %d", table, p, off), (p-1)*testPageSize + off, uint(off % 8)})
 			}
 		}
@@ -205,6 +221,9 @@ func TestFlippedBitsNeverBillSilently(t *testing.T) {
 	dir := t.TempDir()
 	changed := 0
 	for i, f := range flips {
+		if testing.Short() && i%5 != 0 {
+			continue
+		}
 		damaged := append([]byte(nil), intact...)
 		damaged[f.off] ^= 1 << f.bit
 		p := filepath.Join(dir, fmt.Sprintf("flip-%d.db", i))
@@ -245,4 +264,86 @@ func diffAggs(got, want []Aggregate) string {
 	ga, gn := sum(got)
 	wa, wn := sum(want)
 	return fmt.Sprintf("%d aggregates, %.6f allocated GPU-seconds in %d rows; want %d, %.6f in %d", len(got), ga, gn, len(want), wa, wn)
+}
+
+// A file of schema version 7 (no checksums), read read-only as it is:
+// aggregates as a version-8 file's, and a flipped rollup key is refused
+// at open by integrity_check. Its first writable open adds the checksums
+// to every rollup row and dirty mark, after which a flipped bit inside a
+// number of a rollup row, which no SQLite check sees, is refused too.
+func TestVersion7FileGetsChecksums(t *testing.T) {
+	ctx := context.Background()
+	path := flipLedger(t)
+	want, errs := flipAnswers(ctx, path)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", flipQueries[i].name, err)
+		}
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`ALTER TABLE ledger_rollup DROP COLUMN chk; ALTER TABLE ledger_rollup_device DROP COLUMN chk;
+ALTER TABLE rollup_dirty DROP COLUMN chk; ALTER TABLE rollup_dirty DROP COLUMN seq; ALTER TABLE ledger_rows DROP COLUMN chk;
+PRAGMA user_version = 7; VACUUM`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	got, errs := flipAnswers(ctx, path)
+	for i, err := range errs {
+		if err != nil || !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("version 7, %s: %v, or aggregates unlike version 8's", flipQueries[i].name, err)
+		}
+	}
+	v7, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := tablePages(t, path)["ledger_rollup"]
+	keys := cellKeyOffsets(v7, pages[len(pages)/2])
+	damaged := append([]byte(nil), v7...)
+	damaged[keys[len(keys)/2]] ^= 1 << 4
+	flipped := filepath.Join(t.TempDir(), "v7-flipped.db")
+	if err := os.WriteFile(flipped, damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenReadOnly(ctx, flipped, FileOptions{}); err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), flipped) {
+		t.Errorf("read-only open of a version-7 file with a flipped rollup key: %v, want an error naming the file", err)
+	}
+
+	w, err := OpenFile(ctx, path, FileOptions{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unsummed int
+	if err := w.r.QueryRow(`SELECT (SELECT count(*) FROM ledger_rollup WHERE chk = 0) + (SELECT count(*) FROM ledger_rollup_device WHERE chk = 0)
+	+ (SELECT count(*) FROM rollup_dirty WHERE chk = 0 OR seq = 0) + (SELECT count(*) FROM rollup_dirty) - 1`).Scan(&unsummed); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if unsummed != 0 {
+		t.Errorf("after the migration, %d rollup rows or dirty marks without a checksum (or not one dirty mark)", unsummed)
+	}
+	if got, errs = flipAnswers(ctx, path); !reflect.DeepEqual(got, want) || errors.Join(errs...) != nil {
+		t.Fatalf("after the migration: %v, or aggregates unlike before", errors.Join(errs...))
+	}
+	v8, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = tablePages(t, path)["ledger_rollup"]
+	allocs := cellColumnOffsets(v8, pages[len(pages)/2], 2) // allocated_gpu_seconds
+	if len(allocs) == 0 {
+		t.Fatal("no rollup row with a float allocated_gpu_seconds on the page")
+	}
+	damaged = append([]byte(nil), v8...)
+	damaged[allocs[0]] ^= 1 // the lowest bit of the mantissa: no SQLite check sees it
+	if err := os.WriteFile(flipped, damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errs = flipAnswers(ctx, flipped)
+	if err := errs[0]; err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), flipped) {
+		t.Errorf("a flipped bit in a rollup row's number after the migration: %v, want an error naming the file", err)
+	}
 }
