@@ -347,3 +347,38 @@ PRAGMA user_version = 7; VACUUM`); err != nil {
 		t.Errorf("a flipped bit in a rollup row's number after the migration: %v, want an error naming the file", err)
 	}
 }
+
+// A collector appending to a file whose dirty mark has a flipped bit
+// (SQLite's quick_check at its open passes) fails the append with an error
+// naming the file, rather than recompute the slot the damaged mark names
+// and leave the marked one stale and unmarked: billed short for good.
+func TestAppendRefusesADamagedDirtyMark(t *testing.T) {
+	ctx := context.Background()
+	path := flipLedger(t)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := tablePages(t, path)["rollup_dirty"]
+	if len(pages) != 1 {
+		t.Fatalf("rollup_dirty on pages %v, want one", pages)
+	}
+	keys := cellKeyOffsets(b, pages[0])
+	if len(keys) != 1 {
+		t.Fatalf("%d dirty marks, want the newest slot's alone", len(keys))
+	}
+	b[keys[0]] ^= 1 << 2 // the slot, four slots away
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenFile(ctx, path, FileOptions{MustExist: true})
+	if err != nil {
+		t.Fatalf("the writable open's quick_check was expected to pass: %v", err)
+	}
+	defer s.Close()
+	// The next slot's rows: the append moves on from the marked slot.
+	err = s.Append(ctx, fleetRows(t0.Add(3*time.Hour), 1, time.Minute, 1), nil)
+	if err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Append past a damaged dirty mark: %v, want an error naming the file as damaged", err)
+	}
+}

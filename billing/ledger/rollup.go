@@ -184,10 +184,11 @@ func afterAppend(ctx context.Context, tx *sql.Tx, changed []int64) error {
 		return nil // a pure replay: nothing moved
 	}
 	head := changed[len(changed)-1]
-	// Unverified: a mark damaged into another slot's number only makes
-	// this recompute that slot, exactly, and drop the mark; the head is
-	// marked anew below.
-	dirty, err := dirtySlots(ctx, tx, math.MinInt64, math.MaxInt64, false)
+	// Verified: a mark damaged into another slot's number would make
+	// this recompute that slot and drop the mark, leaving the slot it
+	// named stale and unmarked, billed short for good. The append fails
+	// instead (ErrCorrupt), as every read of the file does.
+	dirty, err := dirtySlots(ctx, tx, math.MinInt64, math.MaxInt64, true)
 	if err != nil {
 		return err
 	}
