@@ -41,8 +41,9 @@ ORDER BY slot, grp`
 // state. Every rollup row and dirty mark read is checked against its
 // checksum, and the raw rows read against theirs and, for a slot that
 // has a rollup, against it: a damaged file gives an error naming it
-// (ErrCorrupt), never a short sum. ByDevice runs the same path on the per-device tables (deviceGrain);
-// ByNode sums its result per node (aggregateNodes).
+// (ErrCorrupt), never a short sum. ByDevice runs the same path on the
+// per-device tables (deviceGrain); ByNode sums its result per node
+// (aggregateNodes).
 func (s *FileStore) Aggregate(ctx context.Context, q AggregateQuery) ([]Aggregate, error) {
 	if q.ByNode {
 		if q.ByDevice {
@@ -180,8 +181,9 @@ func aggregateSlots[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, 
 // it past rows it should have returned. A walk visits every row, each is
 // checked against its checksum and against the key before it, and the
 // walk ends at the first row past the last slot wanted, checked as well:
-// no row can be skipped or end the walk early without an error. The
-// rollup is a few percent of the file (BENCHMARKS.md has the cost).
+// no row can be skipped or end the walk early without an error. It also
+// reads the rollup rows before the period: few for a report of the recent
+// past in a file its retention bounds (BENCHMARKS.md has the cost).
 func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p *slotPlan, gr *grain[K, R], verify bool, edges []int64,
 	fn func(slot int64, bucket int, r *R), edge func(slot int64, r *R)) error {
 	lo, hi := p.whole[0].lo, p.whole[len(p.whole)-1].hi
