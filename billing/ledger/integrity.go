@@ -101,11 +101,14 @@ func (s *FileStore) checkIntegrity(ctx context.Context, db *sql.DB, scope string
 	case "small":
 		// integrity_check, see smallTables.
 		tables := smallTables
-		// A version-5 file, read as it is, has no quota table.
-		if has, err := hasQuotaTable(ctx, db); err != nil {
-			return fmt.Errorf("cannot check ledger file %s: %w", s.path, s.describe(err))
-		} else if has {
-			tables = append(tables[:len(tables):len(tables)], "quota_changes")
+		// A version-5 file, read as it is, has no quota table, and one
+		// before version 7 no node labels.
+		for _, t := range []string{"quota_changes", "node_labels"} {
+			if has, err := hasTable(ctx, db, t); err != nil {
+				return fmt.Errorf("cannot check ledger file %s: %w", s.path, s.describe(err))
+			} else if has {
+				tables = append(tables[:len(tables):len(tables)], t)
+			}
 		}
 		for _, t := range tables {
 			targets = append(targets, "PRAGMA integrity_check("+t+")")
