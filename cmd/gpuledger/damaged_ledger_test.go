@@ -112,10 +112,26 @@ func rollupKeyBytes(t *testing.T, path, table string) []int {
 	return out
 }
 
+// lastPage is the highest page number of a table or index of the file,
+// and the file's page size.
+func lastPage(t *testing.T, path, name string) (page, size int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&immutable=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow("SELECT max(pageno), (SELECT page_size FROM pragma_page_size) FROM dbstat WHERE name = ?", name).Scan(&page, &size); err != nil {
+		t.Fatal(err)
+	}
+	return page, size
+}
+
 // `gpuledger report` on a ledger file with one flipped bit in a rollup key
-// (SQLite's quick_check passes such a file) either prints the bill of the
-// undamaged file or exits non-zero with an error naming the file: before
-// the rollups had checksums it printed a short bill and exited 0.
+// (SQLite's quick_check passes such a file), or in the raw rows of the
+// slot still being written, either prints the bill of the undamaged file
+// or exits non-zero with an error naming the file: before the rollups had
+// checksums it printed a short bill and exited 0.
 func TestReportOfADamagedLedgerNeverPrintsAShortBill(t *testing.T) {
 	t.Setenv("GPULEDGER_LEDGER", "")
 	t.Setenv("GPULEDGER_PRICES", "")
@@ -137,34 +153,47 @@ func TestReportOfADamagedLedgerNeverPrintsAShortBill(t *testing.T) {
 	if len(offsets) < 100 {
 		t.Fatalf("%d rollup rows found, want one per slot and group (about 580)", len(offsets))
 	}
-	dir := t.TempDir()
-	refused, runs := 0, 0
+	type flip struct {
+		what string
+		off  int
+		bit  uint
+	}
+	var flips []flip
 	for i, off := range offsets {
-		if i%7 != 3 {
-			continue // every seventh row: slots all through the three days
-		}
-		for _, bit := range []uint{0, 4} {
-			damaged := append([]byte(nil), intact...)
-			damaged[off] ^= 1 << bit
-			p := filepath.Join(dir, fmt.Sprintf("flip-%d-%d.db", i, bit))
-			if err := os.WriteFile(p, damaged, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			runs++
-			code, got, stderr := runCLI(args(p)...)
-			switch {
-			case code != 0:
-				refused++
-				if !strings.Contains(stderr, p) || !strings.Contains(stderr, "damaged") && !strings.Contains(stderr, "corrupt") {
-					t.Errorf("rollup row %d, bit %d: exit %d, but stderr does not name %s as damaged: %s", i, bit, code, p, stderr)
-				}
-			case got != want:
-				t.Errorf("rollup row %d, bit %d: exit 0 with a different bill:\n%s\nwant\n%s", i, bit, got, want)
-			}
-			os.Remove(p)
+		if i%7 == 3 { // every seventh row: slots all through the three days
+			flips = append(flips, flip{fmt.Sprintf("rollup row %d", i), off, 0}, flip{fmt.Sprintf("rollup row %d", i), off, 4})
 		}
 	}
-	t.Logf("%d damaged files: %d refused naming the file, the rest billed exactly", runs, refused)
+	// The last pages of the raw rows and of their key index hold the slot
+	// still being written, which the report reads raw.
+	for _, table := range []string{"ledger_rows", "ledger_rows_key"} {
+		last, size := lastPage(t, path, table)
+		for at := 16; at < size; at += 131 {
+			flips = append(flips, flip{fmt.Sprintf("%s page %d byte %d", table, last, at), (last-1)*size + at, uint(at % 8)})
+		}
+	}
+	dir := t.TempDir()
+	refused := 0
+	for i, f := range flips {
+		damaged := append([]byte(nil), intact...)
+		damaged[f.off] ^= 1 << f.bit
+		p := filepath.Join(dir, fmt.Sprintf("flip-%d.db", i))
+		if err := os.WriteFile(p, damaged, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, got, stderr := runCLI(args(p)...)
+		switch {
+		case code != 0:
+			refused++
+			if !strings.Contains(stderr, p) || !strings.Contains(stderr, "damaged") && !strings.Contains(stderr, "corrupt") {
+				t.Errorf("%s, bit %d: exit %d, but stderr does not name %s as damaged: %s", f.what, f.bit, code, p, stderr)
+			}
+		case got != want:
+			t.Errorf("%s, bit %d: exit 0 with a different bill:\n%s\nwant\n%s", f.what, f.bit, got, want)
+		}
+		os.Remove(p)
+	}
+	t.Logf("%d damaged files: %d refused naming the file, the rest billed exactly", len(flips), refused)
 	if refused == 0 {
 		t.Error("no damaged file was refused: the flips did not reach the rollup")
 	}
