@@ -217,10 +217,10 @@ func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p 
 			return errDamaged("cannot read %s: %v", gr.rollup, err)
 		}
 		if sum != 0 && sum != gr.checksum(slot, &r) {
-			return errDamaged("a row of the %s in slot %d fails its checksum", gr.rollup, slot)
+			return errDamaged("a row of the %s in slot %s fails its checksum", gr.rollup, slotName(slot))
 		}
 		if !first && !gr.before(prevSlot, &prev, slot, &r) {
-			return errDamaged("the %s's rows are out of key order at slot %d", gr.rollup, slot)
+			return errDamaged("the %s's rows are out of key order at slot %s", gr.rollup, slotName(slot))
 		}
 		first, prevSlot, prev = false, slot, r
 		if slot >= hi {

@@ -16,7 +16,7 @@ const FileSchemaVersion = 8
 // 6 only adds the quota changes, which a version-5 file has none of
 // (QuotaChanges returns nothing), version 7 the node labels (none:
 // NodeLabels returns none), and version 8 the row checksums (a file
-// without them is read unverified, see hasChecksums), so readers need no
+// without them is read unverified: FileStore.hasChk), so readers need no
 // migration for them.
 const fileMinReadVersion = 5
 
@@ -207,11 +207,6 @@ func addChecksums(ctx context.Context, tx *sql.Tx) error {
 		}
 		if t.chk == "" {
 			continue
-		}
-		if t.table == "ledger_rollup_device" {
-			if has, err := hasTable(ctx, tx, t.table); err != nil || !has {
-				return err
-			}
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE "+t.table+" SET chk = "+t.chk); err != nil {
 			return fmt.Errorf("cannot compute the checksums of %s: %w", t.table, err)

@@ -23,7 +23,7 @@ import (
 //
 // Every rollup row carries a checksum of its key and sums (chk, see
 // integrity.go), set by the writer right after the row is computed, and
-// every dirty mark one of its slot; readers verify them.
+// every dirty mark one of its slot and lowest seq; readers verify them.
 //
 // Recomputing the slot the collector is writing at every cycle would
 // rescan it fifteen times, so the newest slot an Append touched is only
@@ -282,7 +282,7 @@ func dirtyMarks(ctx context.Context, q querier, lo, hi int64, verify bool) ([]di
 			return nil, fmt.Errorf("cannot read dirty rollup slots: %w", err)
 		}
 		if verify && chk != 0 && chk != checksumOf(m.slot, m.seq) {
-			return nil, errDamaged("the dirty mark of rollup slot %d fails its checksum", m.slot)
+			return nil, errDamaged("the dirty mark of rollup slot %s fails its checksum", slotName(m.slot))
 		}
 		if m.slot >= lo && m.slot < hi {
 			out = append(out, m)
