@@ -339,8 +339,9 @@ func checksumOf(vals ...any) int64 {
 	return h.sum()
 }
 
-// errDamaged says that what a read found cannot be what was written; the
-// caller wraps it with the file's path.
+// errDamaged says that what a read found cannot be what was written, and
+// what to do, as describe does for SQLite's own findings; the caller
+// wraps it with the file's path.
 func errDamaged(format string, args ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrCorrupt)
+	return fmt.Errorf("%s (%w: do not trust what was read from it; restore it or move it aside)", fmt.Sprintf(format, args...), ErrCorrupt)
 }
