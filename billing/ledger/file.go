@@ -86,6 +86,9 @@ type FileStore struct {
 	// before the first read of them (checkRows).
 	checkMu     sync.Mutex
 	rowsChecked bool
+	// hasChk: the file's rows carry checksums (schema version 8), which
+	// reads verify. A read-only open of an older file reads without them.
+	hasChk bool
 	// now is the clock Retention is measured on (tests set it).
 	now func() time.Time
 }
@@ -234,6 +237,7 @@ func (s *FileStore) open(ctx context.Context) error {
 	if err := s.migrate(ctx); err != nil {
 		return err
 	}
+	s.hasChk = true
 	if err := s.groups.load(ctx, s.w); err != nil {
 		return fmt.Errorf("cannot open ledger file %s: %w", s.path, s.describe(err))
 	}
@@ -312,6 +316,7 @@ func (s *FileStore) openReadOnly(ctx context.Context) error {
 		return fmt.Errorf("ledger file %s has schema version %d and this gpuledger reads version %d: %w; run `gpuledger ledger migrate --ledger %s` once where the file is writable",
 			s.path, version, FileSchemaVersion, ErrSchemaOutdated, s.path)
 	}
+	s.hasChk = version >= 8
 	if err := s.checkIntegrity(ctx, s.w, "small"); err != nil {
 		return err
 	}

@@ -23,9 +23,10 @@ FROM ledger_rows
 WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2
 GROUP BY grp`
 
-const rollupRowsSQL = `SELECT slot, grp, allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, rows
+// rollupRowsSQL reads the whole rollup in key order, from its first row:
+// see streamRollup. %s is chk, or 0 in a file without checksums.
+const rollupRowsSQL = `SELECT slot, grp, allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, rows, %s
 FROM ledger_rollup
-WHERE slot >= ? AND slot < ?
 ORDER BY slot, grp`
 
 // Aggregate sums the rows of [q.From, q.To) per calendar bucket of
@@ -37,8 +38,12 @@ ORDER BY slot, grp`
 // slots come from the rollup, slots it holds only in part and slots whose
 // rollup is stale from the raw rows. Either way a slot's sums are what
 // aggregateSQL gives for it, so the result does not depend on the rollup's
-// state. ByDevice runs the same path on the per-device tables (deviceGrain);
-// ByNode sums its result per node (aggregateNodes).
+// state. Every rollup row and dirty mark read is checked against its
+// checksum, and the raw rows read against theirs and, for a slot that
+// has a rollup, against it: a damaged file gives an error naming it
+// (ErrCorrupt), never a short sum. ByDevice runs the same path on the
+// per-device tables (deviceGrain); ByNode sums its result per node
+// (aggregateNodes).
 func (s *FileStore) Aggregate(ctx context.Context, q AggregateQuery) ([]Aggregate, error) {
 	if q.ByNode {
 		if q.ByDevice {
@@ -55,6 +60,7 @@ func (s *FileStore) Aggregate(ctx context.Context, q AggregateQuery) ([]Aggregat
 // aggRow is one group's totals over some rows, a rollup row or a raw read,
 // as a grain keys them: K is the group key within a bucket.
 type aggRow[K comparable] interface {
+	comparable // a raw read of a slot is compared with its rollup rows
 	rowKey() K
 	rowGrp() int64
 	rowSums() sums
@@ -67,11 +73,16 @@ type aggRow[K comparable] interface {
 type grain[K comparable, R aggRow[K]] struct {
 	per string // appended to "cannot aggregate ledger <path>" in errors
 	// rawSQL sums the raw rows of [?1, ?2) per group; rollupSQL reads the
-	// same columns, after the slot, from the rollup rows of slots [?, ?),
-	// in slot order.
+	// same columns, after the slot and before the checksum, from every
+	// rollup row in key order (a format with one %s: the checksum column).
 	rawSQL, rollupSQL string
 	rollup            string // the rollup's name in errors
 	dest              func(r *R) []any
+	// checksum is what chkFunc gives for a rollup row of slot holding r;
+	// before says whether (slot, a) sorts strictly before (next, b) in the
+	// rollup's key order.
+	checksum func(slot int64, r *R) int64
+	before   func(slot int64, a *R, next int64, b *R) bool
 	// fill sets a new aggregate's fields from the grain's own key columns;
 	// the group's names are filled in after.
 	fill func(a *Aggregate, k K)
@@ -92,7 +103,7 @@ func aggregateGrain[K comparable, R aggRow[K]](ctx context.Context, s *FileStore
 		return fail(err)
 	}
 	defer tx.Rollback()
-	acc, err := aggregateSlots(ctx, tx, bs, gr)
+	acc, err := aggregateSlots(ctx, tx, bs, gr, s.hasChk)
 	if err != nil {
 		return fail(s.describe(err))
 	}
@@ -104,17 +115,39 @@ func aggregateGrain[K comparable, R aggRow[K]](ctx context.Context, s *FileStore
 }
 
 // aggregateSlots reads the raw pieces, then streams the rollup rows of the
-// whole slots, adding both to the buckets in slot order.
-func aggregateSlots[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, bs []bucket, gr *grain[K, R]) (*accumulator[K, R], error) {
-	dirty, err := dirtySlots(ctx, tx, slotOf(bs[0].lo), slotOf(bs[len(bs)-1].hi)+1)
+// whole slots, adding both to the buckets in slot order. verify: the file
+// has checksums.
+func aggregateSlots[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, bs []bucket, gr *grain[K, R], verify bool) (*accumulator[K, R], error) {
+	marks, err := dirtyMarks(ctx, tx, slotOf(bs[0].lo), slotOf(bs[len(bs)-1].hi)+1, verify)
 	if err != nil {
 		return nil, err
+	}
+	dirty := make([]int64, len(marks))
+	for i, m := range marks {
+		dirty[i] = m.slot
 	}
 	p := planSlots(bs, dirty)
 	raw, err := readRaw(ctx, tx, p.raw, gr)
 	if err != nil {
 		return nil, err
 	}
+	if verify {
+		if err := checkDirty(ctx, tx, p.raw, marks); err != nil {
+			return nil, err
+		}
+	}
+	// The clean slots read raw in part (a bucket's edges) are also read
+	// whole and compared with their rollup rows: a damaged raw page that
+	// hides rows from the index the raw read walks is found there.
+	var edges []int64
+	for _, pc := range p.raw {
+		if _, isDirty := slices.BinarySearch(dirty, pc.slot); !isDirty {
+			edges = append(edges, pc.slot)
+		}
+	}
+	slices.Sort(edges)
+	edges = slices.Compact(edges)
+	edgeRollup := map[int64][]R{}
 	acc := newAccumulator[K, R](bs, gr.fill)
 	next := 0
 	// addRaw adds the raw pieces of the slots before slot.
@@ -125,37 +158,82 @@ func aggregateSlots[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, 
 			}
 		}
 	}
-	if err := streamRollup(ctx, tx, &p, gr, func(slot int64, bucket int, r *R) {
+	if err := streamRollup(ctx, tx, &p, gr, verify, edges, func(slot int64, bucket int, r *R) {
 		addRaw(slot)
 		acc.add(bucket, r)
-	}); err != nil {
+	}, func(slot int64, r *R) { edgeRollup[slot] = append(edgeRollup[slot], *r) }); err != nil {
 		return nil, err
 	}
 	addRaw(math.MaxInt64)
+	if err := checkEdges(ctx, tx, gr, edges, edgeRollup); err != nil {
+		return nil, err
+	}
 	return acc, nil
 }
 
 // streamRollup calls fn, in slot order, with the rollup rows that answer
-// for whole, clean slots of p's buckets.
-func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p *slotPlan, gr *grain[K, R], fn func(slot int64, bucket int, r *R)) error {
+// for whole, clean slots of p's buckets, and edge with the rows of the
+// slots in edges (sorted).
+//
+// It walks the rollup from its first row rather than seeking the first
+// slot wanted: a seek follows the keys of the b-tree's interior pages,
+// which no check of SQLite's compares, so one flipped bit there can land
+// it past rows it should have returned. A walk visits every row, each is
+// checked against its checksum and against the key before it, and the
+// walk ends at the first row past the last slot wanted, checked as well:
+// no row can be skipped or end the walk early without an error. It also
+// reads the rollup rows before the period: few for a report of the recent
+// past in a file its retention bounds (BENCHMARKS.md has the cost).
+func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p *slotPlan, gr *grain[K, R], verify bool, edges []int64,
+	fn func(slot int64, bucket int, r *R), edge func(slot int64, r *R)) error {
 	lo, hi := p.whole[0].lo, p.whole[len(p.whole)-1].hi
-	if lo >= hi {
+	if lo >= hi && len(edges) == 0 {
 		return nil
 	}
-	rs, err := tx.QueryContext(ctx, gr.rollupSQL, lo, hi)
+	if len(edges) > 0 {
+		hi = max(hi, edges[len(edges)-1]+1)
+	}
+	chk := "0"
+	if verify {
+		chk = "chk"
+	}
+	rs, err := tx.QueryContext(ctx, fmt.Sprintf(gr.rollupSQL, chk))
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %w", gr.rollup, err)
 	}
 	defer rs.Close()
 	var (
-		slot int64
-		r    R
+		slot, sum, prevSlot int64
+		r, prev             R
+		first               = true
 	)
-	dest := append([]any{&slot}, gr.dest(&r)...)
+	dest := append(append([]any{&slot}, gr.dest(&r)...), &sum)
 	walk := p.walker()
+	nextEdge := 0
 	for rs.Next() {
 		if err := rs.Scan(dest...); err != nil {
-			return fmt.Errorf("cannot read %s: %w", gr.rollup, err)
+			// The writer stores numbers in the number columns: a
+			// text there is a flipped type in the record.
+			return errDamaged("cannot read %s: %v", gr.rollup, err)
+		}
+		if sum != 0 && sum != gr.checksum(slot, &r) {
+			return errDamaged("a row of the %s in slot %s fails its checksum", gr.rollup, slotName(slot))
+		}
+		if !first && !gr.before(prevSlot, &prev, slot, &r) {
+			return errDamaged("the %s's rows are out of key order at slot %s", gr.rollup, slotName(slot))
+		}
+		first, prevSlot, prev = false, slot, r
+		if slot >= hi {
+			break
+		}
+		if slot < lo && len(edges) == 0 {
+			continue
+		}
+		for nextEdge < len(edges) && edges[nextEdge] < slot {
+			nextEdge++
+		}
+		if nextEdge < len(edges) && edges[nextEdge] == slot {
+			edge(slot, &r)
 		}
 		if b, ok := walk.bucket(slot); ok {
 			fn(slot, b, &r)
@@ -163,6 +241,39 @@ func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p 
 	}
 	if err := rs.Err(); err != nil {
 		return fmt.Errorf("cannot read %s: %w", gr.rollup, err)
+	}
+	return nil
+}
+
+// checkEdges reads each slot of edges whole from the raw rows and compares
+// it with its rollup rows, which the rollup's writer computed by the same
+// statement: they are equal bit for bit unless the file is damaged.
+func checkEdges[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, gr *grain[K, R], edges []int64, rollup map[int64][]R) error {
+	if len(edges) == 0 {
+		return nil
+	}
+	st, err := tx.PrepareContext(ctx, gr.rawSQL)
+	if err != nil {
+		return fmt.Errorf("cannot prepare raw aggregate: %w", err)
+	}
+	defer st.Close()
+	for _, e := range edges {
+		raw, err := rawRows(ctx, st, slotStart(e), slotEnd(e), gr.dest)
+		if err != nil {
+			return fmt.Errorf("cannot sum ledger rows of slot %s: %w", slotName(e), err)
+		}
+		want := make(map[K]R, len(rollup[e]))
+		for _, r := range rollup[e] {
+			want[r.rowKey()] = r
+		}
+		same := len(raw) == len(want)
+		for i := 0; same && i < len(raw); i++ {
+			w, ok := want[raw[i].rowKey()]
+			same = ok && w == raw[i]
+		}
+		if !same {
+			return errDamaged("the raw rows of slot %s disagree with its %s", slotName(e), gr.rollup)
+		}
 	}
 	return nil
 }
@@ -177,6 +288,7 @@ func readRaw[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, pieces 
 	if err != nil {
 		return nil, fmt.Errorf("cannot prepare raw aggregate: %w", err)
 	}
+	defer st.Close()
 	out := make([][]R, len(pieces))
 	for i, pc := range pieces {
 		if out[i], err = rawRows(ctx, st, pc.lo, pc.hi, gr.dest); err != nil {
@@ -184,6 +296,57 @@ func readRaw[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, pieces 
 		}
 	}
 	return out, nil
+}
+
+// Checks of a dirty slot's raw rows, which no rollup row vouches for.
+// badRowsSQL counts the rows of [?1, ?2) that fail their checksum, read
+// through the key index as the raw statements read them, so that the
+// index's copies of the key columns are checked too; indexRowsSQL counts
+// them through the index and tableRowsSQL through the table, from the
+// mark's lowest seq on: a flipped bit in an index page that hides a row
+// from the index (or shows one twice) makes the two counts differ.
+const (
+	badRowsSQL = `SELECT count(*) FROM ledger_rows INDEXED BY ledger_rows_key
+WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2 AND chk <> 0 AND chk <> ` + chkFunc + `(` + rowChkCols + `)`
+	indexRowsSQL = `SELECT count(*) FROM ledger_rows INDEXED BY ledger_rows_key WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2`
+	tableRowsSQL = `SELECT count(*) FROM ledger_rows NOT INDEXED WHERE seq >= ?3 AND interval_start_ns >= ?1 AND interval_start_ns < ?2`
+)
+
+// checkDirty checks the dirty slots that pieces read: every row against
+// its checksum, and the count of rows through the index against the
+// count through the table. It reads each such slot twice more; the
+// dirty slot is the one the collector is writing, 15 minutes of rows.
+func checkDirty(ctx context.Context, tx *sql.Tx, pieces []rawPiece, marks []dirtyMark) error {
+	done := map[int64]bool{}
+	for _, pc := range pieces {
+		i, ok := slices.BinarySearchFunc(marks, pc.slot, func(m dirtyMark, s int64) int { return cmp.Compare(m.slot, s) })
+		if !ok || done[pc.slot] {
+			continue
+		}
+		done[pc.slot] = true
+		m := marks[i]
+		lo, hi := slotStart(m.slot), slotEnd(m.slot)
+		var bad, viaIndex, viaTable int64
+		if err := tx.QueryRowContext(ctx, badRowsSQL, lo, hi).Scan(&bad); err != nil {
+			return fmt.Errorf("cannot check ledger rows of slot %s: %w", slotName(m.slot), err)
+		}
+		if bad > 0 {
+			return errDamaged("%d ledger rows of slot %s fail their checksums", bad, slotName(m.slot))
+		}
+		if m.seq <= 0 {
+			continue // a mark from before the file had checksums
+		}
+		if err := tx.QueryRowContext(ctx, indexRowsSQL, lo, hi).Scan(&viaIndex); err != nil {
+			return fmt.Errorf("cannot check ledger rows of slot %s: %w", slotName(m.slot), err)
+		}
+		if err := tx.QueryRowContext(ctx, tableRowsSQL, lo, hi, m.seq).Scan(&viaTable); err != nil {
+			return fmt.Errorf("cannot check ledger rows of slot %s: %w", slotName(m.slot), err)
+		}
+		if viaIndex != viaTable {
+			return errDamaged("slot %s holds %d ledger rows by the key index and %d by the table", slotName(m.slot), viaIndex, viaTable)
+		}
+	}
+	return nil
 }
 
 // rawRows runs a grain's raw statement st over [lo, hi).
@@ -218,6 +381,25 @@ var teamGrain = grain[int64, sums]{
 	},
 	fill: func(*Aggregate, int64) {},
 	sort: sortAggregates,
+	checksum: func(slot int64, g *sums) int64 {
+		h := newChecksum()
+		h.i64(slot)
+		h.i64(g.grp)
+		g.hash(&h)
+		return h.sum()
+	},
+	before: func(slot int64, a *sums, next int64, b *sums) bool {
+		return slot < next || slot == next && a.grp < b.grp
+	},
+}
+
+// hash adds the sums, in rollupChkCols' order after the key.
+func (g *sums) hash(h *checksum) {
+	h.f64(g.alloc)
+	h.f64(g.used)
+	h.f64(g.mem)
+	h.f64(g.energy)
+	h.i64(g.rows)
 }
 
 func (g sums) rowKey() int64      { return g.grp }

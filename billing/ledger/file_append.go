@@ -14,17 +14,18 @@ import (
 // quadratic in their number, so multi-row VALUES lists are slower than
 // re-running one prepared single-row statement. A replayed row that differs
 // takes the new values and a new seq, so the outbox ships it again; an
-// identical one is left alone, seq included.
+// identical one is left alone, seq included. chk is the row's checksum
+// (rowChecksum): a function of the other columns, so it changes with them.
 const insertRow = `INSERT INTO ledger_rows (
 	interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind,
 	interval_end_ns, grp, pod, allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds,
-	energy_joules, method, mig_profile, seq)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	energy_joules, method, mig_profile, seq, chk)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind) DO UPDATE SET
 	interval_end_ns = excluded.interval_end_ns, grp = excluded.grp, pod = excluded.pod,
 	allocated_gpu_seconds = excluded.allocated_gpu_seconds, used_gpu_seconds = excluded.used_gpu_seconds,
 	memory_mib_seconds = excluded.memory_mib_seconds, energy_joules = excluded.energy_joules,
-	method = excluded.method, mig_profile = excluded.mig_profile, seq = excluded.seq
+	method = excluded.method, mig_profile = excluded.mig_profile, seq = excluded.seq, chk = excluded.chk
 WHERE interval_end_ns IS NOT excluded.interval_end_ns OR grp IS NOT excluded.grp OR pod IS NOT excluded.pod
 	OR allocated_gpu_seconds IS NOT excluded.allocated_gpu_seconds
 	OR used_gpu_seconds IS NOT excluded.used_gpu_seconds
@@ -166,11 +167,11 @@ func insertRows(ctx context.Context, tx *sql.Tx, groups *groupIDs, rows []attrib
 		if err != nil {
 			return 0, err
 		}
-		start := r.IntervalStart.UnixNano()
+		start, end := r.IntervalStart.UnixNano(), r.IntervalEnd.UnixNano()
 		res, err := st.ExecContext(ctx,
 			start, r.Node, r.GPUUUID, r.SliceID, r.PodUID, r.Container, string(r.Kind),
-			r.IntervalEnd.UnixNano(), grp, r.Pod, r.AllocatedGPUSeconds, r.UsedGPUSeconds,
-			r.MemoryMiBSeconds, r.EnergyJoules, r.Method, r.MIGProfile, seq)
+			end, grp, r.Pod, r.AllocatedGPUSeconds, r.UsedGPUSeconds,
+			r.MemoryMiBSeconds, r.EnergyJoules, r.Method, r.MIGProfile, seq, rowChecksum(r, start, end, grp))
 		if err != nil {
 			return 0, fmt.Errorf("cannot insert ledger row: %w", err)
 		}
@@ -180,6 +181,34 @@ func insertRows(ctx context.Context, tx *sql.Tx, groups *groupIDs, rows []attrib
 		seq++
 	}
 	return seq, nil
+}
+
+// rowChkCols are the columns a raw row's checksum covers, in
+// rowChecksum's order: all but seq, the outbox's number.
+const rowChkCols = `interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind,
+	interval_end_ns, grp, pod, allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds,
+	energy_joules, method, mig_profile`
+
+// rowChecksum is what chkFunc gives for the row's stored columns.
+func rowChecksum(r *attribution.Row, start, end, grp int64) int64 {
+	h := newChecksum()
+	h.i64(start)
+	h.str(r.Node)
+	h.str(r.GPUUUID)
+	h.str(r.SliceID)
+	h.str(r.PodUID)
+	h.str(r.Container)
+	h.str(string(r.Kind))
+	h.i64(end)
+	h.i64(grp)
+	h.str(r.Pod)
+	h.f64(r.AllocatedGPUSeconds)
+	h.f64(r.UsedGPUSeconds)
+	h.f64(r.MemoryMiBSeconds)
+	h.f64(r.EnergyJoules)
+	h.str(r.Method)
+	h.str(r.MIGProfile)
+	return h.sum()
 }
 
 func insertFindings(ctx context.Context, tx *sql.Tx, findings []attribution.Finding, seq int64) (int64, error) {

@@ -76,17 +76,23 @@ FROM ledger_rows
 WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2
 GROUP BY grp, gpu_uuid, slice_id, pod`
 
+// deviceRollupRowsSQL reads the whole device rollup in key order, as
+// rollupRowsSQL.
 const deviceRollupRowsSQL = `SELECT slot, grp, gpu_uuid, slice_id, pod, mig_profile, allocated_gpu_seconds, used_gpu_seconds,
-	memory_mib_seconds, energy_joules, rows
+	memory_mib_seconds, energy_joules, rows, %s
 FROM ledger_rollup_device
-WHERE slot >= ? AND slot < ?
-ORDER BY slot`
+ORDER BY slot, grp, gpu_uuid, slice_id, pod`
+
+// deviceRollupChkCols are the columns a device rollup row's checksum
+// covers, in order.
+const deviceRollupChkCols = "slot, grp, gpu_uuid, slice_id, pod, mig_profile, allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, rows"
 
 // deviceRollupWriter recomputes the per-device rollup of slots; nil
 // statements (a file migrating through version 2, before the table
 // exists) make it a no-op: migration 4 rebuilds every slot.
 type deviceRollupWriter struct {
 	clear, insert *sql.Stmt
+	sum           *sql.Stmt // nil before version 8, see rollupWriter
 }
 
 func newDeviceRollupWriter(ctx context.Context, tx *sql.Tx) (*deviceRollupWriter, error) {
@@ -105,6 +111,9 @@ func newDeviceRollupWriter(ctx context.Context, tx *sql.Tx) (*deviceRollupWriter
 	if w.insert, err = tx.PrepareContext(ctx, deviceRollupSQL); err != nil {
 		return nil, fmt.Errorf("cannot prepare device rollup update: %w", err)
 	}
+	if w.sum, err = prepareChecksums(ctx, tx, "ledger_rollup_device"); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -117,6 +126,11 @@ func (w *deviceRollupWriter) rebuild(ctx context.Context, s int64) error {
 	}
 	if _, err := w.insert.ExecContext(ctx, slotStart(s), slotEnd(s), s); err != nil {
 		return fmt.Errorf("cannot recompute device rollup of slot %s: %w", slotName(s), err)
+	}
+	if w.sum != nil {
+		if _, err := w.sum.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("cannot checksum device rollup of slot %s: %w", slotName(s), err)
+		}
 	}
 	return nil
 }
@@ -150,6 +164,22 @@ var deviceGrain = grain[deviceKey, deviceSums]{
 	},
 	fill: func(a *Aggregate, k deviceKey) { a.GPUUUID, a.SliceID, a.Pod = k.gpu, k.slice, k.pod },
 	sort: SortDeviceAggregates,
+	checksum: func(slot int64, g *deviceSums) int64 {
+		h := newChecksum()
+		h.i64(slot)
+		h.i64(g.key.grp)
+		h.str(g.key.gpu)
+		h.str(g.key.slice)
+		h.str(g.key.pod)
+		h.str(g.profile)
+		g.hash(&h)
+		return h.sum()
+	},
+	before: func(slot int64, a *deviceSums, next int64, b *deviceSums) bool {
+		// SQLite's BINARY collation orders text as Go compares strings.
+		return cmp.Or(cmp.Compare(slot, next), cmp.Compare(a.key.grp, b.key.grp), strings.Compare(a.key.gpu, b.key.gpu),
+			strings.Compare(a.key.slice, b.key.slice), strings.Compare(a.key.pod, b.key.pod)) < 0
+	},
 }
 
 // SortDeviceAggregates orders ByDevice aggregates by bucket, team,

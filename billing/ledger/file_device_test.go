@@ -159,7 +159,7 @@ func TestDeviceRollupMatchesRawScan(t *testing.T) {
 func checkDeviceRollupTable(t *testing.T, s *FileStore) {
 	t.Helper()
 	ctx := context.Background()
-	dirty, err := dirtySlots(ctx, s.r, minSlot, maxSlot+1)
+	dirty, err := dirtySlots(ctx, s.r, minSlot, maxSlot+1, true)
 	if err != nil {
 		t.Fatal(err)
 	}

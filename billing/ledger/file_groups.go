@@ -63,7 +63,7 @@ func (c *groupCache) key(ctx context.Context, db *sql.DB, id int64) (groupKey, e
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if k, ok = c.keys[id]; !ok {
-		return groupKey{}, fmt.Errorf("row group %d missing from row_groups", id)
+		return groupKey{}, errDamaged("row group %d missing from row_groups", id)
 	}
 	return k, nil
 }

@@ -44,7 +44,7 @@ func (s *FileStore) aggregateNodes(ctx context.Context, q AggregateQuery) ([]Agg
 	// After the devices: a GPU they hold is in the map.
 	nodes, ambiguous, err := s.gpuNodes(ctx, bs[0].lo, bs[len(bs)-1].hi)
 	if err != nil {
-		return fail(err)
+		return fail(s.describe(err))
 	}
 	if ambiguous {
 		return s.aggregateNodesRaw(ctx, bs)
@@ -94,16 +94,27 @@ func (s *FileStore) gpuNodes(ctx context.Context, lo, hi int64) (nodes map[strin
 	return nodes, ambiguous, rs.Err()
 }
 
-// aggregateNodesRaw sums the raw rows per bucket, group and node.
+// aggregateNodesRaw sums the raw rows per bucket, group and node. In a
+// file with checksums it first checks, in the same snapshot, every row of
+// the range against its checksum (the node is read from the key index,
+// whose copy the check covers) and each bucket's row count against the
+// checked rollups' (verifyRange): a flipped bit in the key index is what
+// makes a GPU look as if it sat on two nodes, and it must not bill.
 func (s *FileStore) aggregateNodesRaw(ctx context.Context, bs []bucket) ([]Aggregate, error) {
 	fail := func(err error) ([]Aggregate, error) {
-		return nil, fmt.Errorf("cannot aggregate ledger %s per node: %w", s.path, err)
+		return nil, fmt.Errorf("cannot aggregate ledger %s per node: %w", s.path, s.describe(err))
 	}
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fail(err)
 	}
 	defer tx.Rollback()
+	var want map[int64]int64
+	if s.hasChk {
+		if want, err = verifyRange(ctx, tx, bs); err != nil {
+			return fail(err)
+		}
+	}
 	st, err := tx.PrepareContext(ctx, nodeEnergySQL)
 	if err != nil {
 		return fail(err)
@@ -134,11 +145,44 @@ func (s *FileStore) aggregateNodesRaw(ctx context.Context, bs []bucket) ([]Aggre
 			return fail(err)
 		}
 	}
+	if want != nil {
+		got := map[int64]int64{}
+		for _, a := range out {
+			got[a.BucketStart.UnixNano()] += a.Rows
+		}
+		for _, b := range bs {
+			if k := b.start.UnixNano(); got[k] != want[k] {
+				return fail(errDamaged("the bucket from %s holds %d ledger rows by the key index and %d by the rollups", FormatTime(b.start), got[k], want[k]))
+			}
+		}
+	}
 	if err := s.nameGroups(ctx, out, grps); err != nil {
 		return fail(err)
 	}
 	sortNodeAggregates(out)
 	return out, nil
+}
+
+// verifyRange checks every raw row of bs's range against its checksum and
+// returns each bucket's row count (by its start) as the checked rollups
+// give it.
+func verifyRange(ctx context.Context, tx *sql.Tx, bs []bucket) (map[int64]int64, error) {
+	var bad int64
+	if err := tx.QueryRowContext(ctx, badRowsSQL, bs[0].lo, bs[len(bs)-1].hi).Scan(&bad); err != nil {
+		return nil, fmt.Errorf("cannot check ledger rows: %w", err)
+	}
+	if bad > 0 {
+		return nil, errDamaged("%d ledger rows in [%s, %s) fail their checksums", bad, FormatTime(fromNS(bs[0].lo)), FormatTime(fromNS(bs[len(bs)-1].hi)))
+	}
+	acc, err := aggregateSlots(ctx, tx, bs, &teamGrain, true)
+	if err != nil {
+		return nil, err
+	}
+	want := map[int64]int64{}
+	for _, a := range acc.out {
+		want[a.BucketStart.UnixNano()] += a.Rows
+	}
+	return want, nil
 }
 
 func sortNodeAggregates(out []Aggregate) {

@@ -10,10 +10,20 @@ import (
 	"github.com/gpuledger/gpuledger/attribution"
 )
 
+// selectRows reads whole rows for scanRow; %s is chk, or 0 in a file
+// without checksums (see selectRowsSQL).
 const selectRows = `SELECT
 	interval_start_ns, interval_end_ns, node, gpu_uuid, slice_id, kind, pod, pod_uid, container, grp,
-	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, mig_profile, seq
+	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, mig_profile, seq, %s
 FROM ledger_rows`
+
+// selectRowsSQL is selectRows for this file.
+func (s *FileStore) selectRowsSQL() string {
+	if s.hasChk {
+		return fmt.Sprintf(selectRows, "chk")
+	}
+	return fmt.Sprintf(selectRows, "0")
+}
 
 const selectFindings = `SELECT start_ns, end_ns, kind, node, gpu_uuid, namespace, pod, container, team, detail, noisy_pod, seq
 FROM findings`
@@ -26,7 +36,7 @@ func (s *FileStore) Rows(ctx context.Context, from, to time.Time, fn func(attrib
 		return err
 	}
 	lo, hi := nsBound(from, math.MinInt64), nsBound(to, math.MaxInt64)
-	rs, err := s.r.QueryContext(ctx, selectRows+`
+	rs, err := s.r.QueryContext(ctx, s.selectRowsSQL()+`
 WHERE interval_start_ns >= ? AND interval_start_ns < ?
 ORDER BY interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind`, lo, hi)
 	if err != nil {
@@ -79,19 +89,25 @@ func (s *FileStore) scanRow(ctx context.Context, rs *sql.Rows) (attribution.Row,
 		r               attribution.Row
 		start, end, grp int64
 		kind            string
-		seq             int64
+		seq, chk        int64
 	)
 	err := rs.Scan(&start, &end, &r.Node, &r.GPUUUID, &r.SliceID, &kind, &r.Pod, &r.PodUID, &r.Container, &grp,
-		&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.EnergyJoules, &r.Method, &r.MIGProfile, &seq)
+		&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.EnergyJoules, &r.Method, &r.MIGProfile, &seq, &chk)
 	if err != nil {
 		return r, 0, err
+	}
+	r.Kind = attribution.Kind(kind)
+	// Rows shipped, exported and advised on are checked like the ones
+	// billed: a hash of the fields is cheap beside reading them.
+	if chk != 0 && chk != rowChecksum(&r, start, end, grp) {
+		return r, 0, errDamaged("ledger row %d (node %q, gpu %q, interval %s) fails its checksum", seq, r.Node, r.GPUUUID, FormatTime(fromNS(start)))
 	}
 	// A miss reloads through the writer: readers may all be busy streaming.
 	g, err := s.groups.key(ctx, s.w, grp)
 	if err != nil {
 		return r, 0, err
 	}
-	r.IntervalStart, r.IntervalEnd, r.Kind = fromNS(start), fromNS(end), attribution.Kind(kind)
+	r.IntervalStart, r.IntervalEnd = fromNS(start), fromNS(end)
 	r.Team, r.Namespace, r.GPUModel, r.SharingMode = g.team, g.namespace, g.model, g.mode
 	return r, seq, nil
 }

@@ -4,17 +4,20 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"time"
 )
 
 // FileSchemaVersion is the schema version this build writes, kept in the
 // file's PRAGMA user_version.
-const FileSchemaVersion = 7
+const FileSchemaVersion = 8
 
 // fileMinReadVersion is the oldest schema a read-only open reads: version
 // 6 only adds the quota changes, which a version-5 file has none of
-// (QuotaChanges returns nothing), and version 7 the node labels (none:
-// NodeLabels returns none), so readers need no migration for them.
+// (QuotaChanges returns nothing), version 7 the node labels (none:
+// NodeLabels returns none), and version 8 the row checksums (a file
+// without them is read unverified: FileStore.hasChk), so readers need no
+// migration for them.
 const fileMinReadVersion = 5
 
 // fileApplicationID marks a SQLite file as a gpuledger ledger ("GPUL").
@@ -172,6 +175,83 @@ CREATE TABLE IF NOT EXISTS node_labels (
 	PRIMARY KEY (node, key, at)
 ) WITHOUT ROWID;
 `},
+	// 8: a checksum in every rollup row, dirty mark and raw row
+	// (integrity.go), which readers verify, and in each dirty mark the
+	// lowest seq of its slot's rows (see markDirty). The rollups and marks
+	// are small and get theirs now; the raw rows already stored keep 0
+	// (not verified): computing theirs would rewrite the whole file.
+	{data: addChecksums},
+}
+
+// chkTables are the tables that carry a checksum since version 8, with
+// the SQL computing it from a row's own columns.
+var chkTables = []struct{ table, chk string }{
+	{"ledger_rollup", chkFunc + "(" + rollupChkCols + ")"},
+	{"ledger_rollup_device", chkFunc + "(" + deviceRollupChkCols + ")"},
+	{"rollup_dirty", ""}, // markDirty's checksum, set by addChecksums
+	{"ledger_rows", ""},
+}
+
+// addChecksums is migration 8. It adds the columns only where missing, so
+// a file taken back to an older version number by hand migrates again.
+func addChecksums(ctx context.Context, tx *sql.Tx) error {
+	for _, t := range chkTables {
+		has, err := hasColumn(ctx, tx, t.table, "chk")
+		if err != nil {
+			return err
+		}
+		if !has {
+			if _, err := tx.ExecContext(ctx, "ALTER TABLE "+t.table+" ADD COLUMN chk INTEGER NOT NULL DEFAULT 0"); err != nil {
+				return fmt.Errorf("cannot add checksums to %s: %w", t.table, err)
+			}
+		}
+		if t.chk == "" {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE "+t.table+" SET chk = "+t.chk); err != nil {
+			return fmt.Errorf("cannot compute the checksums of %s: %w", t.table, err)
+		}
+	}
+	has, err := hasColumn(ctx, tx, "rollup_dirty", "seq")
+	if err != nil {
+		return err
+	}
+	if !has {
+		if _, err := tx.ExecContext(ctx, "ALTER TABLE rollup_dirty ADD COLUMN seq INTEGER NOT NULL DEFAULT 0"); err != nil {
+			return fmt.Errorf("cannot add sequence numbers to rollup_dirty: %w", err)
+		}
+	}
+	dirty, err := dirtySlots(ctx, tx, math.MinInt64, math.MaxInt64, false)
+	if err != nil {
+		return err
+	}
+	for _, slot := range dirty {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM rollup_dirty WHERE slot = ?", slot); err != nil {
+			return fmt.Errorf("cannot renew the dirty mark of slot %s: %w", slotName(slot), err)
+		}
+		if err := markDirty(ctx, tx, slot); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasTable says whether the file has table.
+func hasTable(ctx context.Context, q querier, table string) (bool, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?", table).Scan(&n); err != nil {
+		return false, fmt.Errorf("cannot read the tables of the file: %w", err)
+	}
+	return n > 0, nil
+}
+
+// hasColumn says whether table has column.
+func hasColumn(ctx context.Context, q querier, table, column string) (bool, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", table, column).Scan(&n); err != nil {
+		return false, fmt.Errorf("cannot read the columns of %s: %w", table, err)
+	}
+	return n > 0, nil
 }
 
 // migrate checks the file is ours and not from a newer gpuledger, then
@@ -221,8 +301,10 @@ func (s *FileStore) migrate(ctx context.Context) error {
 }
 
 func runMigration(ctx context.Context, tx *sql.Tx, m migration) error {
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return err
+	if m.sql != "" {
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return err
+		}
 	}
 	if m.data == nil {
 		return nil

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"modernc.org/sqlite"
 )
 
 // ErrCorrupt marks errors caused by a damaged ledger file: SQLite found it
@@ -76,29 +79,39 @@ func retryBusy(ctx context.Context, fn func() error) error {
 
 // smallTables are the tables a read-only open checks at once: everything
 // but the raw rows, a few percent of a month's file. The raw rows, most of
-// the file, are checked before the first read of them (checkRows).
+// the file, are checked before the first read of them (checkRows). They
+// get SQLite's full integrity_check, not quick_check: quick_check does not
+// compare keys with their neighbours, so a flipped bit in a rollup key
+// passes it while the range read of a report stops at that row and bills
+// short; nor does it compare a row group's names with their unique index,
+// so a flipped bit in a team's name would move its cost to another name.
 var smallTables = []string{"row_groups", "meta", "outbox_marks", "findings", "ledger_rollup", "rollup_dirty", "annotation_pins", "ledger_rollup_device"}
 
 // checkIntegrity runs SQLite's quick_check, which reads every page of
 // what it checks and verifies the B-tree structure, record formats and
-// indexes (not the values inside records: only page checksums would, and
-// SQLite keeps none). scope "" checks the whole file; "small" the tables
-// that are not raw rows; "rows" the raw rows and their index.
+// indexes (not the values inside records: the row checksums below do, for
+// what a bill is made of). scope "" checks the whole file; "small" the
+// tables that are not raw rows, with integrity_check; "rows" the raw rows
+// and their index.
 func (s *FileStore) checkIntegrity(ctx context.Context, db *sql.DB, scope string) error {
 	var targets []string
 	switch scope {
 	case "":
 		targets = []string{"PRAGMA quick_check(3)"}
 	case "small":
+		// integrity_check, see smallTables.
 		tables := smallTables
-		// A version-5 file, read as it is, has no quota table.
-		if has, err := hasQuotaTable(ctx, db); err != nil {
-			return fmt.Errorf("cannot check ledger file %s: %w", s.path, s.describe(err))
-		} else if has {
-			tables = append(tables[:len(tables):len(tables)], "quota_changes")
+		// A version-5 file, read as it is, has no quota table, and one
+		// before version 7 no node labels.
+		for _, t := range []string{"quota_changes", "node_labels"} {
+			if has, err := hasTable(ctx, db, t); err != nil {
+				return fmt.Errorf("cannot check ledger file %s: %w", s.path, s.describe(err))
+			} else if has {
+				tables = append(tables[:len(tables):len(tables)], t)
+			}
 		}
 		for _, t := range tables {
-			targets = append(targets, "PRAGMA quick_check("+t+")")
+			targets = append(targets, "PRAGMA integrity_check("+t+")")
 		}
 	case "rows":
 		targets = []string{"PRAGMA quick_check(ledger_rows)"}
@@ -234,4 +247,101 @@ func lockHolder(shm string) int {
 		}
 	}
 	return 0
+}
+
+// Row checksums. SQLite keeps no checksums of its pages, so since schema
+// version 8 every rollup row, dirty mark and raw row carries one in its
+// chk column: a hash of the values a bill is made of, key included. A
+// reader recomputes it for every row it bills from and refuses the file
+// when one differs (ErrCorrupt, naming the file): a flipped bit in a
+// number or a key that SQLite's checks pass is found, where before it
+// billed short with exit 0.
+//
+// chk 0 means "written without a checksum" (rows and rollups written
+// before version 8, or by an older collector still running on a file a
+// newer gpuledger migrated): such a row is not verified. A checksum always
+// has bits 0 and 62 set, so no single flipped bit turns one into 0.
+
+// chkFunc is the SQL name of checksum, registered with the driver so that
+// the rollup's INSERT ... SELECT and the readers' raw checks compute the
+// same hash as Go does.
+const chkFunc = "gpuledger_chk"
+
+func init() {
+	sqlite.MustRegisterDeterministicScalarFunction(chkFunc, -1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		h := newChecksum()
+		for _, a := range args {
+			if err := h.add(a); err != nil {
+				return nil, err
+			}
+		}
+		return h.sum(), nil
+	})
+}
+
+// checksum is 64-bit FNV-1a over a typed encoding of values: any change of
+// one byte of the encoding changes the hash (each step is a bijection).
+type checksum uint64
+
+func newChecksum() checksum { return 14695981039346656037 }
+
+func (h *checksum) byte(b byte) { *h = (*h ^ checksum(b)) * 1099511628211 }
+
+func (h *checksum) u64(v uint64) {
+	for i := 0; i < 8; i++ {
+		h.byte(byte(v >> (8 * i)))
+	}
+}
+
+func (h *checksum) i64(v int64) { h.byte('i'); h.u64(uint64(v)) }
+
+func (h *checksum) f64(v float64) { h.byte('f'); h.u64(math.Float64bits(v)) }
+
+func (h *checksum) str(v string) {
+	h.byte('s')
+	h.u64(uint64(len(v)))
+	for i := 0; i < len(v); i++ {
+		h.byte(v[i])
+	}
+}
+
+// add hashes one value as SQLite hands it to a function and as a reader
+// scans it: a type tag, then the 8 bytes of a number or the length and
+// bytes of a text.
+func (h *checksum) add(v any) error {
+	switch v := v.(type) {
+	case int64:
+		h.i64(v)
+	case float64:
+		h.f64(v)
+	case string:
+		h.str(v)
+	case []byte:
+		h.str(string(v))
+	case nil:
+		h.byte('n')
+	default:
+		return fmt.Errorf("cannot checksum a %T", v)
+	}
+	return nil
+}
+
+func (h checksum) sum() int64 { return int64(uint64(h) | 1<<62 | 1) }
+
+// checksumOf is the checksum of values of the types add takes.
+func checksumOf(vals ...any) int64 {
+	h := newChecksum()
+	for _, v := range vals {
+		if err := h.add(v); err != nil {
+			panic(err) // callers pass int64, float64 and string only
+		}
+	}
+	return h.sum()
+}
+
+// errDamaged says that what a read found cannot be what was written, and
+// what to do, as describe does for SQLite's own findings; the caller
+// wraps it with the file's path.
+func errDamaged(format string, args ...any) error {
+	return fmt.Errorf("%s (%w: do not trust what was read from it; restore it or move it aside)", fmt.Sprintf(format, args...), ErrCorrupt)
 }

@@ -97,7 +97,7 @@ type querier interface {
 }
 
 func (s *FileStore) pendingRows(ctx context.Context, q querier, mark int64, max int) ([]attribution.Row, []int64, error) {
-	rs, err := q.QueryContext(ctx, selectRows+" WHERE seq > ? ORDER BY seq LIMIT ?", mark, max)
+	rs, err := q.QueryContext(ctx, s.selectRowsSQL()+" WHERE seq > ? ORDER BY seq LIMIT ?", mark, max)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -21,6 +21,10 @@ import (
 // Aggregate runs (rollupSQL and aggregateSQL), so they equal a raw read
 // bit for bit, whatever replays, corrections and prunes happened.
 //
+// Every rollup row carries a checksum of its key and sums (chk, see
+// integrity.go), set by the writer right after the row is computed, and
+// every dirty mark one of its slot and lowest seq; readers verify them.
+//
 // Recomputing the slot the collector is writing at every cycle would
 // rescan it fifteen times, so the newest slot an Append touched is only
 // marked in rollup_dirty; the next Append that moves on recomputes it.
@@ -74,6 +78,9 @@ FROM ledger_rows
 WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2
 GROUP BY grp`
 
+// rollupChkCols are the columns a rollup row's checksum covers, in order.
+const rollupChkCols = "slot, grp, allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, rows"
+
 // slotSet collects the slots of the rows a transaction changed.
 type slotSet struct {
 	slots []int64
@@ -98,7 +105,30 @@ func (t *slotSet) sorted() []int64 {
 type rollupWriter struct {
 	tx                     *sql.Tx
 	clear, insert, undirty *sql.Stmt
-	dev                    *deviceRollupWriter // the per-device rollup (file_device.go)
+	// sum sets the checksums of a slot's new rows; nil while a file
+	// migrates through versions before 8, whose migration sets them all.
+	sum *sql.Stmt
+	dev *deviceRollupWriter // the per-device rollup (file_device.go)
+}
+
+// prepareChecksums prepares the statement setting the checksums of one
+// slot's rows of table (chkTables), or returns nil while the table has no
+// chk column yet.
+func prepareChecksums(ctx context.Context, tx *sql.Tx, table string) (*sql.Stmt, error) {
+	has, err := hasColumn(ctx, tx, table, "chk")
+	if err != nil || !has {
+		return nil, err
+	}
+	for _, t := range chkTables {
+		if t.table == table {
+			st, err := tx.PrepareContext(ctx, "UPDATE "+table+" SET chk = "+t.chk+" WHERE slot = ?")
+			if err != nil {
+				return nil, fmt.Errorf("cannot prepare the checksums of %s: %w", table, err)
+			}
+			return st, nil
+		}
+	}
+	return nil, fmt.Errorf("no checksum of table %s", table)
 }
 
 func newRollupWriter(ctx context.Context, tx *sql.Tx) (*rollupWriter, error) {
@@ -113,6 +143,9 @@ func newRollupWriter(ctx context.Context, tx *sql.Tx) (*rollupWriter, error) {
 	if w.undirty, err = tx.PrepareContext(ctx, "DELETE FROM rollup_dirty WHERE slot = ?"); err != nil {
 		return nil, fmt.Errorf("cannot prepare rollup update: %w", err)
 	}
+	if w.sum, err = prepareChecksums(ctx, tx, "ledger_rollup"); err != nil {
+		return nil, err
+	}
 	if w.dev, err = newDeviceRollupWriter(ctx, tx); err != nil {
 		return nil, err
 	}
@@ -126,6 +159,11 @@ func (w *rollupWriter) rebuild(ctx context.Context, s int64) error {
 	}
 	if _, err := w.insert.ExecContext(ctx, slotStart(s), slotEnd(s), s); err != nil {
 		return fmt.Errorf("cannot recompute rollup of slot %s: %w", slotName(s), err)
+	}
+	if w.sum != nil {
+		if _, err := w.sum.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("cannot checksum rollup of slot %s: %w", slotName(s), err)
+		}
 	}
 	if err := w.dev.rebuild(ctx, s); err != nil {
 		return err
@@ -146,7 +184,11 @@ func afterAppend(ctx context.Context, tx *sql.Tx, changed []int64) error {
 		return nil // a pure replay: nothing moved
 	}
 	head := changed[len(changed)-1]
-	dirty, err := dirtySlots(ctx, tx, math.MinInt64, math.MaxInt64)
+	// Verified: a mark damaged into another slot's number would make
+	// this recompute that slot and drop the mark, leaving the slot it
+	// named stale and unmarked, billed short for good. The append fails
+	// instead (ErrCorrupt), as every read of the file does.
+	dirty, err := dirtySlots(ctx, tx, math.MinInt64, math.MaxInt64, true)
 	if err != nil {
 		return err
 	}
@@ -155,8 +197,30 @@ func afterAppend(ctx context.Context, tx *sql.Tx, changed []int64) error {
 	if err := rebuildSlots(ctx, tx, todo); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO rollup_dirty (slot) VALUES (?)", head); err != nil {
-		return fmt.Errorf("cannot mark rollup slot %s dirty: %w", slotName(head), err)
+	if slices.Contains(dirty, head) {
+		return nil
+	}
+	return markDirty(ctx, tx, head)
+}
+
+// markDirty marks slot s dirty, with the lowest seq of its rows: a reader
+// counts the slot's rows from there through the table itself as well as
+// through the key index, and refuses the file when the counts differ (see
+// checkDirty). Rows written to the slot later get higher numbers, and a
+// changed row a new one, so the bound holds while the mark does.
+func markDirty(ctx context.Context, tx *sql.Tx, s int64) error {
+	var low sql.NullInt64
+	if err := tx.QueryRowContext(ctx, "SELECT min(seq) FROM ledger_rows WHERE interval_start_ns >= ? AND interval_start_ns < ?",
+		slotStart(s), slotEnd(s)).Scan(&low); err != nil {
+		return fmt.Errorf("cannot mark rollup slot %s dirty: %w", slotName(s), err)
+	}
+	if !low.Valid { // no rows: any written later are numbered from next_seq
+		if err := tx.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'next_seq'").Scan(&low.Int64); err != nil {
+			return fmt.Errorf("cannot mark rollup slot %s dirty: %w", slotName(s), err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO rollup_dirty (slot, seq, chk) VALUES (?, ?, ?)", s, low.Int64, checksumOf(s, low.Int64)); err != nil {
+		return fmt.Errorf("cannot mark rollup slot %s dirty: %w", slotName(s), err)
 	}
 	return nil
 }
@@ -178,20 +242,51 @@ func rebuildSlots(ctx context.Context, tx *sql.Tx, slots []int64) error {
 	return nil
 }
 
-// dirtySlots lists the marked slots in [lo, hi), in order.
-func dirtySlots(ctx context.Context, q querier, lo, hi int64) ([]int64, error) {
-	rs, err := q.QueryContext(ctx, "SELECT slot FROM rollup_dirty WHERE slot >= ? AND slot < ? ORDER BY slot", lo, hi)
+// dirtySlots lists the marked slots in [lo, hi), in order (dirtyMarks).
+func dirtySlots(ctx context.Context, q querier, lo, hi int64, verify bool) ([]int64, error) {
+	marks, err := dirtyMarks(ctx, q, lo, hi, verify)
+	out := make([]int64, len(marks))
+	for i, m := range marks {
+		out[i] = m.slot
+	}
+	return out, err
+}
+
+// dirtyMark is a slot whose rollup is stale, and the lowest seq of its
+// rows (0 where the file has no checksums).
+type dirtyMark struct{ slot, seq int64 }
+
+// dirtyMarks lists the marks of the slots in [lo, hi), in order. With
+// verify (a file with checksums) it reads every mark, a few at most, and
+// checks each: a flipped bit that moved a mark out of the range would
+// otherwise leave its slot to a stale rollup row, billed short without a
+// word.
+func dirtyMarks(ctx context.Context, q querier, lo, hi int64, verify bool) ([]dirtyMark, error) {
+	query, args := "SELECT slot, 0, 0 FROM rollup_dirty WHERE slot >= ? AND slot < ? ORDER BY slot", []any{lo, hi}
+	if verify {
+		query, args = "SELECT slot, seq, chk FROM rollup_dirty ORDER BY slot", nil
+	}
+	rs, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read dirty rollup slots: %w", err)
 	}
 	defer rs.Close()
-	var out []int64
+	var out []dirtyMark
 	for rs.Next() {
-		var s int64
-		if err := rs.Scan(&s); err != nil {
+		var m dirtyMark
+		var chk int64
+		if err := rs.Scan(&m.slot, &m.seq, &chk); err != nil {
+			if verify {
+				return nil, errDamaged("cannot read dirty rollup slots: %v", err)
+			}
 			return nil, fmt.Errorf("cannot read dirty rollup slots: %w", err)
 		}
-		out = append(out, s)
+		if verify && chk != 0 && chk != checksumOf(m.slot, m.seq) {
+			return nil, errDamaged("the dirty mark of rollup slot %s fails its checksum", slotName(m.slot))
+		}
+		if m.slot >= lo && m.slot < hi {
+			out = append(out, m)
+		}
 	}
 	if err := rs.Err(); err != nil {
 		return nil, fmt.Errorf("cannot read dirty rollup slots: %w", err)
