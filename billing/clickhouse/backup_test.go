@@ -138,9 +138,11 @@ func TestVerifyBackupRefusesDamage(t *testing.T) {
 			os.WriteFile(p, b, 0o644)
 		}, "quota_changes.tsv.gz: SHA-256"},
 		"file missing": {func(dir string) { os.Remove(filepath.Join(dir, "node_labels.tsv.gz")) }, "node_labels.tsv.gz"},
-		"newer schema": {func(dir string) { editManifest(t, dir, func(m *BackupManifest) { m.SchemaVersion = SchemaVersion + 1 }) },
+		"newer schema": {func(dir string) {
+			editManifest(t, dir, func(m *BackupManifest) { m.SchemaVersion = SchemaVersion + 1 })
+		},
 			"this binary knows up to"},
-		"row count": {func(dir string) { editManifest(t, dir, func(m *BackupManifest) { m.Tables[0].Rows = 3 }) }, "2 rows, the manifest says 3"},
+		"row count":     {func(dir string) { editManifest(t, dir, func(m *BackupManifest) { m.Tables[0].Rows = 3 }) }, "2 rows, the manifest says 3"},
 		"table dropped": {func(dir string) { editManifest(t, dir, func(m *BackupManifest) { m.Tables = m.Tables[1:] }) }, "a backup of schema version"},
 		"bad column type": {func(dir string) {
 			editManifest(t, dir, func(m *BackupManifest) { m.Tables[1].Columns[0].Type = "Array(String)" })

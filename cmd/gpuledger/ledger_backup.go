@@ -103,7 +103,8 @@ func runLedgerRestore(ctx context.Context, args []string, stdout io.Writer) erro
 		return err
 	}
 	began := time.Now()
-	res, err := clickhouse.Restore(ctx, d, clickhouse.Options{}, *from, clickhouse.RestoreOptions{Force: *force})
+	// A cluster's ledger is refused by name (Restore needs one server).
+	res, err := clickhouse.Restore(ctx, d, clickhouse.Options{Cluster: os.Getenv("GPULEDGER_CLICKHOUSE_CLUSTER")}, *from, clickhouse.RestoreOptions{Force: *force})
 	if err != nil {
 		return fmt.Errorf("ledger restore %s: %w", d.Redacted(), err)
 	}
