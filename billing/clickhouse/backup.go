@@ -33,7 +33,7 @@ const (
 	// BackupFormat names the layout in the manifest; a restore refuses
 	// any other.
 	BackupFormat = "gpuledger-clickhouse-backup/1"
-	// BackupManifest is the manifest's file name in a backup directory.
+	// BackupManifestFile is the manifest's name in a backup directory.
 	BackupManifestFile = "manifest.json"
 
 	maxManifestBytes = 1 << 20
