@@ -389,7 +389,7 @@ func TestAllFeatures(t *testing.T) {
 	checkNonRoot(t, "migrate", jc)
 	checkPricesJob(t, objs, "gpuledger-clickhouse")
 
-	cj := only[*batchv1.CronJob](t, objs)
+	cj := named[*batchv1.CronJob](t, objs, "gpuledger-report")
 	pod := cj.Spec.JobTemplate.Spec.Template.Spec
 	rc := pod.Containers[0]
 	script := strings.Join(rc.Command, " ")
@@ -400,7 +400,7 @@ func TestAllFeatures(t *testing.T) {
 	}
 	checkClickHouseEnv(t, "report", rc, pod.Volumes, "gpuledger-clickhouse")
 	checkNonRoot(t, "report", rc)
-	pvc := only[*corev1.PersistentVolumeClaim](t, objs)
+	pvc := named[*corev1.PersistentVolumeClaim](t, objs, "gpuledger-reports")
 	if claim := volume(t, pod.Volumes, "reports").PersistentVolumeClaim; claim == nil || claim.ClaimName != pvc.Name {
 		t.Errorf("reports volume %+v, want the PVC %s", volume(t, pod.Volumes, "reports"), pvc.Name)
 	}

@@ -44,6 +44,15 @@ subcommands:
   migrate  [--ledger DSN] [--clickhouse-cluster NAME] [--prices FILE]
            create or upgrade the ledger schema; with --prices (ClickHouse
            only) also store the price book the dashboards price with
+  backup   --out DIR [--ledger DSN]
+           copy the rows, findings, prices, quota changes and node labels
+           of a ClickHouse ledger into the new directory DIR: one gzipped
+           TSV per table and a manifest with each file's SHA-256
+           (docs/ledger-format.md, "Backup and restore")
+  restore  --from DIR [--ledger DSN] [--force] [--check]
+           verify a backup, then load it into a database with no ledger
+           data (--force: truncate its ledger tables first), migrate it and
+           rebuild its rollups; --check verifies only
 
 DSN (--ledger or env GPULEDGER_LEDGER): PATH, file:PATH or
 clickhouse://user:password@host:9000/database?secure=true
@@ -54,17 +63,21 @@ micro-unit, and written without trailing zeros: 50.2, not 50.200000000000074.
 
 func runLedger(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return &usageError{err: errors.New("ledger needs a subcommand: export or migrate"), usage: ledgerUsageText}
+		return &usageError{err: errors.New("ledger needs a subcommand: export, migrate, backup or restore"), usage: ledgerUsageText}
 	}
 	switch args[0] {
 	case "export":
 		return runLedgerExport(ctx, args[1:], stdout)
 	case "migrate":
 		return runLedgerMigrate(ctx, args[1:], stdout)
+	case "backup":
+		return runLedgerBackup(ctx, args[1:], stdout)
+	case "restore":
+		return runLedgerRestore(ctx, args[1:], stdout)
 	case "-h", "-help", "--help", "help":
 		return &helpRequested{usage: ledgerUsageText}
 	}
-	return &usageError{err: fmt.Errorf("unknown ledger subcommand %q (want export or migrate)", args[0]), usage: ledgerUsageText}
+	return &usageError{err: fmt.Errorf("unknown ledger subcommand %q (want export, migrate, backup or restore)", args[0]), usage: ledgerUsageText}
 }
 
 type exportFlags struct {
