@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/tenancy"
 )
 
 // threeDayLedger writes three days of two GPUs at five-minute rows, one
@@ -33,7 +34,7 @@ func threeDayLedger(t *testing.T) string {
 			gpu := fmt.Sprintf("GPU-%d", g)
 			used := 300 * float64(1+(m+g)%5) / 7
 			base := attribution.Row{IntervalStart: start, IntervalEnd: start.Add(5 * time.Minute), Node: "n1", GPUUUID: gpu,
-				GPUModel: "A100-SXM4-80GB", SliceID: gpu, SharingMode: attribution.ModeExclusive, Method: attribution.MethodMeasured}
+				GPUModel: "A100-SXM4-80GB", SliceID: gpu, SharingMode: string(tenancy.Exclusive), Method: attribution.MethodMeasured}
 			c, idle := base, base
 			c.Kind, c.Namespace, c.Team, c.Pod, c.PodUID, c.Container = attribution.KindContainer, team, team, team+"-0", team+"-uid", "main"
 			c.AllocatedGPUSeconds, c.UsedGPUSeconds, c.MemoryMiBSeconds = 300, used, 300*4000
