@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/gpuledger/gpuledger/billing/ledger"
@@ -194,6 +195,13 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A file ledger that is not there is a wrong --ledger, not a ledger
+	// still to come: serving 503 "try again shortly" forever would hide it.
+	if d, err := ledger.ParseDSN(f.ledger); err == nil && d.Scheme == ledger.SchemeFile {
+		if _, err := os.Stat(d.Path); err != nil {
+			return fmt.Errorf("serve: cannot use the ledger file %s: %w (check --ledger; the collector or gpuledger demo writes it)", d.Path, err)
+		}
+	}
 	// At start the book's errors name its whole path, for the operator;
 	// the pages' name its base name only.
 	if _, err := pricebook.Load(f.prices); err != nil {
@@ -267,6 +275,12 @@ func serveWebDrain(ctx context.Context, srv *web.Server, listen, webConfig strin
 	defer func() { cancel(); <-done }()
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 3 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	// Bound before it says it serves: a taken address is an error, never
+	// a "Serving on" line followed by one.
+	ln, err := bindWithWebConfig(listen, webConfig)
+	if err != nil {
+		return err
+	}
 	slog.Info("serving the chargeback", "listen", listen)
 	fmt.Fprintf(stdout, "Serving the chargeback on %s (Ctrl-C to stop)\n", displayURL(listen))
 	// The listener's own stop waits a few seconds only; serve shuts its
@@ -291,7 +305,7 @@ func serveWebDrain(ctx context.Context, srv *web.Server, listen, webConfig strin
 		}
 		drained <- err
 	}()
-	err := serveWithWebConfig(serveCtx, hs, listen, webConfig)
+	err = serveListener(serveCtx, hs, ln, webConfig)
 	if ctx.Err() == nil {
 		stopServe()
 	}
