@@ -268,6 +268,13 @@ func TestNetworkPoliciesDefault(t *testing.T) {
 		{"any pod -> collector 9753", other("monitoring", nil), collector, 9753, true},
 	}
 	checkConns(t, pols, cases)
+	// A host-network pod connects from its node's address, which no
+	// podSelector matches: every client must keep its own pod IP.
+	for name, spec := range podSpecs(objs) {
+		if spec.HostNetwork {
+			t.Errorf("%s uses the host network: the policies' pod selectors would not match its connections", name)
+		}
+	}
 
 	// Off: nothing renders and everything is allowed again.
 	if n := len(policies(render(t, "--set", "networkPolicy.enabled=false"))); n != 0 {
