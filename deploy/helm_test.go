@@ -20,6 +20,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -156,6 +157,10 @@ func decode(doc string) (object, error) {
 		into = &rbacv1.RoleBinding{}
 	case "networking.k8s.io/v1 Ingress":
 		into = &networkingv1.Ingress{}
+	case "networking.k8s.io/v1 NetworkPolicy":
+		into = &networkingv1.NetworkPolicy{}
+	case "policy/v1 PodDisruptionBudget":
+		into = &policyv1.PodDisruptionBudget{}
 	case "scheduling.k8s.io/v1 PriorityClass":
 		into = &schedulingv1.PriorityClass{}
 	case "rbac.authorization.k8s.io/v1 ClusterRole":
@@ -310,7 +315,7 @@ func TestLint(t *testing.T) {
 func TestDefaults(t *testing.T) {
 	objs := render(t)
 	want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment", "Job",
-		"Role", "RoleBinding", "Service", "ServiceAccount", "StatefulSet"}
+		"NetworkPolicy", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount", "StatefulSet"}
 	if got := kinds(objs); !slices.Equal(got, want) {
 		t.Fatalf("kinds %v, want %v (no Secret, CronJob or monitoring.coreos.com objects by default)", got, want)
 	}
@@ -352,7 +357,8 @@ func TestDefaults(t *testing.T) {
 func TestAllFeatures(t *testing.T) {
 	objs := render(t, "-f", "testdata/all-features.yaml")
 	want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "CronJob", "DaemonSet", "Deployment", "Ingress", "Job",
-		"PersistentVolumeClaim", "PodMonitor", "PriorityClass", "PrometheusRule", "Secret", "Service", "ServiceAccount", "ServiceMonitor"}
+		"NetworkPolicy", "PersistentVolumeClaim", "PodDisruptionBudget", "PodMonitor", "PriorityClass", "PrometheusRule", "Secret",
+		"Service", "ServiceAccount", "ServiceMonitor"}
 	if got := kinds(objs); !slices.Equal(got, want) {
 		t.Fatalf("kinds %v, want %v", got, want)
 	}
@@ -580,6 +586,15 @@ func TestSchemaRejects(t *testing.T) {
 		{[]string{"--set", "serve.ingress.path=bill"}, "at '/serve/ingress/path'"},
 		{[]string{"--set", "serve.bogus=1"}, "at '/serve': additional properties 'bogus' not allowed"},
 		{[]string{"--set", "serve.resources.requests.memory=some"}, "at '/serve/resources/requests/memory'"},
+		{[]string{"--set", "networkPolicy.enabled=yes"}, "at '/networkPolicy/enabled': got string, want boolean"},
+		{[]string{"--set", "networkPolicy.bogus=1"}, "at '/networkPolicy': additional properties 'bogus' not allowed"},
+		{[]string{"--set", "networkPolicy.clickhouse.allowNamespaces={Grafana_NS}"}, "at '/networkPolicy/clickhouse/allowNamespaces/0'"},
+		{[]string{"--set", "networkPolicy.serve.allowNamespaces={a,a}"}, "at '/networkPolicy/serve/allowNamespaces'"},
+		{[]string{"--set", "networkPolicy.serve.extraFrom[0].podselector.app=x"}, "at '/networkPolicy/serve/extraFrom/0': additional properties 'podselector' not allowed"},
+		{[]string{"--set", "networkPolicy.clickhouse.extraFrom[0].ipBlock.except={10.0.0.0/8}"}, "at '/networkPolicy/clickhouse/extraFrom/0/ipBlock': missing property 'cidr'"},
+		{[]string{"--set", "clickhouse.bundled.podDisruptionBudget.maxUnavailable=2"}, "at '/clickhouse/bundled/podDisruptionBudget/maxUnavailable': maximum"},
+		{[]string{"--set", "serve.podDisruptionBudget.minAvailable=0"}, "at '/serve/podDisruptionBudget/minAvailable': minimum"},
+		{[]string{"--set", "serve.replicas=3", "--set", "serve.podDisruptionBudget.minAvailable=3"}, "serve.podDisruptionBudget.minAvailable (3) must be below serve.replicas (3)"},
 	} {
 		_, err := helm(t, append([]string{"template", "gpuledger", chartDir}, tc.args...)...)
 		if err == nil {

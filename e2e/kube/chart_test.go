@@ -20,7 +20,8 @@ const (
 
 // TestChartAllFeaturesOnRealAPIServer renders the chart with every optional
 // feature on (the ledger migration hook Job, the report CronJob and its
-// PVC, the ClickHouse Secret, dashboards in another namespace) and has the
+// PVC, the ClickHouse Secret, dashboards in another namespace, serve's
+// NetworkPolicy and PodDisruptionBudget) and has the
 // real API server validate each object with a server-side dry run, after
 // the default install (so its namespace exists). Nothing is changed.
 func TestChartAllFeaturesOnRealAPIServer(t *testing.T) {
@@ -54,7 +55,7 @@ func TestChartAllFeaturesOnRealAPIServer(t *testing.T) {
 		check = append(check, o)
 		kinds[o.GetKind()] = true
 	}
-	for _, k := range []string{"Job", "CronJob", "PersistentVolumeClaim", "Secret", "DaemonSet"} {
+	for _, k := range []string{"Job", "CronJob", "PersistentVolumeClaim", "Secret", "DaemonSet", "NetworkPolicy", "PodDisruptionBudget"} {
 		if !kinds[k] {
 			t.Errorf("the all-features rendering has no %s", k)
 		}

@@ -414,6 +414,7 @@ func TestHelmInstallNotes(t *testing.T) {
 		"http://localhost:8080",
 		"pod-security.kubernetes.io/enforce=privileged",
 		"the bundled ClickHouse",
+		"NetworkPolicies",
 	} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("NOTES lack %q:\n%s", want, notes)

@@ -38,7 +38,7 @@ func TestManifestsOnRealAPIServer(t *testing.T) {
 	for _, o := range applied {
 		kinds[o.GetKind()] = true
 	}
-	for _, k := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet"} {
+	for _, k := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet", "NetworkPolicy", "PodDisruptionBudget"} {
 		if !kinds[k] {
 			t.Errorf("no %s among the applied objects", k)
 		}
