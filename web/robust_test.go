@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"os"
@@ -19,10 +20,11 @@ import (
 	"github.com/gpuledger/gpuledger/billing/tokencost"
 )
 
-// overflowingProm is a Prometheus answer that no sum survives: the pod
-// ml/trainer-0 of testLedger served two models, each 1.7e308 input
-// tokens, so the pod's total overflows to +Inf and the tokens cannot be
-// priced (the token section's error, whatever the ledger says).
+// overflowingProm is a tenant's hostile token counters: the pod
+// ml/trainer-0 of testLedger served two models, each 1.7e308 input tokens,
+// so the pod's total overflows a float64 to +Inf. tokencost drops such a
+// pod with a note naming it (docs/tokens.md, "Absurd counts"), and the rest
+// of the section stands.
 type overflowingProm struct{ queries atomic.Int32 }
 
 func (p *overflowingProm) Query(_ context.Context, expr string, _ time.Time) ([]tokencost.Sample, error) {
@@ -39,33 +41,62 @@ func (p *overflowingProm) Query(_ context.Context, expr string, _ time.Time) ([]
 
 func (p *overflowingProm) String() string { return "http://prometheus.test:9090" }
 
+// failingProm answers every token query with an error of its own (not the
+// ledger's).
+type failingProm struct{}
+
+func (failingProm) Query(context.Context, string, time.Time) ([]tokencost.Sample, error) {
+	return nil, errors.New("bad_data: parse error at char 1")
+}
+
+func (failingProm) String() string { return "http://prometheus.test:9090" }
+
 var ledgerFailuresPattern = regexp.MustCompile(`(?m)^gpuledger_serve_ledger_read_failures_total (\S+)$`)
 
-// A token section that fails for a reason of its own (tokens that cannot
-// be priced) leaves the month's page whole: 200 with October's 1,488.00
-// (744 GPU-hours x 2.00), one line saying why in the section's place and
-// in the header, and no ledger failure counted.
+// Tenants' numbers and a token section that fails for a reason of its own
+// leave the month's page whole: 200 with October's 1,488.00 (744 GPU-hours
+// x 2.00) and no ledger failure counted. Absurd counts are left out with a
+// note naming the pod; a failing section is replaced by one line saying
+// why, in the page and in a header, counted with the token failures.
 func TestTokenSectionErrorIsNotTheBills(t *testing.T) {
 	db, prices := testLedger(t)
-	prom := &overflowingProm{}
-	hs := newTestServer(t, fileOpener(db), prices, func(c *Config) { c.Prometheus = prom })
+	bill := func(body string) bool { return strings.Contains(body, "1,488.00") || strings.Contains(body, "1488.00") }
+
+	hs := newTestServer(t, fileOpener(db), prices, func(c *Config) { c.Prometheus = &overflowingProm{} })
 	for _, p := range []string{"/reports/2026-10", "/reports/2026-10.json"} {
 		resp, body := fetch(t, hs.URL+p)
-		why := resp.Header.Get("X-Gpuledger-Tokens-Unavailable")
-		if resp.StatusCode != 200 || !strings.Contains(body, "1,488.00") && !strings.Contains(body, "1488.00") ||
-			!strings.Contains(why, "could not be priced") || strings.Contains(why, "\n") {
-			t.Errorf("%s: %d, header %q; want 200 with the bill and the reason\n%.300s", p, resp.StatusCode, why, body)
+		if resp.StatusCode != 200 || !bill(body) || !strings.Contains(body, "trainer-0") {
+			t.Errorf("absurd counts, %s: %d; want 200 with the bill and a note naming ml/trainer-0\n%.300s", p, resp.StatusCode, body)
 		}
-		if strings.HasSuffix(p, "10") && !strings.Contains(body, `id="tokens-unavailable">Cost per token is not shown: the tokens counted could not be priced`) {
-			t.Errorf("%s does not say why the section is missing", p)
+		if why := resp.Header.Get("X-Gpuledger-Tokens-Unavailable"); why != "" {
+			t.Errorf("absurd counts, %s: the section is missing (%q); tenants' numbers must only be left out", p, why)
 		}
+	}
+	if _, page := fetch(t, hs.URL+"/reports/2026-10"); !strings.Contains(page, `id="tokens-notes"`) {
+		t.Error("absurd counts: the page lists no notes")
 	}
 	_, metrics := fetch(t, hs.URL+"/metrics")
 	if m := ledgerFailuresPattern.FindStringSubmatch(metrics); m == nil || m[1] != "0" {
-		t.Errorf("ledger failures %v, want 0: the token section's failure is not the ledger's", m)
+		t.Errorf("absurd counts: ledger failures %v, want 0", m)
+	}
+
+	hs = newTestServer(t, fileOpener(db), prices, func(c *Config) { c.Prometheus = failingProm{} })
+	for _, p := range []string{"/reports/2026-10", "/reports/2026-10.json"} {
+		resp, body := fetch(t, hs.URL+p)
+		why := resp.Header.Get("X-Gpuledger-Tokens-Unavailable")
+		if resp.StatusCode != 200 || !bill(body) || why == "" || strings.Contains(why, "\n") {
+			t.Errorf("failing section, %s: %d, header %q; want 200 with the bill and the reason\n%.300s", p, resp.StatusCode, why, body)
+		}
+		if strings.HasSuffix(p, "10") && !strings.Contains(body, `id="tokens-unavailable">`) {
+			t.Errorf("failing section, %s does not say why the section is missing", p)
+		}
+	}
+	_, metrics = fetch(t, hs.URL+"/metrics")
+	if m := ledgerFailuresPattern.FindStringSubmatch(metrics); m == nil || m[1] != "0" {
+		t.Errorf("failing section: ledger failures %v, want 0: the token section's failure is not the ledger's", m)
 	}
 	if m := failuresPattern.FindStringSubmatch(metrics); m == nil || m[1] != "2" {
-		t.Errorf("token failures %v, want 2 (one per page asked)", m)
+		t.Errorf("failing section: token failures %v, want 2 (one per page asked)", m)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/internal/kubetest"
@@ -87,6 +88,25 @@ spec:
 	sctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	began := time.Now().Truncate(time.Second)
+	// An hour of one A100 held by team ml around the test: quota is billed
+	// only over the hours the ledger has rows for (docs/quota.md), so the
+	// month's bill needs some.
+	{
+		base := attribution.Row{IntervalStart: began.Add(-5 * time.Minute).UTC(), IntervalEnd: began.Add(55 * time.Minute).UTC(),
+			Node: "gpu-a", GPUUUID: "GPU-0", SliceID: "GPU-0", GPUModel: "A100-SXM4-80GB", SharingMode: "exclusive", Method: "measured"}
+		ct, un, idle := base, base, base
+		ct.Kind, ct.Namespace, ct.Pod, ct.PodUID, ct.Container, ct.Team = attribution.KindContainer, "ml-train", "p", "u-ml", "c", "ml"
+		ct.AllocatedGPUSeconds, ct.UsedGPUSeconds = 3600, 1800
+		un.Kind, idle.Kind, idle.UsedGPUSeconds = attribution.KindUnallocated, attribution.KindIdle, 1800
+		st, err := ledger.Open(ctx, dsn, storeOpeners)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Append(ctx, []attribution.Row{ct, un, idle}, nil); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+	}
 	go func() {
 		errc <- run(sctx, []string{"serve", "--ledger", dsn, "--prices", prices, "--listen", addr,
 			"--quota", "--quota-interval", "10s", "--kubeconfig", kubeconfig, "--advice-refresh", "0"}, io.Discard)
