@@ -89,6 +89,8 @@ func notRunHere(args []string) string {
 	switch {
 	case strings.Contains(line, "clickhouse://"):
 		return "needs a ClickHouse server"
+	case len(args) > 1 && args[0] == "ledger" && (args[1] == "backup" || args[1] == "restore"):
+		return "backs up or restores a ClickHouse ledger (TestLedgerBackupRestoreRoundTrip runs them)"
 	case args[0] == "collect":
 		return "needs a GPU node, its driver and kubelet"
 	case strings.Contains(line, "--prometheus"):
