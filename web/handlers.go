@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/advisor/advicereport"
+	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/report"
 )
@@ -199,14 +200,7 @@ func (s *Server) headMonth(_ context.Context, w http.ResponseWriter, r *http.Req
 	if _, err := s.ledgerGen(); err != nil {
 		return err
 	}
-	switch suffix {
-	case fileHTML:
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	case fileJSON:
-		w.Header().Set("Content-Type", "application/json")
-	default:
-		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	}
+	w.Header().Set("Content-Type", fileFormats[suffix].ContentType())
 	return nil
 }
 
@@ -241,6 +235,11 @@ const (
 	fileFOCUS = ".focus.csv"
 )
 
+// fileFormats are the report formats of a month's files, by suffix.
+var fileFormats = map[string]report.Format{
+	fileHTML: report.FormatHTML, fileCSV: report.FormatCSV, fileJSON: report.FormatJSON, fileFOCUS: report.FormatFOCUS,
+}
+
 // splitFile cuts "2026-03.focus.csv" into the month and the suffix.
 func splitFile(name string) (month, suffix string) {
 	for _, sfx := range []string{fileFOCUS, fileCSV, fileJSON} {
@@ -270,24 +269,54 @@ func (s *Server) serveReport(ctx context.Context, w http.ResponseWriter, r *http
 		}
 	}
 	var b bytes.Buffer
-	switch suffix {
-	case fileCSV:
-		err = report.WriteCSV(&b, rep)
-	case fileJSON:
-		err = report.WriteJSON(&b, rep)
-	case fileFOCUS:
-		err = s.withStore(ctx, func(st ledger.Store) error { return report.LoadDevices(ctx, st, rep) })
-		if err == nil {
-			err = report.WriteFOCUS(&b, rep)
-		}
-	default:
-		err = report.WriteHTML(&b, rep)
-	}
-	if err != nil {
+	if err := s.writeReport(ctx, &b, rep, fileFormats[suffix]); err != nil {
 		return err
 	}
 	writeFile(w, rep, "gpuledger-chargeback-"+month, suffix, b.Bytes())
 	return nil
+}
+
+// writeReport writes rep in format f to b through report.Write, as
+// gpuledger report does. A format that reads the ledger (FOCUS's
+// per-device aggregates) reads it through withStore, so a failed read is
+// answered and counted as every other; an error of the writing itself
+// leaves the store in use and is the writer's.
+func (s *Server) writeReport(ctx context.Context, b *bytes.Buffer, rep *report.Report, f report.Format) error {
+	if !f.ReadsLedger() {
+		return report.Write(ctx, b, nil, rep, f)
+	}
+	var writeErr error
+	err := s.withStore(ctx, func(st ledger.Store) error {
+		src := &readTracker{Source: st}
+		err := report.Write(ctx, b, src, rep, f)
+		if err != nil && !src.failed {
+			writeErr = err
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeErr
+}
+
+// readTracker is a report.Source that remembers whether a read failed.
+type readTracker struct {
+	report.Source
+	failed bool
+}
+
+func (t *readTracker) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
+	a, err := t.Source.Aggregate(ctx, q)
+	t.failed = t.failed || err != nil
+	return a, err
+}
+
+func (t *readTracker) Findings(ctx context.Context, from, to time.Time, fn func(attribution.Finding) error) error {
+	err := t.Source.Findings(ctx, from, to, fn)
+	t.failed = t.failed || err != nil
+	return err
 }
 
 // writeFile sends a month's file with its type and name; a partial
@@ -298,19 +327,21 @@ func writeFile(w http.ResponseWriter, rep *report.Report, base, suffix string, b
 		h.Set("X-Gpuledger-Partial", note)
 		base += "-partial"
 	}
+	h.Set("Content-Type", fileFormats[suffix].ContentType())
+	// The page is read in place; JSON opens in the browser, CSV downloads.
 	switch suffix {
 	case fileHTML:
-		h.Set("Content-Type", "text/html; charset=utf-8")
 	case fileJSON:
-		h.Set("Content-Type", "application/json")
 		h.Set("Content-Disposition", `inline; filename="`+base+suffix+`"`)
 	default:
-		h.Set("Content-Type", "text/csv; charset=utf-8")
 		h.Set("Content-Disposition", `attachment; filename="`+base+suffix+`"`)
 	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	_, _ = w.Write(body)
 }
+
+// adviceFormats are the advice's formats, by suffix.
+var adviceFormats = map[string]advicereport.Format{fileHTML: advicereport.FormatHTML, fileJSON: advicereport.FormatJSON}
 
 // serveAdvice writes a month's sharing advice as a page or JSON.
 func (s *Server) serveAdvice(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
@@ -323,12 +354,7 @@ func (s *Server) serveAdvice(ctx context.Context, w http.ResponseWriter, r *http
 		return err
 	}
 	var b bytes.Buffer
-	if suffix == fileJSON {
-		err = advicereport.WriteJSON(&b, a)
-	} else {
-		err = advicereport.WriteHTML(&b, a)
-	}
-	if err != nil {
+	if err := advicereport.Write(&b, a, adviceFormats[suffix]); err != nil {
 		return err
 	}
 	writeFile(w, a.Report, "gpuledger-advice-"+month, suffix, b.Bytes())

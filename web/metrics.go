@@ -205,7 +205,7 @@ func (s *Server) RefreshAdvice(ctx context.Context) error {
 	}
 	var b bytes.Buffer
 	if err == nil {
-		err = advicereport.WriteProm(&b, a)
+		err = advicereport.Write(&b, a, advicereport.FormatProm)
 	}
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()

@@ -20,6 +20,7 @@
 // A request is served when it completes inside the simulated duration;
 // latency is its wait plus its service. Percentiles come from a
 // log-linear histogram (buckets 2^-8 wide, relative; a percentile within 0.2%), so a month of traffic
-// simulates in constant memory. The package is pure: no I/O, no clock, the
-// random stream fixed by a seed.
+// simulates in constant memory. The package is pure: no I/O but writing a
+// Result to the io.Writer it is given (Write: text or JSON, the formats
+// gpuledger whatif prints), no clock, the random stream fixed by a seed.
 package whatif

@@ -65,7 +65,7 @@ func parseAdviseFlags(args []string) (adviseFlags, error) {
 	var f adviseFlags
 	fs := flag.NewFlagSet("advise", flag.ContinueOnError)
 	f.periodFlags.register(fs)
-	fs.StringVar(&f.format, "format", "text", "text, json, html or prom")
+	fs.StringVar(&f.format, "format", string(advicereport.FormatText), "text, json, html or prom")
 	fs.StringVar(&f.out, "out", "", "output file")
 	fs.StringVar(&f.pods, "pods", "", "kubectl get pods -A -o json output")
 	fs.Float64Var(&f.headroom, "headroom", advise.DefaultHeadroom, "headroom over p99 demand")
@@ -88,8 +88,8 @@ func parseAdviseFlags(args []string) (adviseFlags, error) {
 	if err := f.check("advise"); err != nil {
 		return f, err
 	}
-	if f.format != "text" && f.format != "json" && f.format != "html" && f.format != "prom" {
-		return f, fmt.Errorf("advise: --format %q: want text, json, html or prom", f.format)
+	if _, err := advicereport.ParseFormat(f.format); err != nil {
+		return f, fmt.Errorf("advise: --format %q: want %s", f.format, advicereport.FormatNames())
 	}
 	for name, v := range map[string]float64{"headroom": f.headroom, "reclaim": f.reclaim, "saturated": f.saturated} {
 		if !(v > 0) || v > 10 || (name != "headroom" && v > 1) {
@@ -131,17 +131,7 @@ func runAdvise(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer commit(false)
 	res.Report.GeneratedAt = now()
-	switch f.format {
-	case "json":
-		err = advicereport.WriteJSON(w, res)
-	case "html":
-		err = advicereport.WriteHTML(w, res)
-	case "prom":
-		err = advicereport.WriteProm(w, res)
-	default:
-		err = advicereport.WriteText(w, res)
-	}
-	if err != nil {
+	if err := advicereport.Write(w, res, advicereport.Format(f.format)); err != nil {
 		return err
 	}
 	slog.Info("advice written", "period", res.Report.PeriodLabel(), "recommendations", len(res.Plan.Recommendations),

@@ -83,7 +83,7 @@ func (x *adviceExporter) refresh(ctx context.Context, st ledger.Store, book *pri
 	res, err := buildAdvice(ctx, st, book, from, to, pods, f.options())
 	var b bytes.Buffer
 	if err == nil {
-		err = advicereport.WriteProm(&b, res)
+		err = advicereport.Write(&b, res, advicereport.FormatProm)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,16 +17,11 @@ import (
 	"github.com/gpuledger/gpuledger/billing/tokencost"
 )
 
-// Report formats.
+// The report formats --advice and --prometheus add a section to
+// (report.Format's names, as the flags hold them).
 const (
-	reportCSV  = "csv"
-	reportJSON = "json"
-	reportHTML = "html"
-	// reportFOCUS: a FOCUS 1.3 (or, with --focus-version 1.4, 1.4) cost
-	// and usage CSV (docs/focus.md).
-	reportFOCUS = "focus"
-	// reportFOCUSJSONL: the same rows as JSON lines.
-	reportFOCUSJSONL = "focus-jsonl"
+	reportJSON = string(report.FormatJSON)
+	reportHTML = string(report.FormatHTML)
 )
 
 const reportUsageText = `usage: gpuledger report (--period YYYY-MM | --from T --to T) --prices FILE
@@ -133,8 +127,8 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	if f.format == "" {
 		f.format = formatFromName(f.out)
 	}
-	if f.format != reportCSV && f.format != reportJSON && f.format != reportHTML && f.format != reportFOCUS && f.format != reportFOCUSJSONL {
-		return f, fmt.Errorf("report: --format %q: want csv, json, html, focus or focus-jsonl", f.format)
+	if _, err := report.ParseFormat(f.format); err != nil {
+		return f, fmt.Errorf("report: --format %q: want %s", f.format, report.FormatNames())
 	}
 	if err := checkOutName(f.out, f.format); err != nil {
 		return f, err
@@ -148,7 +142,7 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	if f.promTimeout <= 0 || f.promTimeout > 10*time.Minute {
 		return f, fmt.Errorf("report: --prometheus-timeout %s: want more than 0 and at most 10m", f.promTimeout)
 	}
-	if f.focusVersion != report.FOCUSVersion13 && f.focusVersion != report.FOCUSVersion14 {
+	if !report.IsFOCUSVersion(f.focusVersion) {
 		return f, fmt.Errorf("report: --focus-version %q: want %s or %s", f.focusVersion, report.FOCUSVersion13, report.FOCUSVersion14)
 	}
 	return f, nil
@@ -156,15 +150,7 @@ func parseReportFlags(args []string) (reportFlags, error) {
 
 // formatFromName picks the format an output file's extension names.
 func formatFromName(path string) string {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".json":
-		return reportJSON
-	case ".html", ".htm":
-		return reportHTML
-	case ".jsonl", ".ndjson":
-		return reportFOCUSJSONL
-	}
-	return reportCSV
+	return string(report.FormatFromName(path))
 }
 
 // checkOutName refuses an --out whose extension disagrees with the format
@@ -175,15 +161,11 @@ func checkOutName(path, format string) error {
 	if path == "" || path == "-" || ext == "" {
 		return nil
 	}
-	fits := map[string][]string{
-		".csv": {reportCSV, reportFOCUS}, ".json": {reportJSON}, ".html": {reportHTML}, ".htm": {reportHTML},
-		".jsonl": {reportFOCUSJSONL}, ".ndjson": {reportFOCUSJSONL},
-	}[ext]
-	if slices.Contains(fits, format) {
+	f := report.Format(format)
+	if f.Holds(ext) {
 		return nil
 	}
-	want := map[string]string{reportCSV: ".csv", reportFOCUS: ".csv", reportJSON: ".json", reportHTML: ".html", reportFOCUSJSONL: ".jsonl"}[format]
-	return fmt.Errorf("report: --out %s: a %s file does not end in %s; name it *%s, or give the --format that %s files hold", path, format, ext, want, ext)
+	return fmt.Errorf("report: --out %s: a %s file does not end in %s; name it *%s, or give the --format that %s files hold", path, format, ext, f.Ext(), ext)
 }
 
 // bounds resolves the flags to [from, to) in the book's zone.
@@ -315,23 +297,7 @@ func writeReportWith(ctx context.Context, st report.Source, book *pricebook.Book
 		return nil, err
 	}
 	defer commit(false)
-	switch format {
-	case reportJSON:
-		err = report.WriteJSON(w, rep)
-	case reportHTML:
-		err = report.WriteHTML(w, rep)
-	case reportFOCUS:
-		if err = report.LoadDevices(ctx, st, rep); err == nil {
-			err = report.WriteFOCUS(w, rep)
-		}
-	case reportFOCUSJSONL:
-		if err = report.LoadDevices(ctx, st, rep); err == nil {
-			err = report.WriteFOCUSJSONL(w, rep)
-		}
-	default:
-		err = report.WriteCSV(w, rep)
-	}
-	if err != nil {
+	if err := report.Write(ctx, w, st, rep, report.Format(format)); err != nil {
 		return nil, err
 	}
 	return rep, commit(true)

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/gpuledger/gpuledger/advisor/whatif"
@@ -75,7 +72,7 @@ func parseWhatifFlags(args []string) (whatifFlags, whatif.Config, []whatif.Mode,
 	fs.Float64Var(&f.hostC, "hostile-contention", whatif.DefaultHostileContention, "MPS coefficient while a hostile tenant is busy")
 	fs.DurationVar(&f.sw, "switch", whatif.DefaultSwitch, "time-slicing switch cost")
 	fs.BoolVar(&f.hostile, "hostile", false, "run the hostile-tenant exercise")
-	fs.StringVar(&f.format, "format", "text", "text or json")
+	fs.StringVar(&f.format, "format", string(whatif.FormatText), "text or json")
 	fs.StringVar(&f.out, "out", "", "output file; default stdout")
 	if err := parseFlags(fs, args, whatifUsageText); err != nil {
 		return f, whatif.Config{}, nil, err
@@ -83,8 +80,8 @@ func parseWhatifFlags(args []string) (whatifFlags, whatif.Config, []whatif.Mode,
 	if fs.NArg() > 0 {
 		return f, whatif.Config{}, nil, fmt.Errorf("whatif: unexpected argument %q", fs.Arg(0))
 	}
-	if f.format != "text" && f.format != "json" {
-		return f, whatif.Config{}, nil, fmt.Errorf("whatif: --format %q: want text or json", f.format)
+	if _, err := whatif.ParseFormat(f.format); err != nil {
+		return f, whatif.Config{}, nil, fmt.Errorf("whatif: --format %q: want %s", f.format, whatif.FormatNames())
 	}
 	if f.tenants < 1 || f.tenants > 1024 {
 		return f, whatif.Config{}, nil, fmt.Errorf("whatif: --tenants %d: want 1 to 1024", f.tenants)
@@ -202,137 +199,10 @@ func runWhatif(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer commit(false)
-	if f.format == "json" {
-		err = writeWhatifJSON(w, f, sums, hostile)
-	} else {
-		err = writeWhatifText(w, f, sums, hostile)
-	}
-	if err != nil {
+	res := &whatif.Result{Tenants: f.tenants, Rate: f.rate, Service: f.service, Duration: f.duration, Runs: f.runs, Seed: f.seed,
+		Summaries: sums, Hostile: hostile}
+	if err := whatif.Write(w, res, whatif.Format(f.format)); err != nil {
 		return err
 	}
 	return commit(true)
-}
-
-// whatifMode is one mechanism in the JSON output; latencies in ms, means
-// over the runs, null where no request was served.
-type whatifMode struct {
-	Mode      string         `json:"mode"`
-	ServedPct *float64       `json:"served_pct"`
-	P50       *float64       `json:"p50_ms"`
-	P99       *float64       `json:"p99_ms"`
-	P50SD     *float64       `json:"p50_sd_ms"`
-	P99SD     *float64       `json:"p99_sd_ms"`
-	Tenants   []whatifTenant `json:"tenants"`
-}
-
-type whatifTenant struct {
-	Name      string   `json:"name"`
-	Hostile   bool     `json:"hostile,omitempty"`
-	ServedPct *float64 `json:"served_pct"`
-	P50       *float64 `json:"p50_ms"`
-	P99       *float64 `json:"p99_ms"`
-}
-
-type whatifHostile struct {
-	Tenant string              `json:"tenant"`
-	Modes  []whatifHostileMode `json:"modes"`
-	// GapMs is the well-behaved tenants' p99 under MPS minus under MIG,
-	// with the hostile tenant.
-	GapMs        *float64 `json:"gap_ms"`
-	MIGUnchanged bool     `json:"mig_unchanged"`
-}
-
-type whatifHostileMode struct {
-	Mode       string   `json:"mode"`
-	BenignP99  *float64 `json:"well_behaved_p99_ms"`
-	HostileP99 *float64 `json:"well_behaved_p99_with_hostile_ms"`
-	Change     *float64 `json:"change_ms"`
-}
-
-type whatifDoc struct {
-	Tenants   int            `json:"tenants"`
-	RateRPS   float64        `json:"rate_rps"`
-	ServiceMs float64        `json:"service_ms"`
-	DurationS float64        `json:"duration_s"`
-	Runs      int            `json:"runs"`
-	Seed      uint64         `json:"seed"`
-	Modes     []whatifMode   `json:"modes"`
-	Hostile   *whatifHostile `json:"hostile,omitempty"`
-}
-
-// num is x*scale for JSON, nil when undefined.
-func num(x, scale float64) *float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return nil
-	}
-	v := x * scale
-	return &v
-}
-
-func writeWhatifJSON(w io.Writer, f whatifFlags, sums []whatif.Summary, h *whatif.HostileReport) error {
-	doc := whatifDoc{Tenants: f.tenants, RateRPS: f.rate, ServiceMs: f.service.Seconds() * 1e3, DurationS: f.duration.Seconds(),
-		Runs: f.runs, Seed: f.seed, Modes: []whatifMode{}}
-	for _, s := range sums {
-		m := whatifMode{Mode: string(s.Mode), ServedPct: num(s.ServedFraction.Mean, 100), P50: num(s.P50.Mean, 1e3), P99: num(s.P99.Mean, 1e3),
-			P50SD: num(s.P50.SD, 1e3), P99SD: num(s.P99.SD, 1e3)}
-		for _, t := range s.Tenants {
-			m.Tenants = append(m.Tenants, whatifTenant{Name: t.Name, Hostile: t.Hostile, ServedPct: num(t.ServedFraction.Mean, 100),
-				P50: num(t.P50.Mean, 1e3), P99: num(t.P99.Mean, 1e3)})
-		}
-		doc.Modes = append(doc.Modes, m)
-	}
-	if h != nil {
-		dh := &whatifHostile{Tenant: fmt.Sprintf("tenant-%d", h.Index), GapMs: num(h.Gap, 1e3), MIGUnchanged: h.MIGUnchanged}
-		for _, m := range h.Modes {
-			dh.Modes = append(dh.Modes, whatifHostileMode{Mode: string(m.Mode), BenignP99: num(m.BenignP99.Mean, 1e3),
-				HostileP99: num(m.HostileP99.Mean, 1e3), Change: num(m.Change, 1e3)})
-		}
-		doc.Hostile = dh
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return fmt.Errorf("cannot write whatif JSON: %w", err)
-	}
-	return nil
-}
-
-// ms writes seconds as milliseconds, "-" when undefined.
-func ms(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return "-"
-	}
-	return strconv.FormatFloat(x*1e3, 'f', 2, 64)
-}
-
-func writeWhatifText(w io.Writer, f whatifFlags, sums []whatif.Summary, h *whatif.HostileReport) error {
-	fmt.Fprintf(w, "%d tenants x %g rps, %s of compute per request, %s per run, %d runs (seed %d)\n",
-		f.tenants, f.rate, f.service, f.duration, f.runs, f.seed)
-	fmt.Fprintf(w, "percentiles are means over the runs, ± the run-to-run standard deviation\n\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tserved%\tp50 ms\t± \tp99 ms\t± \t")
-	for _, s := range sums {
-		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t%s\t%s\t\n", s.Mode, s.ServedFraction.Mean*100, ms(s.P50.Mean), ms(s.P50.SD), ms(s.P99.Mean), ms(s.P99.SD))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if h == nil {
-		return nil
-	}
-	fmt.Fprintf(w, "\nhostile tenant-%d (2x the requests, 10x the service): p99 of the other %d tenants\n\n", h.Index, f.tenants-1)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\twithout ms\twith ms\tchange ms\t")
-	for _, m := range h.Modes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", m.Mode, ms(m.BenignP99.Mean), ms(m.HostileP99.Mean), ms(m.Change))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	unchanged := "unchanged, run by run"
-	if !h.MIGUnchanged {
-		unchanged = "CHANGED (isolation broken)"
-	}
-	_, err := fmt.Fprintf(w, "\nMIG: well-behaved p99 %s. Gap, MPS minus MIG, with the hostile tenant: %s ms\n", unchanged, ms(h.Gap))
-	return err
 }
