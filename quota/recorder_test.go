@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/quota"
 )
 
@@ -57,9 +57,9 @@ func (w *world) recorder(s quota.Store) *quota.Recorder {
 		Logger: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))}
 }
 
-func openLedger(t *testing.T, path string) *ledger.FileStore {
+func openLedger(t *testing.T, path string) *filestore.FileStore {
 	t.Helper()
-	s, err := ledger.OpenFile(context.Background(), path, ledger.FileOptions{})
+	s, err := filestore.OpenFile(context.Background(), path, filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 )
 
 // benchGPUs is the benchmark fleet: 100 A100s, each held all month by one
@@ -34,7 +34,7 @@ func benchLedger(b *testing.B) string {
 		return path
 	}
 	ctx := context.Background()
-	st, err := ledger.OpenFile(ctx, path+".tmp", ledger.FileOptions{})
+	st, err := filestore.OpenFile(ctx, path+".tmp", filestore.FileOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 )
 
 // TestReportPageEnergy: with an energy section in the price book the
@@ -23,7 +23,7 @@ func TestReportPageEnergy(t *testing.T) {
 	if err := os.WriteFile(prices, []byte(testBook+"energy: {rate: 0.20, carbonIntensity: 300}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := ledger.OpenFile(context.Background(), db, ledger.FileOptions{})
+	st, err := filestore.OpenFile(context.Background(), db, filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

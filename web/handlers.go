@@ -14,8 +14,8 @@ import (
 
 	"github.com/gpuledger/gpuledger/advisor/advicereport"
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // Handler is the server's HTTP surface: the pages, the files, /metrics,

@@ -13,9 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/calendar"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // maxTeamColumns bounds the per-team columns and chart series of the
@@ -155,7 +156,7 @@ func (s *Server) ledgerMonths(ctx context.Context, book *pricebook.Book, now tim
 		return c.v, nil
 	}
 	v, err := s.shared(ctx, "months|"+key.String(), pageTimeout, func(ctx context.Context) (any, error) {
-		first := ledger.DayStart(y, m-time.Month(s.cfg.Months-1), 1, loc)
+		first := calendar.DayStart(y, m-time.Month(s.cfg.Months-1), 1, loc)
 		var aggs []ledger.Aggregate
 		err := s.withStore(ctx, func(st ledger.Store) error {
 			var err error
@@ -169,7 +170,7 @@ func (s *Server) ledgerMonths(ctx context.Context, book *pricebook.Book, now tim
 		for _, a := range aggs {
 			if a.Rows > 0 {
 				t := a.BucketStart.In(loc)
-				months[t.Format("2006-01")] = ledger.DayStart(t.Year(), t.Month(), 1, loc)
+				months[t.Format("2006-01")] = calendar.DayStart(t.Year(), t.Month(), 1, loc)
 			}
 		}
 		s.cacheMu.Lock()
@@ -244,7 +245,7 @@ func trendChart(bills []monthBill, teams []string, book *pricebook.Book, now tim
 	var bars []bar
 	maxV := 0.0
 	for i := trendMonths - 1; i >= 0; i-- {
-		start := ledger.DayStart(y, m-time.Month(i), 1, loc)
+		start := calendar.DayStart(y, m-time.Month(i), 1, loc)
 		key := start.Format("2006-01")
 		br := bar{label: start.Format("Jan 06")}
 		if b, ok := byMonth[key]; ok {

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 )
 
 // loadGPUs and loadMonths are the load test's fleet: 10 A100s of ten
@@ -34,7 +34,7 @@ func loadLedger(b *testing.B, now time.Time) string {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "ledger.db")
 	ctx := context.Background()
-	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{})
+	st, err := filestore.OpenFile(ctx, path, filestore.FileOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

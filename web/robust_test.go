@@ -16,8 +16,9 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/tokencost"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 )
 
 // overflowingProm is a tenant's hostile token counters: the pod
@@ -157,7 +158,7 @@ func TestIndexDoesNotRebuildEveryMonth(t *testing.T) {
 	if err := os.WriteFile(prices, []byte(testBook), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := ledger.OpenFile(context.Background(), db, ledger.FileOptions{})
+	st, err := filestore.OpenFile(context.Background(), db, filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

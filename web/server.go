@@ -40,10 +40,10 @@ import (
 
 	"github.com/gpuledger/gpuledger/advisor/advicereport"
 	"github.com/gpuledger/gpuledger/advisor/advise"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
 	"github.com/gpuledger/gpuledger/billing/tokencost"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // Bounds of what one request may cost.

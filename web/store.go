@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // storeRef is the open ledger and the requests reading it. A store that

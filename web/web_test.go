@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 )
 
 const testBook = "currency: USD\npolicy: allocation\nidle: platform\nrates:\n  A100-SXM4-80GB: 2.00\ndefaultRate: 1\n"
@@ -30,7 +31,7 @@ func testLedger(t *testing.T) (db, prices string) {
 	if err := os.WriteFile(prices, []byte(testBook), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := ledger.OpenFile(context.Background(), db, ledger.FileOptions{})
+	st, err := filestore.OpenFile(context.Background(), db, filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func newTestServer(t *testing.T, open func(context.Context) (ledger.Store, error
 
 func fileOpener(db string) func(context.Context) (ledger.Store, error) {
 	return func(ctx context.Context) (ledger.Store, error) {
-		return ledger.Open(ctx, db, map[string]ledger.Opener{ledger.SchemeFile: ledger.FileOpener(ledger.FileOptions{MustExist: true})})
+		return ledger.Open(ctx, db, map[string]ledger.Opener{ledger.SchemeFile: filestore.Opener(filestore.FileOptions{MustExist: true})})
 	}
 }
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/gpuledger/gpuledger/advisor/advise"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/calendar"
 )
 
 //go:embed advice.html.tmpl
@@ -110,7 +110,7 @@ func periodTitle(a *Advice) string {
 	rep := a.Report
 	loc := rep.Book.Location
 	from := rep.From.In(loc)
-	if y, m, _ := from.Date(); from.Equal(ledger.DayStart(y, m, 1, loc)) && rep.To.Equal(ledger.DayStart(y, m+1, 1, loc)) {
+	if y, m, _ := from.Date(); from.Equal(calendar.DayStart(y, m, 1, loc)) && rep.To.Equal(calendar.DayStart(y, m+1, 1, loc)) {
 		return from.Format("January 2006")
 	}
 	return from.Format("2 Jan 2006 15:04") + " – " + rep.To.In(loc).Format("2 Jan 2006 15:04")

@@ -8,8 +8,8 @@ import (
 
 	"github.com/gpuledger/gpuledger/advisor/advise"
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/quota"
 )
 
@@ -20,7 +20,7 @@ import (
 // 48.00 the GPU costs.
 func TestChargesUnderPolicyQuota(t *testing.T) {
 	ctx := context.Background()
-	st, err := ledger.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.FileOptions{})
+	st, err := filestore.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/quota"
 )
 
@@ -154,7 +155,7 @@ func (f fixedSource) Findings(context.Context, time.Time, time.Time, func(attrib
 // benchLedger writes the 32-GPU month to path unless it is there already,
 // one day per transaction, and returns its row count.
 func benchLedger(ctx context.Context, b *testing.B, path string, from, to time.Time) (int64, error) {
-	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{})
+	st, err := filestore.OpenFile(ctx, path, filestore.FileOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -209,7 +210,7 @@ func benchLedger(ctx context.Context, b *testing.B, path string, from, to time.T
 // benchMonthStore opens the benchmarks' March ledger (benchLedger builds it
 // once; GPULEDGER_BENCH_REPORT_LEDGER keeps it across runs), closed at the
 // benchmark's end, with its row count and bounds.
-func benchMonthStore(ctx context.Context, b *testing.B) (st *ledger.FileStore, rows int64, from, to time.Time) {
+func benchMonthStore(ctx context.Context, b *testing.B) (st *filestore.FileStore, rows int64, from, to time.Time) {
 	b.Helper()
 	path := os.Getenv("GPULEDGER_BENCH_REPORT_LEDGER")
 	if path == "" {
@@ -220,7 +221,7 @@ func benchMonthStore(ctx context.Context, b *testing.B) (st *ledger.FileStore, r
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err = ledger.OpenFile(ctx, path, ledger.FileOptions{MustExist: true})
+	st, err = filestore.OpenFile(ctx, path, filestore.FileOptions{MustExist: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/calendar"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // coverage returns the days of [from, to) that the ledger has data for:
@@ -29,7 +30,7 @@ func coverage(aggs []ledger.Aggregate, from, to time.Time, loc *time.Location) (
 	}
 	l := last.In(loc)
 	y, m, d := l.Date()
-	last = ledger.DayStart(y, m, d+1, loc)
+	last = calendar.DayStart(y, m, d+1, loc)
 	if first.Before(from) {
 		first = from
 	}
@@ -102,7 +103,7 @@ func dataBounds(ctx context.Context, src Source, first, last, from, to time.Time
 	}
 	day := func(t time.Time) (time.Time, time.Time) {
 		y, m, d := t.In(loc).Date()
-		return ledger.DayStart(y, m, d, loc), ledger.DayStart(y, m, d+1, loc)
+		return calendar.DayStart(y, m, d, loc), calendar.DayStart(y, m, d+1, loc)
 	}
 	hours := func(a, b time.Time) ([]time.Time, error) {
 		a, b = maxTime(a, from), minTime(b, to)

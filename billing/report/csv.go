@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // CSVHeader is the finance CSV's header row: the contract's columns, then

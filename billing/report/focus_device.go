@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	catalogue "github.com/gpuledger/gpuledger/gpu"
+	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/workload"
 )
 

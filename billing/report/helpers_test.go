@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 )
 
 // book parses a price book for a test.
@@ -93,10 +94,10 @@ func (m *memSource) Findings(_ context.Context, from, to time.Time, fn func(attr
 }
 
 // fileLedger writes rows and findings to a fresh embedded ledger.
-func fileLedger(t testing.TB, rows []attribution.Row, findings []attribution.Finding) *ledger.FileStore {
+func fileLedger(t testing.TB, rows []attribution.Row, findings []attribution.Finding) *filestore.FileStore {
 	t.Helper()
 	ctx := context.Background()
-	st, err := ledger.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.FileOptions{})
+	st, err := filestore.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/calendar"
 )
 
 // Month returns the calendar month period ("2026-03") in loc: from its
@@ -18,7 +18,7 @@ func Month(period string, loc *time.Location) (from, to time.Time, err error) {
 	}
 	y, m, _ := t.Date()
 	from, to = firstInstant(y, m, 1, loc), firstInstant(y, m+1, 1, loc)
-	if err := errors.Join(ledger.CheckTime(from), ledger.CheckTime(to)); err != nil {
+	if err := errors.Join(calendar.CheckTime(from), calendar.CheckTime(to)); err != nil {
 		return from, to, fmt.Errorf("period %q: %w", period, err)
 	}
 	return from, to, nil
@@ -30,11 +30,11 @@ func Month(period string, loc *time.Location) (from, to time.Time, err error) {
 func ParseBound(s string, loc *time.Location) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.In(loc), ledger.CheckTime(t)
+		return t.In(loc), calendar.CheckTime(t)
 	}
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		y, m, d := t.Date()
-		if err := ledger.CheckTime(t); err != nil {
+		if err := calendar.CheckTime(t); err != nil {
 			return t, err
 		}
 		return firstInstant(y, m, d, loc), nil
@@ -44,7 +44,7 @@ func ParseBound(s string, loc *time.Location) (time.Time, error) {
 
 // firstInstant is the first instant of local date y-m-d in loc.
 func firstInstant(y int, m time.Month, d int, loc *time.Location) time.Time {
-	return ledger.DayStart(y, m, d, loc)
+	return calendar.DayStart(y, m, d, loc)
 }
 
 // isMonth reports whether [from, to) is exactly one calendar month in loc.

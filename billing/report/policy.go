@@ -6,8 +6,8 @@ import (
 	"math/big"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // The billing policies (docs/report.md, "Billing policies") differ in

@@ -6,7 +6,7 @@ import (
 	"math/big"
 	"strings"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // Aggregates come from the store as float64 sums. Each (day, group) sum is

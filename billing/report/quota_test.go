@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/focus"
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/quota"
 )
 
@@ -55,7 +55,7 @@ func quotaChanges() []quota.Change {
 }
 
 // quotaLedger is the embedded ledger with rows and quota changes.
-func quotaLedger(t testing.TB, rows []attribution.Row, changes []quota.Change) *ledger.FileStore {
+func quotaLedger(t testing.TB, rows []attribution.Row, changes []quota.Change) *filestore.FileStore {
 	t.Helper()
 	st := fileLedger(t, rows, nil)
 	if err := st.AppendQuota(context.Background(), changes); err != nil {

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // LineType is the line_type column of the finance CSV.

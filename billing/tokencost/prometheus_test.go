@@ -16,9 +16,10 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/internal/testenv"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/tenancy"
 )
 
@@ -134,7 +135,7 @@ func writeLedger(ctx context.Context, t *testing.T, start time.Time) ledger.Stor
 
 func writeLedgerOf(ctx context.Context, t *testing.T, start time.Time, tenants []tenant) ledger.Store {
 	t.Helper()
-	st, err := ledger.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.FileOptions{})
+	st, err := filestore.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gpuledger/gpuledger/advisor/advicereport"
 	"github.com/gpuledger/gpuledger/advisor/advise"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 const adviseUsageText = `usage: gpuledger advise (--period YYYY-MM | --from T --to T) --prices FILE

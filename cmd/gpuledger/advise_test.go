@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 )
 
 // adviseLedger writes November 2026 of seven inference replicas, each
@@ -23,7 +23,7 @@ import (
 func adviseLedger(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	st, err := ledger.OpenFile(context.Background(), path, ledger.FileOptions{})
+	st, err := filestore.OpenFile(context.Background(), path, filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func adviseFleetLedger(b *testing.B) (path string, from, to time.Time) {
 	}
 	ctx := context.Background()
 	os.Remove(path)
-	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{})
+	st, err := filestore.OpenFile(ctx, path, filestore.FileOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func BenchmarkAdviseEmbeddedMonth(b *testing.B) {
 func BenchmarkAdviseRead(b *testing.B) {
 	path, from, to := adviseFleetLedger(b)
 	ctx := context.Background()
-	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{})
+	st, err := filestore.OpenFile(ctx, path, filestore.FileOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/exposition"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/sim"
 	"github.com/gpuledger/gpuledger/sim/scenario"
 )
@@ -51,7 +51,7 @@ func benchmarkCycle(b *testing.B, withOutbox bool) {
 	exp := exposition.New(sc.Node.Name, exposition.Options{})
 	var sinks []collector.Sink
 	if withOutbox {
-		store, err := ledger.OpenFile(ctx, filepath.Join(b.TempDir(), "ledger.db"), ledger.FileOptions{})
+		store, err := filestore.OpenFile(ctx, filepath.Join(b.TempDir(), "ledger.db"), filestore.FileOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/clickhouse"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse"
 )
 
 // ClickHouse is wired here so billing/ledger never imports it.

@@ -16,8 +16,6 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
-	"github.com/gpuledger/gpuledger/billing/outbox"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/dcgmsource"
 	"github.com/gpuledger/gpuledger/collector/exposition"
@@ -25,6 +23,8 @@ import (
 	"github.com/gpuledger/gpuledger/collector/nvmlsource"
 	"github.com/gpuledger/gpuledger/collector/podresources"
 	"github.com/gpuledger/gpuledger/collector/procfs"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/outbox"
 )
 
 type collectFlags struct {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/tenancy"
 )
 
@@ -22,7 +22,7 @@ func threeDayLedger(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	st, err := ledger.OpenFile(ctx, path, ledger.FileOptions{})
+	st, err := filestore.OpenFile(ctx, path, filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

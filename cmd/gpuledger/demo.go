@@ -23,11 +23,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/calendar"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/exposition"
 	"github.com/gpuledger/gpuledger/deploy"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/sim"
 	"github.com/gpuledger/gpuledger/sim/scenario"
 	"github.com/gpuledger/gpuledger/web"
@@ -97,7 +98,7 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	_ = os.Remove(dbPath) // a fresh month each run
 	_ = os.Remove(dbPath + "-wal")
 	_ = os.Remove(dbPath + "-shm")
-	store, err := ledger.OpenFile(ctx, dbPath, ledger.FileOptions{})
+	store, err := filestore.OpenFile(ctx, dbPath, filestore.FileOptions{})
 	if err != nil {
 		return err
 	}
@@ -194,7 +195,7 @@ func reproduceCommand(dbPath string, from, to time.Time, loc *time.Location) str
 // price book's zone (how --from/--to read dates), else as RFC 3339.
 func boundArg(t time.Time, loc *time.Location) string {
 	l := t.In(loc)
-	if y, m, d := l.Date(); ledger.DayStart(y, m, d, loc).Equal(t) {
+	if y, m, d := l.Date(); calendar.DayStart(y, m, d, loc).Equal(t) {
 		return l.Format(time.DateOnly)
 	}
 	return t.Format(time.RFC3339)
@@ -202,7 +203,7 @@ func boundArg(t time.Time, loc *time.Location) string {
 
 // backfill simulates the demo fleet over [from, from+days) into store,
 // with a progress line when a person watches stderr.
-func backfill(ctx context.Context, store *ledger.FileStore, from time.Time, days int) (*teamSummary, error) {
+func backfill(ctx context.Context, store *filestore.FileStore, from time.Time, days int) (*teamSummary, error) {
 	scs, err := backfillScenarios(from, days)
 	if err != nil {
 		return nil, err

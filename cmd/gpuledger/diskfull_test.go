@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/exposition"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/sim"
 	"github.com/gpuledger/gpuledger/sim/scenario"
 )
@@ -23,7 +23,7 @@ import (
 // space returns.
 type fullDisk struct {
 	full  bool
-	store *ledger.FileStore
+	store *filestore.FileStore
 }
 
 func (f *fullDisk) Write(ctx context.Context, rows []attribution.Row, fs []attribution.Finding) error {
@@ -47,7 +47,7 @@ func TestCollectorSurvivesAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer node.Close()
-	store, err := ledger.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.FileOptions{})
+	store, err := filestore.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/calendar"
 	"github.com/gpuledger/gpuledger/internal/outfile"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 )
 
 // clickhouseMigrate creates or upgrades the ClickHouse schema; the
@@ -33,7 +35,7 @@ var clickhousePrices func(ctx context.Context, dsn ledger.DSN, book *pricebook.B
 // an error, not a new empty ledger; a file is opened read-only, so it may
 // sit on a read-only volume and never waits for the writer's lock.
 var storeOpeners = map[string]ledger.Opener{
-	ledger.SchemeFile: ledger.ReadingFileOpener(ledger.FileOptions{}),
+	ledger.SchemeFile: filestore.ReadingOpener(filestore.FileOptions{}),
 }
 
 const ledgerUsageText = `usage: gpuledger ledger <subcommand> [flags]
@@ -110,10 +112,10 @@ func parseExportFlags(args []string) (exportFlags, error) {
 		return f, fmt.Errorf("ledger export: --format %q: want csv or jsonl", f.format)
 	}
 	var err error
-	if f.from, err = ledger.ParseTime(*from); err != nil {
+	if f.from, err = calendar.ParseTime(*from); err != nil {
 		return f, fmt.Errorf("ledger export --from: %w", err)
 	}
-	if f.to, err = ledger.ParseTime(*to); err != nil {
+	if f.to, err = calendar.ParseTime(*to); err != nil {
 		return f, fmt.Errorf("ledger export --to: %w", err)
 	}
 	if !f.from.Before(f.to) {
@@ -313,14 +315,14 @@ func runLedgerMigrate(ctx context.Context, args []string, stdout io.Writer) erro
 		if book != nil {
 			return fmt.Errorf("ledger migrate: --prices applies to ClickHouse ledgers (the dashboards read it there), not %s", d.Redacted())
 		}
-		st, err := ledger.OpenFile(ctx, d.Path, ledger.FileOptions{})
+		st, err := filestore.OpenFile(ctx, d.Path, filestore.FileOptions{})
 		if err != nil {
 			return err
 		}
 		if err := st.Close(); err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(stdout, "ledger %s: schema version %d\n", d.Redacted(), ledger.FileSchemaVersion)
+		_, err = fmt.Fprintf(stdout, "ledger %s: schema version %d\n", d.Redacted(), filestore.FileSchemaVersion)
 		return err
 	case ledger.SchemeClickHouse:
 		if clickhouseMigrate == nil {

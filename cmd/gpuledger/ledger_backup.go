@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/clickhouse"
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse"
 )
 
 // clickhouseDSN parses a backup or restore --ledger: only ClickHouse

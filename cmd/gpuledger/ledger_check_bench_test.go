@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 )
 
 // BenchmarkLedgerOpenCheck: what the integrity checks cost on a month of a
@@ -22,7 +22,7 @@ func BenchmarkLedgerOpenCheck(b *testing.B) {
 	ctx := context.Background()
 	b.Run("read-only-open", func(b *testing.B) {
 		for b.Loop() {
-			s, err := ledger.OpenReadOnly(ctx, path, ledger.FileOptions{})
+			s, err := filestore.OpenReadOnly(ctx, path, filestore.FileOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -31,7 +31,7 @@ func BenchmarkLedgerOpenCheck(b *testing.B) {
 	})
 	b.Run("read-only-open+first-raw-read", func(b *testing.B) {
 		for b.Loop() {
-			s, err := ledger.OpenReadOnly(ctx, path, ledger.FileOptions{})
+			s, err := filestore.OpenReadOnly(ctx, path, filestore.FileOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -46,7 +46,7 @@ func BenchmarkLedgerOpenCheck(b *testing.B) {
 	b.Run("container-rows-month", func(b *testing.B) {
 		_, _, to := adviseFleetLedger(b)
 		for b.Loop() {
-			s, err := ledger.OpenReadOnly(ctx, path, ledger.FileOptions{})
+			s, err := filestore.OpenReadOnly(ctx, path, filestore.FileOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func BenchmarkLedgerOpenCheck(b *testing.B) {
 	})
 	b.Run("writable-open", func(b *testing.B) {
 		for b.Loop() {
-			s, err := ledger.OpenFile(ctx, path, ledger.FileOptions{MustExist: true})
+			s, err := filestore.OpenFile(ctx, path, filestore.FileOptions{MustExist: true})
 			if err != nil {
 				b.Fatal(err)
 			}

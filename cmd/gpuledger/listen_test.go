@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 )
 
 // Every command that listens fails at once, naming the address, when
@@ -25,7 +25,7 @@ func TestCommandsFailAtOnceWhenTheirAddressIsTaken(t *testing.T) {
 	addr := taken.Addr().String()
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.db")
-	st, err := ledger.OpenFile(context.Background(), empty, ledger.FileOptions{})
+	st, err := filestore.OpenFile(context.Background(), empty, filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

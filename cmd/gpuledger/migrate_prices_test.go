@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse/chtest"
 )
 
 // `ledger migrate --prices` stores the book for the ClickHouse dashboards;

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/clickhouse"
-	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse/chtest"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 )
 
 // TestMIGProfilesShipToClickHouse: `simulate --ledger clickhouse://...` of
@@ -36,7 +37,7 @@ func TestMIGProfilesShipToClickHouse(t *testing.T) {
 	if err := run(ctx, []string{"simulate", "--scenario", path, "--ledger", dsn, "--out", out}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
-	local, err := ledger.OpenFile(ctx, filepath.Join(out, "ledger.db"), ledger.FileOptions{MustExist: true})
+	local, err := filestore.OpenFile(ctx, filepath.Join(out, "ledger.db"), filestore.FileOptions{MustExist: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/clickhouse"
-	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
-	"github.com/gpuledger/gpuledger/billing/ledger"
-	"github.com/gpuledger/gpuledger/billing/outbox"
-	"github.com/gpuledger/gpuledger/billing/shipper"
 	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse/chtest"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
+	"github.com/gpuledger/gpuledger/ledger/outbox"
+	"github.com/gpuledger/gpuledger/ledger/outbox/shipper"
 	"github.com/gpuledger/gpuledger/sim/scenario"
 )
 
@@ -40,7 +41,7 @@ func TestOutboxShipsThroughClickHouseOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer remote.Close()
-	local, err := ledger.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.FileOptions{Sinks: []string{outbox.Sink}})
+	local, err := filestore.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), filestore.FileOptions{Sinks: []string{outbox.Sink}})
 	if err != nil {
 		t.Fatal(err)
 	}

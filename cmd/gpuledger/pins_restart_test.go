@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/exposition"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/sim"
 	"github.com/gpuledger/gpuledger/sim/scenario"
 )
@@ -39,7 +39,7 @@ func TestRestartedCollectorChargesByPinnedAnnotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	run := func(sc *scenario.Scenario, from, to time.Duration) ([]attribution.Row, []attribution.AnnotationPin) {
 		t.Helper()
-		store, err := ledger.OpenFile(ctx, path, ledger.FileOptions{})
+		store, err := filestore.OpenFile(ctx, path, filestore.FileOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
 	"github.com/gpuledger/gpuledger/billing/tokencost"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // The report formats --advice and --prometheus add a section to

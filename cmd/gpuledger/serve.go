@@ -11,9 +11,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/tokencost"
+	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/quota"
 	"github.com/gpuledger/gpuledger/web"
 )

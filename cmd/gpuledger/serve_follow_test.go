@@ -16,8 +16,9 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse/chtest"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/web"
 )
 
@@ -28,7 +29,7 @@ const followBook = "currency: USD\npolicy: allocation\nidle: platform\nrates:\n 
 // bills hours x 2.00 under followBook.
 func hoursLedger(t *testing.T, path string, hours int) {
 	t.Helper()
-	st, err := ledger.OpenFile(context.Background(), path, ledger.FileOptions{})
+	st, err := filestore.OpenFile(context.Background(), path, filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

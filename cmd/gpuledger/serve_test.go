@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/web"
 )
 
@@ -46,7 +46,7 @@ func serveFixture(t *testing.T) (db, prices string) {
 	if err := os.WriteFile(prices, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := ledger.OpenFile(context.Background(), db, ledger.FileOptions{})
+	st, err := filestore.OpenFile(context.Background(), db, filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/tenancy"
 	"github.com/gpuledger/gpuledger/web"
 )
@@ -24,7 +24,7 @@ func currentMonthLedger(t testing.TB, at time.Time) (db string, month string) {
 	t.Helper()
 	start := time.Date(at.Year(), at.Month(), 1, 0, 0, 0, 0, time.UTC)
 	db = filepath.Join(t.TempDir(), "ledger.db")
-	st, err := ledger.OpenFile(context.Background(), db, ledger.FileOptions{})
+	st, err := filestore.OpenFile(context.Background(), db, filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

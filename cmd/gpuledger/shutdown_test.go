@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/clickhouse"
-	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/internal/testenv"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse/chtest"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/sim"
 	"github.com/gpuledger/gpuledger/sim/scenario"
 )
@@ -187,7 +188,7 @@ func TestSIGTERMShipsEveryGPUSecondUpToTheInstant(t *testing.T) {
 		}
 	}
 	// The node's file holds the same rows, all marked shipped.
-	local, err := ledger.OpenFile(ctx, filepath.Join(out, "ledger.db"), ledger.FileOptions{MustExist: true})
+	local, err := filestore.OpenFile(ctx, filepath.Join(out, "ledger.db"), filestore.FileOptions{MustExist: true})
 	if err != nil {
 		t.Fatal(err)
 	}

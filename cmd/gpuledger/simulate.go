@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/ledger"
-	"github.com/gpuledger/gpuledger/billing/outbox"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/dcgmsource"
 	"github.com/gpuledger/gpuledger/collector/exposition"
@@ -25,6 +23,9 @@ import (
 	"github.com/gpuledger/gpuledger/collector/podresources"
 	"github.com/gpuledger/gpuledger/collector/procfs"
 	"github.com/gpuledger/gpuledger/internal/outfile"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
+	"github.com/gpuledger/gpuledger/ledger/outbox"
 	"github.com/gpuledger/gpuledger/sim"
 	"github.com/gpuledger/gpuledger/sim/scenario"
 )
@@ -106,12 +107,12 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 			defer extra.Close()
 		}
 	}
-	var store *ledger.FileStore
+	var store *filestore.FileStore
 	if ship != nil {
 		store = ship.Store()
 	} else {
 		var err error
-		if store, err = ledger.OpenFile(ctx, filepath.Join(*out, "ledger.db"), ledger.FileOptions{}); err != nil {
+		if store, err = filestore.OpenFile(ctx, filepath.Join(*out, "ledger.db"), filestore.FileOptions{}); err != nil {
 			return err
 		}
 		defer store.Close()
@@ -312,7 +313,7 @@ func simulatedCollector(ctx context.Context, sc *scenario.Scenario, node *sim.No
 }
 
 // The embedded ledger keeps the annotation pins of a simulated collector.
-var _ collector.PinSink = (*ledger.FileStore)(nil)
+var _ collector.PinSink = (*filestore.FileStore)(nil)
 
 // csvSink writes ledger.csv and flags.csv into a directory. Both are
 // written through outfile, as temporary files beside their final names
@@ -422,6 +423,6 @@ func storeOpenersForWrite() map[string]ledger.Opener {
 	for k, v := range storeOpeners {
 		m[k] = v
 	}
-	m[ledger.SchemeFile] = ledger.FileOpener(ledger.FileOptions{})
+	m[ledger.SchemeFile] = filestore.Opener(filestore.FileOptions{})
 	return m
 }

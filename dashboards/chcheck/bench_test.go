@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/clickhouse"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/dashboards/chcheck"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse"
 )
 
 // The benchmark fleet: 100 GPUs for a month at 1-minute ledger rows (the

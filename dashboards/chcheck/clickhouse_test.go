@@ -14,11 +14,11 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/gpuledger/gpuledger/billing/clickhouse"
-	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/dashboards"
 	"github.com/gpuledger/gpuledger/dashboards/chcheck"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse/chtest"
 )
 
 var harness *chtest.Harness

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/clickhouse"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse"
 )
 
 // TestStaleHours: the freshness panel counts the hours whose newest

@@ -12,9 +12,9 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/internal/kubetest"
 	"github.com/gpuledger/gpuledger/internal/testenv"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/nodelabel"
 )
 
@@ -76,7 +76,7 @@ metadata: {name: gpu-c}
 	if err := w.WaitForSync(sctx); err != nil {
 		t.Fatal(err)
 	}
-	st, err := ledger.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.FileOptions{})
+	st, err := filestore.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), filestore.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

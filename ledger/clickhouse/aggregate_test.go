@@ -1,0 +1,172 @@
+package clickhouse
+
+import (
+	"context"
+	"testing"
+	"time"
+	_ "time/tzdata" // the zone tests must not depend on the host's zoneinfo
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/ledger"
+)
+
+func mustZone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatalf("time zone %s: %v", name, err)
+	}
+	return loc
+}
+
+// TestAggregateBuckets compares reports in several zones and bucket sizes
+// with sums computed straight from the generated rows, before the rollups
+// exist (raw rows only) and after (rollups plus raw edges).
+func TestAggregateBuckets(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	// 2024-03-09 to 03-12 spans New York's switch to summer time.
+	start := time.Date(2024, 3, 9, 0, 0, 0, 0, time.UTC)
+	rows := fleet(4, 1, 1, 3*24*60, start)
+	appendAll(t, s, rows, 10000)
+
+	kolkata := mustZone(t, "Asia/Kolkata")
+	newYork := mustZone(t, "America/New_York")
+	hourIn := func(loc *time.Location) func(time.Time) time.Time {
+		return func(t time.Time) time.Time {
+			l := t.In(loc)
+			return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), 0, 0, 0, loc)
+		}
+	}
+	dayIn := func(loc *time.Location) func(time.Time) time.Time {
+		return func(t time.Time) time.Time {
+			l := t.In(loc)
+			return time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, loc)
+		}
+	}
+	monthIn := func(loc *time.Location) func(time.Time) time.Time {
+		return func(t time.Time) time.Time {
+			l := t.In(loc)
+			return time.Date(l.Year(), l.Month(), 1, 0, 0, 0, 0, loc)
+		}
+	}
+	cases := []struct {
+		name  string
+		q     ledger.AggregateQuery
+		label func(time.Time) time.Time
+	}{
+		{"hours in Kolkata (+05:30)", ledger.AggregateQuery{From: start.Add(3*time.Hour + 17*time.Minute), To: start.Add(30 * time.Hour),
+			Location: kolkata, Bucket: ledger.BucketHour}, hourIn(kolkata)},
+		{"days in New York across DST", ledger.AggregateQuery{From: start, To: start.Add(72 * time.Hour),
+			Location: newYork, Bucket: ledger.BucketDay}, dayIn(newYork)},
+		{"UTC days", ledger.AggregateQuery{From: start.Add(-time.Hour), To: start.Add(80 * time.Hour),
+			Bucket: ledger.BucketDay}, dayIn(time.UTC)},
+		{"UTC month", ledger.AggregateQuery{From: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2024, 4, 1, 0, 0, 0, 0, time.UTC),
+			Bucket: ledger.BucketMonth}, monthIn(time.UTC)},
+		{"no buckets, sub-second edges", ledger.AggregateQuery{From: start.Add(90*time.Minute + 500*time.Millisecond), To: start.Add(50*time.Hour + 1),
+			Bucket: ledger.BucketNone}, nil},
+	}
+	run := func(stage string) {
+		for _, c := range cases {
+			aggs, plan, err := s.aggregate(ctx, c.q)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", stage, c.name, err)
+			}
+			t.Logf("%s: %s: plan %+v", stage, c.name, plan)
+			compareSums(t, stage+": "+c.name, fromAggregates(aggs), reference(rows, c.q.From, c.q.To, c.label))
+			if c.label != nil {
+				for _, a := range aggs {
+					if a.BucketStart.Location() != c.label(a.BucketStart).Location() {
+						t.Errorf("%s: bucket start %v not in the query's zone", c.name, a.BucketStart)
+						break
+					}
+				}
+			}
+		}
+	}
+	run("raw only")
+	if err := s.RebuildRollups(ctx, start, start.Add(72*time.Hour)); err != nil {
+		t.Fatalf("RebuildRollups: %v", err)
+	}
+	run("with rollups")
+	_, plan, err := s.aggregate(ctx, cases[2].q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// [-1h, 80h): the 3 whole UTC days with data come from the daily
+	// rollup; hour -1 and hours 72-79 have no data and so no build, and are
+	// read raw as 2 ranges (one per bucket).
+	if want := (aggPlan{days: 3, hours: 0, raw: 2}); plan != want {
+		t.Errorf("UTC day plan after rebuild = %+v, want %+v", plan, want)
+	}
+}
+
+// TestStaleRollupFallsBack rewrites rows of a closed hour after its rollup
+// was built: reports see the new values at once (the hour is read raw) and
+// again from the rollup after a rebuild, and a group that no longer exists
+// disappears from both.
+func TestStaleRollupFallsBack(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	rows := fleet(5, 1, 1, 3*60, t0)
+	appendAll(t, s, rows, 10000)
+	q := ledger.AggregateQuery{From: t0, To: t0.Add(3 * time.Hour), Bucket: ledger.BucketHour}
+	if err := s.RebuildRollups(ctx, q.From, q.To); err != nil {
+		t.Fatal(err)
+	}
+	if _, plan, _ := s.aggregate(ctx, q); plan.hours != 3 || plan.raw != 0 {
+		t.Fatalf("plan after rebuild = %+v, want 3 hourly rollups", plan)
+	}
+	// Move every container row of minute 70 to another team, and change
+	// its usage.
+	changed := append([]attribution.Row(nil), rows...)
+	var patch []attribution.Row
+	for i := range changed {
+		r := &changed[i]
+		if r.IntervalStart.Equal(t0.Add(70*time.Minute)) && r.Kind == attribution.KindContainer {
+			r.Team, r.UsedGPUSeconds = "moved", r.UsedGPUSeconds+1
+			patch = append(patch, *r)
+		}
+	}
+	if len(patch) == 0 {
+		t.Fatal("test data has no container rows at minute 70")
+	}
+	if err := s.Append(ctx, patch, nil); err != nil {
+		t.Fatal(err)
+	}
+	label := func(t time.Time) time.Time { return t.Truncate(time.Hour) }
+	aggs, plan, err := s.aggregate(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareSums(t, "after rewrite", fromAggregates(aggs), reference(changed, q.From, q.To, label))
+	if plan.hours != 2 || plan.raw != 1 {
+		t.Errorf("plan after rewrite = %+v, want 2 rollup hours and the rewritten hour raw", plan)
+	}
+	if err := s.RebuildRollups(ctx, q.From, q.To); err != nil {
+		t.Fatal(err)
+	}
+	aggs, plan, err = s.aggregate(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareSums(t, "after rebuild", fromAggregates(aggs), reference(changed, q.From, q.To, label))
+	if plan.hours != 3 || plan.raw != 0 {
+		t.Errorf("plan after second rebuild = %+v, want 3 hourly rollups", plan)
+	}
+}
+
+func TestAggregateRejectsBadQueries(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	for _, q := range []ledger.AggregateQuery{
+		{From: t0, To: t0, Bucket: ledger.BucketHour},
+		{From: t0.Add(time.Hour), To: t0, Bucket: ledger.BucketDay},
+		{To: t0, Bucket: ledger.BucketDay},
+		{From: t0, To: t0.Add(time.Hour), Bucket: "week"},
+	} {
+		if _, err := s.Aggregate(ctx, q); err == nil {
+			t.Errorf("Aggregate(%+v) succeeded, want an error", q)
+		}
+	}
+}
