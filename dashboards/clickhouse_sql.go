@@ -136,7 +136,7 @@ func chargeLines() string {
 
 // rates joins each line's model to its rate in the newest book: the
 // model's own, else the default rate. Rates are Decimal128(12), refused at
-// load time when written with more decimals (billing/clickhouse.PriceRows).
+// load time when written with more decimals (ledger/clickhouse.PriceRows).
 func withRates(inner string) string {
 	// The default rate comes through a scalar subquery as text: 18.16
 	// cannot return a Decimal from a scalar subquery.

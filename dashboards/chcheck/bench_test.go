@@ -116,7 +116,7 @@ func fleetMonth(b *testing.B) *ledgerDB {
 	benchOnce.Do(func() {
 		benchDB, benchErr = newLedgerDB(b, func(ctx context.Context, s *clickhouse.Store) error {
 			book := shippedBook(b, "allocation", "shared", false)
-			if err := s.WritePrices(ctx, book, time.Now()); err != nil {
+			if err := s.WritePrices(ctx, pricesOf(book), time.Now()); err != nil {
 				return err
 			}
 			// A server kept with GPULEDGER_TEST_CLICKHOUSE_DSN may hold the

@@ -110,7 +110,7 @@ func simulatedMonth(t testing.TB) *ledgerDB {
 	monthOnce.Do(func() {
 		monthDB, monthErr = newLedgerDB(t, func(ctx context.Context, s *clickhouse.Store) error {
 			simMonth(ctx, t, s.Append)
-			if err := s.WritePrices(ctx, shippedBook(t, "allocation", "shared", false), time.Now()); err != nil {
+			if err := s.WritePrices(ctx, pricesOf(shippedBook(t, "allocation", "shared", false)), time.Now()); err != nil {
 				return err
 			}
 			return s.RebuildRollups(ctx, monthStart, monthEnd)

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
 	"github.com/gpuledger/gpuledger/dashboards/chcheck"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse"
 )
 
 // shippedBook is deploy/prices.yaml, the price book the chart ships,
@@ -113,7 +114,7 @@ func checkCostPanels(t *testing.T, db *ledgerDB, b board, book *pricebook.Book) 
 	t.Helper()
 	ctx := context.Background()
 	// Each load is a newer version: the panels use the newest.
-	if err := db.store.WritePrices(ctx, book, time.Now()); err != nil {
+	if err := db.store.WritePrices(ctx, pricesOf(book), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	want, err := report.Build(ctx, db.store, book, monthStart, monthEnd)
@@ -188,11 +189,11 @@ func TestCostPanelsRefuseANonUTCBook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.store.WritePrices(ctx, la, time.Now()); err != nil {
+	if err := db.store.WritePrices(ctx, pricesOf(la), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := db.store.WritePrices(ctx, shippedBook(t, "allocation", "shared", false), time.Now()); err != nil {
+		if err := db.store.WritePrices(ctx, pricesOf(shippedBook(t, "allocation", "shared", false)), time.Now()); err != nil {
 			t.Error(err)
 		}
 	})
@@ -205,4 +206,16 @@ func TestCostPanelsRefuseANonUTCBook(t *testing.T) {
 			t.Errorf("%s with a Los Angeles book: %d rows, err %v", title, len(rows), err)
 		}
 	}
+}
+
+// pricesOf is a book as cmd/gpuledger hands it to the ClickHouse store,
+// which does not import the price book.
+func pricesOf(book *pricebook.Book) *clickhouse.Prices {
+	p := &clickhouse.Prices{Source: book.Source, Currency: book.Currency.Code, MinorUnit: book.Currency.MinorUnit,
+		Timezone: book.Timezone, Policy: string(book.Policy), Idle: string(book.Idle), MemoryWeighted: book.MemoryWeighted(),
+		Rates: make(map[string]string, len(book.Rates)), DefaultRate: book.DefaultRate.Format(0)}
+	for m, r := range book.Rates {
+		p.Rates[m] = r.Format(0)
+	}
+	return p
 }

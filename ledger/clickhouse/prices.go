@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/gpuledger/gpuledger/billing/pricebook"
 )
 
 // tablePrices holds the price books the dashboards price the ledger with
@@ -56,25 +54,44 @@ type PriceRow struct {
 	Rate      string
 }
 
-// PriceRows turns a book into the rows WritePrices stores, checking that
+// Prices is a price book as the dashboards' table keeps it: plain values,
+// so that this store does not import the price book (storage never
+// imports money). The caller builds it from its book; PriceRows and
+// WritePrices check it.
+type Prices struct {
+	Source    string // the file the book came from, for messages
+	Currency  string // ISO 4217 code
+	MinorUnit int    // the currency's decimals
+	Timezone  string // IANA name as written; empty is UTC
+	Policy    string // allocation, usage, flat, quota...
+	Idle      string
+	// MemoryWeighted says the book blends memory into the charge, which
+	// the dashboards do not price.
+	MemoryWeighted bool
+	// Rates are each rated model's rate as exact decimal text; DefaultRate
+	// the rate of every other model.
+	Rates       map[string]string
+	DefaultRate string
+}
+
+// PriceRows turns prices into the rows WritePrices stores, checking that
 // the dashboards' SQL can carry every rate exactly.
-func PriceRows(book *pricebook.Book) ([]PriceRow, error) {
+func PriceRows(p *Prices) ([]PriceRow, error) {
 	switch {
-	case book == nil:
+	case p == nil:
 		return nil, errors.New("cannot store prices: no price book")
-	case book.Policy == pricebook.PolicyFlat:
+	case p.Policy == policyFlat:
 		// The dashboards price hours by a rate; a flat book has none, so
 		// every money panel would read 0.
 		return nil, errors.New("cannot store prices for the dashboards: policy flat (slot prices per month) is not priced by the ClickHouse dashboards; use gpuledger report")
-	case book.MemoryWeighted():
+	case p.MemoryWeighted:
 		// The dashboards charge used time only: a memory blend would be
 		// priced silently wrong.
 		return nil, errors.New("cannot store prices for the dashboards: memoryWeight is not priced by the ClickHouse dashboards (they charge used or held time only); use gpuledger report")
 	}
 	var out []PriceRow
 	var errs []string
-	add := func(model string, def bool, r pricebook.Rate) {
-		text := r.Format(0)
+	add := func(model string, def bool, text string) {
 		intPart, frac, _ := strings.Cut(text, ".")
 		switch {
 		case len(frac) > PriceRateScale:
@@ -84,20 +101,23 @@ func PriceRows(book *pricebook.Book) ([]PriceRow, error) {
 		}
 		out = append(out, PriceRow{Model: model, IsDefault: def, Rate: text})
 	}
-	models := make([]string, 0, len(book.Rates))
-	for m := range book.Rates {
+	models := make([]string, 0, len(p.Rates))
+	for m := range p.Rates {
 		models = append(models, m)
 	}
 	sort.Strings(models)
 	for _, m := range models {
-		add(m, false, book.Rates[m])
+		add(m, false, p.Rates[m])
 	}
-	add("", true, book.DefaultRate)
+	add("", true, p.DefaultRate)
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("cannot store price book %s for the dashboards: %s", book.Source, strings.Join(errs, "; "))
+		return nil, fmt.Errorf("cannot store price book %s for the dashboards: %s", p.Source, strings.Join(errs, "; "))
 	}
 	return out, nil
 }
+
+// policyFlat is the price book's flat policy (slot prices per month).
+const policyFlat = "flat"
 
 func label(model string, def bool) string {
 	if def {
@@ -108,7 +128,7 @@ func label(model string, def bool) string {
 
 // WritePrices stores book as the newest price book of the database, for
 // the ClickHouse dashboards. The version is the load time in nanoseconds.
-func (s *Store) WritePrices(ctx context.Context, book *pricebook.Book, now time.Time) error {
+func (s *Store) WritePrices(ctx context.Context, book *Prices, now time.Time) error {
 	rows, err := PriceRows(book)
 	if err != nil {
 		return err
@@ -126,8 +146,8 @@ func (s *Store) WritePrices(ctx context.Context, book *pricebook.Book, now time.
 		isDefault        = make([]uint32, n)
 	)
 	for i, r := range rows {
-		versions[i], loadedAt[i], source[i], currency[i] = version, loaded, book.Source, book.Currency.Code
-		minor[i], tz[i], policy[i], idle[i] = uint32(book.Currency.MinorUnit), book.Timezone, string(book.Policy), string(book.Idle)
+		versions[i], loadedAt[i], source[i], currency[i] = version, loaded, book.Source, book.Currency
+		minor[i], tz[i], policy[i], idle[i] = uint32(book.MinorUnit), book.Timezone, book.Policy, book.Idle
 		model[i], rate[i] = r.Model, r.Rate
 		if r.IsDefault {
 			isDefault[i] = 1

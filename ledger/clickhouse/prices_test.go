@@ -34,10 +34,10 @@ func TestWritePrices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.WritePrices(ctx, shipped, time.Unix(100, 0)); err != nil {
+	if err := s.WritePrices(ctx, pricesOf(shipped), time.Unix(100, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.WritePrices(ctx, book, time.Unix(200, 0)); err != nil {
+	if err := s.WritePrices(ctx, pricesOf(book), time.Unix(200, 0)); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -75,7 +75,7 @@ func TestPriceRowsRefusesInexactRates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = PriceRows(book)
+		_, err = PriceRows(pricesOf(book))
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "A100-SXM4-80GB") {
 			t.Errorf("rate %s: err %v, want %q", rate, err, want)
 		}
@@ -97,8 +97,23 @@ func TestPriceRowsRefusesBooksTheDashboardsCannotPrice(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if _, err := PriceRows(book); err == nil || !strings.Contains(err.Error(), "not priced by the ClickHouse dashboards") {
+		if _, err := PriceRows(pricesOf(book)); err == nil || !strings.Contains(err.Error(), "not priced by the ClickHouse dashboards") {
 			t.Errorf("%s: err = %v, want a refusal", name, err)
 		}
 	}
+}
+
+// pricesOf is a book as the store's caller (cmd/gpuledger) hands it over:
+// the store does not import the price book.
+func pricesOf(book *pricebook.Book) *Prices {
+	if book == nil {
+		return nil
+	}
+	p := &Prices{Source: book.Source, Currency: book.Currency.Code, MinorUnit: book.Currency.MinorUnit,
+		Timezone: book.Timezone, Policy: string(book.Policy), Idle: string(book.Idle), MemoryWeighted: book.MemoryWeighted(),
+		Rates: make(map[string]string, len(book.Rates)), DefaultRate: book.DefaultRate.Format(0)}
+	for m, r := range book.Rates {
+		p.Rates[m] = r.Format(0)
+	}
+	return p
 }
