@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -137,15 +138,34 @@ func TestTokenQueriesAreShared(t *testing.T) {
 	}
 }
 
+// fullStore is a store with the abilities a report requires of it, which
+// a wrapper must pass on (report.Build reads quota changes and node
+// labels, and fails naming a store without them).
+type fullStore interface {
+	ledger.Store
+	ledger.QuotaReader
+	ledger.NodeLabelReader
+}
+
+// full is st with the abilities a report requires.
+func full(st ledger.Store) (fullStore, error) {
+	f, ok := st.(fullStore)
+	if !ok {
+		st.Close()
+		return nil, fmt.Errorf("ledger %T lacks quota changes or node labels", st)
+	}
+	return f, nil
+}
+
 // countingStore is the real embedded ledger with its reads counted.
 type countingStore struct {
-	ledger.Store
+	fullStore
 	reads *atomic.Int32
 }
 
 func (c countingStore) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
 	c.reads.Add(1)
-	return c.Store.Aggregate(ctx, q)
+	return c.fullStore.Aggregate(ctx, q)
 }
 
 // With data in 119 of the last 120 months, the index's second view
@@ -180,7 +200,11 @@ func TestIndexDoesNotRebuildEveryMonth(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return countingStore{st, &reads}, nil
+		f, err := full(st)
+		if err != nil {
+			return nil, err
+		}
+		return countingStore{f, &reads}, nil
 	}
 	hs := newTestServer(t, open, prices, func(c *Config) { c.Months = MaxMonths })
 	resp, body := fetch(t, hs.URL+"/")
@@ -297,13 +321,13 @@ func TestRedactURLs(t *testing.T) {
 
 // panickyStore is the real ledger whose month aggregates panic, as a
 // defect in the report's arithmetic would.
-type panickyStore struct{ ledger.Store }
+type panickyStore struct{ fullStore }
 
 func (p panickyStore) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
 	if q.Bucket != ledger.BucketNone {
 		panic("a defect")
 	}
-	return p.Store.Aggregate(ctx, q)
+	return p.fullStore.Aggregate(ctx, q)
 }
 
 // A computation that panics is the page's 500, with the server still up:
@@ -316,7 +340,11 @@ func TestPanicIsAPageError(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return panickyStore{st}, nil
+		f, err := full(st)
+		if err != nil {
+			return nil, err
+		}
+		return panickyStore{f}, nil
 	}
 	hs := newTestServer(t, open, prices)
 	resp, err := http.Get(hs.URL + "/reports/2026-10.csv")

@@ -148,6 +148,14 @@ func (f fixedSource) Aggregate(context.Context, ledger.AggregateQuery) ([]ledger
 	return f, nil
 }
 
+func (fixedSource) QuotaChanges(ctx context.Context, from, to time.Time, fn func(quota.Change) error) error {
+	return keepsNone{}.QuotaChanges(ctx, from, to, fn)
+}
+
+func (fixedSource) NodeLabels(ctx context.Context, key string, at time.Time) (map[string]string, error) {
+	return keepsNone{}.NodeLabels(ctx, key, at)
+}
+
 func (f fixedSource) Findings(context.Context, time.Time, time.Time, func(attribution.Finding) error) error {
 	return nil
 }

@@ -84,21 +84,21 @@ func dayOrInstant(t time.Time) string {
 	return t.Format("2006-01-02 15:04 MST")
 }
 
-// rowReader is the part of a ledger store that streams rows: with it,
-// Build finds the first and last row's own times, not only their days.
-type rowReader interface {
-	Rows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error
-}
-
 // dataBounds refines the day coverage [first, last) to the start of the
 // period's first ledger row and the end of its last, clipped to [from, to):
 // an hour aggregate of the first and last day finds the edge hours, and
-// those two hours' rows give the instants. A source that cannot stream
-// rows keeps the day bounds. The reads are bounded: two days of hour
+// those two hours' rows give the instants. A source that does not stream
+// rows (not a ledger.RowReader) keeps the day bounds. The reads are bounded: two days of hour
 // aggregates and two hours of rows, whatever the period's length.
 func dataBounds(ctx context.Context, src Source, first, last, from, to time.Time, loc *time.Location) (start, end time.Time, err error) {
-	rr, ok := src.(rowReader)
-	if !ok || first.IsZero() {
+	if first.IsZero() {
+		return first, last, nil
+	}
+	// The one ability a Source may lack on purpose: a reader of day
+	// aggregates only (no ledger.RowReader; both stores have it) is
+	// covered to the day, which is all it can say.
+	rr, err := ledger.Rows(src)
+	if err != nil {
 		return first, last, nil
 	}
 	day := func(t time.Time) (time.Time, time.Time) {

@@ -263,12 +263,6 @@ func (b *builder) recordShare(day time.Time, model string, k lineKey, f *big.Rat
 	b.fractions[dk][k] = f
 }
 
-// nodeLabelReader is what a ledger that records node labels offers; a
-// store without it has none, and every node takes the default intensity.
-type nodeLabelReader interface {
-	NodeLabels(ctx context.Context, key string, at time.Time) (map[string]string, error)
-}
-
 // nodeLabels reads each node's value of the book's carbon node label as
 // recorded at the period's end: a node removed from the cluster within
 // the period keeps its last value. Nil when the book names no label; empty
@@ -278,9 +272,12 @@ func nodeLabels(ctx context.Context, src Source, book *pricebook.Book, to time.T
 	if l == nil {
 		return nil, nil
 	}
-	nr, ok := src.(nodeLabelReader)
-	if !ok {
-		return map[string]string{}, nil
+	// Both stores keep node labels (ledger.NodeLabelReader): a source
+	// without them is an error, never every node silently at the default
+	// intensity.
+	nr, err := ledger.NodeLabels(src)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the nodes' %s: %w", l.Label, err)
 	}
 	labels, err := nr.NodeLabels(ctx, l.Label, to)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/ledger/filestore"
+	"github.com/gpuledger/gpuledger/quota"
 )
 
 // book parses a price book for a test.
@@ -39,6 +40,7 @@ func bookFor(t testing.TB, currency, zone, policy, idle string, rates map[string
 // memSource is an independent, simple Source: it sums rows per local
 // calendar day with a map, the way a reader would by hand.
 type memSource struct {
+	keepsNone
 	rows     []attribution.Row
 	findings []attribution.Finding
 }
@@ -91,6 +93,20 @@ func (m *memSource) Findings(_ context.Context, from, to time.Time, fn func(attr
 		}
 	}
 	return nil
+}
+
+// keepsNone is a test source's declaration that it keeps no quota
+// changes and no node labels (Build requires a source to say): a report
+// of it has no quota section unless billed by quota, and every node takes
+// the book's intensity by name or its default.
+type keepsNone struct{}
+
+func (keepsNone) QuotaChanges(context.Context, time.Time, time.Time, func(quota.Change) error) error {
+	return nil
+}
+
+func (keepsNone) NodeLabels(context.Context, string, time.Time) (map[string]string, error) {
+	return map[string]string{}, nil
 }
 
 // fileLedger writes rows and findings to a fresh embedded ledger.

@@ -13,7 +13,10 @@ import (
 )
 
 // aggSource serves fixed day aggregates.
-type aggSource struct{ aggs []ledger.Aggregate }
+type aggSource struct {
+	keepsNone
+	aggs []ledger.Aggregate
+}
 
 func (s aggSource) Aggregate(context.Context, ledger.AggregateQuery) ([]ledger.Aggregate, error) {
 	return s.aggs, nil
@@ -46,7 +49,7 @@ func FuzzPolicyAggregates(f *testing.F) {
 		}
 		// One GPU for 10 h: a and b hold half each; the used column adds
 		// up to the 36000 s only when the fuzzer's numbers do.
-		src := aggSource{[]ledger.Aggregate{
+		src := aggSource{aggs: []ledger.Aggregate{
 			agg("a", attribution.KindContainer, 18000, aUsed, aMem), agg("b", attribution.KindContainer, 18000, bUsed, bMem),
 			agg("", attribution.KindUnallocated, 0, 0, 0), agg("", attribution.KindIdle, 0, idle, 0),
 		}}

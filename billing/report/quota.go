@@ -57,12 +57,6 @@ type QuotaResource struct {
 	Hours    *big.Rat
 }
 
-// quotaReader is what a ledger that records quota offers; a store
-// without it has no quota section.
-type quotaReader interface {
-	QuotaChanges(ctx context.Context, from, to time.Time, fn func(quota.Change) error) error
-}
-
 // maxQuotaHours bounds the hour buckets of one quota section (ten years).
 const maxQuotaHours = 10 * 366 * 24
 
@@ -78,17 +72,20 @@ func buildQuota(ctx context.Context, src Source, book *pricebook.Book, from, to,
 	if book.Policy == pricebook.PolicyQuota {
 		billed = book.Quota.Source
 	}
+	// Both stores keep quota changes (ledger.QuotaReader): a source
+	// without them is an error, never a bill silently without its quota
+	// section.
+	qr, err := ledger.Quota(src)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read quota: %w", err)
+	}
 	var changes []quota.Change
-	if qr, ok := src.(quotaReader); ok {
-		err := qr.QuotaChanges(ctx, from, to, func(c quota.Change) error {
-			changes = append(changes, c)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("cannot read quota changes: %w", err)
-		}
-	} else if billed != "" {
-		return nil, fmt.Errorf("cannot bill policy quota: this ledger does not record quota")
+	err = qr.QuotaChanges(ctx, from, to, func(c quota.Change) error {
+		changes = append(changes, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read quota changes: %w", err)
 	}
 	var ivs []quota.Interval
 	if qFrom, qTo := maxTime(from, dataStart), minTime(to, dataEnd); qFrom.Before(qTo) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -192,8 +193,17 @@ func TestServeHangUpsBreakNoOneClickHouse(t *testing.T) {
 // slowStore is the real ledger, its first aggregate read 6 s late: a
 // slow page.
 type slowStore struct {
-	ledger.Store
+	fullStore
 	slept *atomic.Bool
+}
+
+// fullStore is a store with the abilities a report requires of it, which
+// a wrapper must pass on (report.Build reads quota changes and node
+// labels, and fails naming a store without them).
+type fullStore interface {
+	ledger.Store
+	ledger.QuotaReader
+	ledger.NodeLabelReader
 }
 
 func (s slowStore) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
@@ -204,7 +214,7 @@ func (s slowStore) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]le
 			return nil, ctx.Err()
 		}
 	}
-	return s.Store.Aggregate(ctx, q)
+	return s.fullStore.Aggregate(ctx, q)
 }
 
 // Told to stop with a slow page in flight (6 s, longer than the
@@ -226,7 +236,12 @@ func TestServeDrainsSlowPages(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return slowStore{st, &slept}, nil
+			f, ok := st.(fullStore)
+			if !ok {
+				st.Close()
+				return nil, fmt.Errorf("ledger %T lacks quota changes or node labels", st)
+			}
+			return slowStore{f, &slept}, nil
 		}
 	}
 	srv, err := newWebServer(db, web.BookFile(prices), 24, 0, slow)

@@ -125,9 +125,9 @@ func (q *quotaService) run(ctx context.Context) {
 	if q.nodes != nil {
 		defer watch("record node labels", func(ctx context.Context) error { return q.recordNodeLabels(ctx, st) })()
 	}
-	qs, ok := st.(quota.Store)
-	if !ok {
-		q.log.Error("the ledger does not record quota changes; quota is not recorded")
+	qs, err := ledger.QuotaStore(st)
+	if err != nil {
+		q.log.Error("cannot record quota", "err", err)
 		return
 	}
 	rec := &quota.Recorder{Store: qs, Snapshot: func() ([]quota.Entry, error) { return q.watcher.Snapshot(), nil },
@@ -141,9 +141,9 @@ func (q *quotaService) run(ctx context.Context) {
 // label until ctx ends, from the first list of the nodes on: a node not
 // listed yet would read as one that lost its label.
 func (q *quotaService) recordNodeLabels(ctx context.Context, st ledger.Store) error {
-	ns, ok := st.(nodelabel.Store)
-	if !ok {
-		return errors.New("the ledger does not record node labels; node labels are not recorded")
+	ns, err := ledger.NodeLabelStore(st)
+	if err != nil {
+		return fmt.Errorf("cannot record node labels: %w", err)
 	}
 	if err := q.nodes.WaitForSync(ctx); err != nil {
 		return nil // ctx ended

@@ -11,7 +11,10 @@ import (
 	"github.com/gpuledger/gpuledger/nodelabel"
 )
 
-var _ nodelabel.Store = (*Store)(nil)
+var (
+	_ nodelabel.Store        = (*Store)(nil)
+	_ ledger.NodeLabelReader = (*Store)(nil)
+)
 
 var nodeLabelsInsertColumns = []string{"node", "key", "at", "value", "deleted", "version"}
 

@@ -11,7 +11,10 @@ import (
 	"github.com/gpuledger/gpuledger/quota"
 )
 
-var _ quota.Store = (*Store)(nil)
+var (
+	_ quota.Store        = (*Store)(nil)
+	_ ledger.QuotaReader = (*Store)(nil)
+)
 
 // tableQuota holds GPU quota changes (migration 4): one row per change of
 // a quota object's resource, keyed to the second. A replay inserts the

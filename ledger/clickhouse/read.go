@@ -8,6 +8,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 const selectRowColumns = `interval_start, interval_start_ns, interval_end, interval_end_ns,
@@ -16,6 +17,8 @@ const selectRowColumns = `interval_start, interval_start_ns, interval_end, inter
 
 const selectFindingColumns = `start_time, start_ns, end_time, end_ns, kind, node, gpu_uuid,
 	namespace, pod, container, team, detail, noisy_pod`
+
+var _ ledger.RowReader = (*Store)(nil)
 
 // Rows streams the deduplicated rows whose interval starts in [from, to) in
 // key order. A zero from or to is open-ended. The range is read as a cursor

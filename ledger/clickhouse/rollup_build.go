@@ -9,7 +9,11 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/gpuledger/gpuledger/ledger"
 )
+
+var _ ledger.RollupBuilder = (*Store)(nil)
 
 // RebuildRollups brings the hourly and daily rollups of the UTC hours and
 // days overlapping [from, to) up to date with the raw rows. Periods whose

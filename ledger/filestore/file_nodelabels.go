@@ -9,7 +9,10 @@ import (
 	"github.com/gpuledger/gpuledger/nodelabel"
 )
 
-var _ nodelabel.Store = (*FileStore)(nil)
+var (
+	_ nodelabel.Store        = (*FileStore)(nil)
+	_ ledger.NodeLabelReader = (*FileStore)(nil)
+)
 
 // upsertNodeLabel replaces the change of a node's key at the same second:
 // a replay writes the same rows, and a second change within one second wins.

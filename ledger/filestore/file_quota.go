@@ -9,7 +9,10 @@ import (
 	"github.com/gpuledger/gpuledger/quota"
 )
 
-var _ quota.Store = (*FileStore)(nil)
+var (
+	_ quota.Store        = (*FileStore)(nil)
+	_ ledger.QuotaReader = (*FileStore)(nil)
+)
 
 // maxQuotaChanges is MaxQuotaChanges, lowered by tests.
 var maxQuotaChanges = ledger.MaxQuotaChanges

@@ -29,6 +29,8 @@ func (s *FileStore) selectRowsSQL() string {
 const selectFindings = `SELECT start_ns, end_ns, kind, node, gpu_uuid, namespace, pod, container, team, detail, noisy_pod, seq
 FROM findings`
 
+var _ ledger.RowReader = (*FileStore)(nil)
+
 // Rows streams the rows whose interval starts in [from, to) in key order.
 // The primary key is that order, so SQLite walks it without sorting and
 // memory stays constant for any range. A zero from or to is open-ended.

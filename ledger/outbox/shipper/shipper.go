@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/internal/backoff"
+	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/ledger/filestore"
 )
 
@@ -37,10 +38,8 @@ type Sink interface {
 }
 
 // RollupBuilder is a Sink with rollups to refresh for the hours a shipped
-// batch touched (*clickhouse.Store).
-type RollupBuilder interface {
-	RebuildRollups(ctx context.Context, from, to time.Time) error
-}
+// batch touched (*clickhouse.Store declares it).
+type RollupBuilder = ledger.RollupBuilder
 
 // Options tune a Shipper.
 type Options struct {
@@ -134,6 +133,9 @@ type Shipper struct {
 // New returns a Shipper from src to dst.
 func New(src Outbox, dst Sink, opts Options) *Shipper {
 	opts.defaults()
+	// The one ability that is optional on purpose: a sink that keeps its
+	// rollups in step with its writes (or has none, as a test's) has
+	// nothing to refresh, so a sink without RollupBuilder ships all the same.
 	rb, _ := dst.(RollupBuilder)
 	return &Shipper{src: src, dst: dst, rb: rb, opts: opts, log: opts.Logger.With("sink", opts.Sink),
 		wake: make(chan struct{}, 1), touched: map[int64]bool{}}

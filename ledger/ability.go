@@ -1,0 +1,97 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/nodelabel"
+	"github.com/gpuledger/gpuledger/quota"
+)
+
+// The abilities a store has beyond Store. Each store declares those it has
+// with a compile-time assertion (var _ ledger.QuotaReader = (*Store)(nil)),
+// and a caller that needs one asks for it through the helper below it,
+// which names the store that lacks it. A caller never tests for an ability
+// and quietly does without: a reader that wraps a store (a counter, a
+// tracker) and forgets a method would otherwise drop a bill's quota
+// section or carbon labels without a word.
+
+// RowReader streams raw rows. Every Store has it; a narrower reader (the
+// report's Source) is asked for it where the report needs its rows' own
+// instants (a partial period's edges).
+type RowReader interface {
+	Rows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error
+}
+
+// QuotaReader reads the GPU quota changes a ledger keeps (quota.md).
+type QuotaReader interface {
+	QuotaChanges(ctx context.Context, from, to time.Time, fn func(quota.Change) error) error
+}
+
+// NodeLabelReader reads each node's label values as recorded at an
+// instant (the report's per-node carbon intensities).
+type NodeLabelReader interface {
+	NodeLabels(ctx context.Context, key string, at time.Time) (map[string]string, error)
+}
+
+// RollupBuilder is a store whose rollups are built apart from its writes
+// (ClickHouse): whoever writes to it refreshes the rollups of the hours it
+// wrote. A store that keeps its rollups in step with every write (the
+// embedded file) does not have it, and needs nothing refreshed.
+type RollupBuilder interface {
+	RebuildRollups(ctx context.Context, from, to time.Time) error
+}
+
+// Rows asks s for its rows: an error naming s when it has none to stream.
+func Rows(s any) (RowReader, error) {
+	if r, ok := s.(RowReader); ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("ledger %s does not stream its rows", kind(s))
+}
+
+// Quota asks s for its quota changes: an error naming s when it does not
+// keep them.
+func Quota(s any) (QuotaReader, error) {
+	if r, ok := s.(QuotaReader); ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("ledger %s does not keep quota changes", kind(s))
+}
+
+// QuotaStore asks s to record quota changes (serve's quota recorder).
+func QuotaStore(s any) (quota.Store, error) {
+	if r, ok := s.(quota.Store); ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("ledger %s does not keep quota changes", kind(s))
+}
+
+// NodeLabels asks s for its recorded node labels: an error naming s when
+// it does not keep them.
+func NodeLabels(s any) (NodeLabelReader, error) {
+	if r, ok := s.(NodeLabelReader); ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("ledger %s does not keep node labels", kind(s))
+}
+
+// NodeLabelStore asks s to record node labels (serve's node label
+// recorder).
+func NodeLabelStore(s any) (nodelabel.Store, error) {
+	if r, ok := s.(nodelabel.Store); ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("ledger %s does not keep node labels", kind(s))
+}
+
+// kind names a store in an error: its Go type, which says which store (or
+// which wrapper around one) lacks the ability.
+func kind(s any) string {
+	if s == nil {
+		return "(none)"
+	}
+	return fmt.Sprintf("%T", s)
+}
