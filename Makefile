@@ -79,8 +79,8 @@ LEDGER_RACE_TESTS ?= Readers|Writer|Outbox|Append|Prune|Retention|Streaming|Pins
 # kube-apiserver (internal/kubetest/make_test.go keeps every test target's
 # prerequisites in step with the packages it runs).
 race: kube-tools
-	$(GO) test -count=1 -race ./collector/ ./collector/exposition/ ./collector/podresources/ ./collector/kubemeta/ ./billing/shipper/ ./billing/outbox/ ./quota/ ./quota/kubequota/ ./nodelabel/ ./nodelabel/kubenode/
-	$(GO) test -count=1 -race -run '$(LEDGER_RACE_TESTS)' ./billing/ledger/
+	$(GO) test -count=1 -race ./collector/ ./collector/exposition/ ./collector/podresources/ ./collector/kubemeta/ ./ledger/outbox/shipper/ ./ledger/outbox/ ./quota/ ./quota/kubequota/ ./nodelabel/ ./nodelabel/kubenode/
+	$(GO) test -count=1 -race -run '$(LEDGER_RACE_TESTS)' ./ledger/filestore/
 
 ## contract: simulate every scenario with ground truth (testdata/examples,
 ## testdata/scenarios, and testdata/review: an independent reviewer's

@@ -8,7 +8,7 @@ import (
 )
 
 // printed is a quantity as the exports print it: 6 decimals
-// (billing/ledger.FormatFloat), read back.
+// (ledger.FormatFloat), read back.
 func printed(v float64) float64 {
 	f, _ := strconv.ParseFloat(strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64), 64)
 	return f

@@ -171,7 +171,7 @@ ORDER BY __text`
 }
 
 // sqlStaleHours counts the hours of the months shown whose newest hourly
-// rollup build does not cover every write (billing/clickhouse: a mark per
+// rollup build does not cover every write (ledger/clickhouse: a mark per
 // writer and hour, a build's coverage per writer): the panels show such an
 // hour as last rolled up, while the report reads it from the raw rows.
 // Zero means the money panels equal the report.

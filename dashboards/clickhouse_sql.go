@@ -3,12 +3,12 @@ package dashboards
 import "strings"
 
 // The SQL of the ClickHouse chargeback dashboard. Every query reads the
-// ledger's tables as billing/clickhouse creates them, in the data source's
+// ledger's tables as ledger/clickhouse creates them, in the data source's
 // default database, through the plugin's macros ($__timeFilter,
 // $__fromTime, $__toTime) and template variables formatted with
 // :percentencode (see varFilter). docs/dashboards.md explains the design.
 
-// Tables of the ledger (billing/clickhouse/schema.go, prices.go).
+// Tables of the ledger (ledger/clickhouse/schema.go, prices.go).
 const (
 	chHourly   = "ledger_rollup_hourly"
 	chBuilds   = "ledger_rollup_builds"
@@ -45,7 +45,7 @@ func labelFilters() string {
 }
 
 // newestBuilds selects, per UTC hour, the newest rollup build: the rows a
-// report reads for that hour (billing/clickhouse: a header is written after
+// report reads for that hour (ledger/clickhouse: a header is written after
 // its rows, so its rows are visible once it is).
 func newestBuilds(timeCond string) string {
 	return "SELECT period, argMax(build, version) FROM " + chBuilds +

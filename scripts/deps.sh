@@ -13,7 +13,7 @@ set -euo pipefail
 # Each line, " :: " between the fields: a shell check that is true when
 # the package is present, the packages that bring it, what uses it.
 checks=(
-  "command -v clickhouse-server :: clickhouse-server clickhouse-client :: the ClickHouse ledger tests (billing/clickhouse)"
+  "command -v clickhouse-server :: clickhouse-server clickhouse-client :: the ClickHouse ledger tests (ledger/clickhouse)"
   "command -v prometheus && command -v promtool :: prometheus :: alert rules and the e2e scrape (alerts, e2e)"
   "command -v chromium :: chromium fonts-dejavu-core :: the HTML report's rendering and screenshots (billing/report, cmd/gpuledger)"
   "command -v python3 :: python3 :: the ledger scorer's cross-check in .ci/run"

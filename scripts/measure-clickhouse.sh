@@ -2,7 +2,7 @@
 # measure-clickhouse.sh: the memory of a ClickHouse server running the Helm
 # chart's bundled configuration (the ConfigMap's config.xml and users.xml,
 # data path and ports moved by a config.d file) under an insert load:
-# BenchmarkInsert of billing/clickhouse (a 100-GPU fleet's 1-minute rows,
+# BenchmarkInsert of ledger/clickhouse (a 100-GPU fleet's 1-minute rows,
 # batches of 10,000 to 500,000 rows) run against it. Prints the server's
 # VmHWM (peak RSS), VmRSS and RssAnon sampled every second.
 #   scripts/measure-clickhouse.sh [benchtime]     default 20x
@@ -47,7 +47,7 @@ grep -E 'VmRSS|RssAnon' /proc/$pid/status | tr -s ' ' | paste -sd' ' | sed 's/^/
 ( while kill -0 $pid 2>/dev/null; do grep -E '^(VmRSS|RssAnon)' /proc/$pid/status | awk '{print $2}' | paste -sd' '; sleep 1; done ) >"$dir/samples" &
 sampler=$!
 GPULEDGER_TEST_CLICKHOUSE_DSN="clickhouse://gpuledger:$pw@127.0.0.1:$tcp/" \
-	go test -run '^$' -bench BenchmarkInsert -benchtime "$benchtime" -timeout 60m ./billing/clickhouse | grep -E 'Benchmark|ok'
+	go test -run '^$' -bench BenchmarkInsert -benchtime "$benchtime" -timeout 60m ./ledger/clickhouse | grep -E 'Benchmark|ok'
 kill $sampler 2>/dev/null || true
 # Disk per ledger row after the inserts (active parts of every ledger table).
 curl -s "http://127.0.0.1:$http/?user=gpuledger&password=$pw" --data-binary \

@@ -53,7 +53,7 @@ func openClickHouse(ctx context.Context, d ledger.DSN) (ledger.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return clickhouse.Open(ctx, d, clickhouse.Options{Cluster: os.Getenv("GPULEDGER_CLICKHOUSE_CLUSTER")})
+	return clickhouse.Opener(clickhouse.Options{Cluster: os.Getenv("GPULEDGER_CLICKHOUSE_CLUSTER")})(ctx, d)
 }
 
 // withPasswordFile fills a DSN without a password from the file named by

@@ -16,7 +16,7 @@ import (
 // plan), over March of benchFleet at 100 GPUs by default (4.5 M rows;
 // GPULEDGER_BENCH_GPUS scales it). The target is under 30 s.
 //
-//	go test -run '^$' -bench AdviseClickHouse -benchtime 2x -timeout 30m ./billing/clickhouse
+//	go test -run '^$' -bench AdviseClickHouse -benchtime 2x -timeout 30m ./ledger/clickhouse
 func BenchmarkAdviseClickHouse(b *testing.B) {
 	if os.Getenv(envBenchGPUs) == "" {
 		b.Setenv(envBenchGPUs, "100")

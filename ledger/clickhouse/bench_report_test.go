@@ -40,8 +40,8 @@ const (
 // database gpuledger_bench_month_1000gpu_v1 there (1.4 GB) and later runs
 // reuse it.
 //
-//	go test -run '^$' -bench MonthlyReportClickHouse -benchtime 1x -timeout 60m ./billing/clickhouse
-//	GPULEDGER_TEST_CLICKHOUSE_DSN=clickhouse://default@127.0.0.1:9000/ go test -run '^$' -bench 'MonthlyReportClickHouse/(aggregate-(utc|los)|report)' -benchtime 10x ./billing/clickhouse
+//	go test -run '^$' -bench MonthlyReportClickHouse -benchtime 1x -timeout 60m ./ledger/clickhouse
+//	GPULEDGER_TEST_CLICKHOUSE_DSN=clickhouse://default@127.0.0.1:9000/ go test -run '^$' -bench 'MonthlyReportClickHouse/(aggregate-(utc|los)|report)' -benchtime 10x ./ledger/clickhouse
 //
 // Sub-benchmarks:
 //   - rebuild-rollups: every hour of the data made stale by a new mark,

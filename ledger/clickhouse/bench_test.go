@@ -14,7 +14,7 @@ import (
 // every row has a new key. On a shared machine wall-clock rows/s is noisy,
 // so the CPU the client and the server spent per row is reported too.
 //
-//	go test -run '^$' -bench BenchmarkInsert -benchtime 20x ./billing/clickhouse
+//	go test -run '^$' -bench BenchmarkInsert -benchtime 20x ./ledger/clickhouse
 func BenchmarkInsert(b *testing.B) {
 	for _, minutes := range []int{20, 200, 1000} { // x 500 rows per minute
 		b.Run(fmt.Sprintf("batch=%d", minutes*500), func(b *testing.B) {

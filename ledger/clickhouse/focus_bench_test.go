@@ -21,7 +21,7 @@ import (
 // total is checked against the fleet priced by hand (checkReport) and the
 // file by the FOCUS validator.
 //
-//	go test -run '^$' -bench FOCUSExportClickHouse -benchtime 5x -timeout 30m ./billing/clickhouse
+//	go test -run '^$' -bench FOCUSExportClickHouse -benchtime 5x -timeout 30m ./ledger/clickhouse
 func BenchmarkFOCUSExportClickHouse(b *testing.B) {
 	ctx := context.Background()
 	f, s, from, to, book := focusBenchMonth(ctx, b)

@@ -14,7 +14,7 @@ import (
 // ByDevice day aggregates, summed from the raw rows FINAL), as `report
 // --format focus` writes them (target: under 15 s for 100 GPUs).
 //
-//	go test -run '^$' -bench FOCUSExportPerDeviceClickHouse -benchtime 3x -timeout 30m ./billing/clickhouse
+//	go test -run '^$' -bench FOCUSExportPerDeviceClickHouse -benchtime 3x -timeout 30m ./ledger/clickhouse
 func BenchmarkFOCUSExportPerDeviceClickHouse(b *testing.B) {
 	ctx := context.Background()
 	f, s, from, to, book := focusBenchMonth(ctx, b)

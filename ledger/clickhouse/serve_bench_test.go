@@ -27,7 +27,7 @@ func (keepOpen) Close() error { return nil }
 // server's first (a server reuses an ended month's report). The
 // month's money is checked against the fleet priced by hand.
 //
-//	go test -run '^$' -bench ServeMonthClickHouse -benchtime 10x -timeout 30m ./billing/clickhouse
+//	go test -run '^$' -bench ServeMonthClickHouse -benchtime 10x -timeout 30m ./ledger/clickhouse
 func BenchmarkServeMonthClickHouse(b *testing.B) {
 	ctx := context.Background()
 	f, s, from, to, book := focusBenchMonth(ctx, b)

@@ -177,3 +177,15 @@ func (s *Store) writeCtx(ctx context.Context) context.Context {
 }
 
 func (s *Store) table(name string) string { return qualified(s.db, name) }
+
+// Opener opens ClickHouse stores with opts, for ledger.Open: the contract
+// parses the DSN and each store opens its own scheme.
+func Opener(opts Options) ledger.Opener {
+	return func(ctx context.Context, d ledger.DSN) (ledger.Store, error) {
+		s, err := Open(ctx, d, opts)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}

@@ -16,7 +16,7 @@ import (
 // BenchmarkAppend: one collector-sized transaction per iteration (200 GPUs x
 // 5 rows), new keys each time, synchronous=FULL (an fsync per commit).
 //
-//	go test -run '^$' -bench BenchmarkAppend -benchtime 200x ./billing/ledger
+//	go test -run '^$' -bench BenchmarkAppend -benchtime 200x ./ledger/filestore
 func BenchmarkAppend(b *testing.B) {
 	for _, gpus := range []int{200, 2000} {
 		b.Run("rows="+strconv.Itoa(gpus*5), func(b *testing.B) {
@@ -49,7 +49,7 @@ func BenchmarkAppend(b *testing.B) {
 // (GPULEDGER_BENCH_EXPORT_INTERVALS scales the ledger; default 200 one-minute
 // intervals of 100 GPUs, 100k rows).
 //
-//	go test -run '^$' -bench BenchmarkExportCSV -benchtime 3x ./billing/ledger
+//	go test -run '^$' -bench BenchmarkExportCSV -benchtime 3x ./ledger/filestore
 func BenchmarkExportCSV(b *testing.B) {
 	intervals := 200
 	if v, err := strconv.Atoi(os.Getenv("GPULEDGER_BENCH_EXPORT_INTERVALS")); err == nil && v > 0 {

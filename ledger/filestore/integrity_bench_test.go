@@ -18,7 +18,7 @@ import (
 // large as those of one-minute rows (one row per slot and group, per slot
 // and device), so the rollup walk costs what a 100-GPU month's does.
 //
-//	GPULEDGER_BENCH_LEDGER=/tmp/integrity-bench.db go test -run '^$' -bench IntegrityCost -benchtime 20x -count 5 ./billing/ledger
+//	GPULEDGER_BENCH_LEDGER=/tmp/integrity-bench.db go test -run '^$' -bench IntegrityCost -benchtime 20x -count 5 ./ledger/filestore
 func BenchmarkIntegrityCost(b *testing.B) {
 	path := os.Getenv("GPULEDGER_BENCH_LEDGER")
 	if path == "" {
