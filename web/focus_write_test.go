@@ -13,18 +13,18 @@ import (
 // for the FOCUS file) fail to read, or read back a row kind no FOCUS row
 // can be written for.
 type deviceStore struct {
-	ledger.Store
+	fullStore
 	fail bool
 }
 
 func (d deviceStore) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
 	if !q.ByDevice {
-		return d.Store.Aggregate(ctx, q)
+		return d.fullStore.Aggregate(ctx, q)
 	}
 	if d.fail {
 		return nil, errors.New("disk gone")
 	}
-	aggs, err := d.Store.Aggregate(ctx, q)
+	aggs, err := d.fullStore.Aggregate(ctx, q)
 	for i := range aggs {
 		aggs[i].Kind = "bogus"
 	}
@@ -51,7 +51,11 @@ func TestFOCUSReadAndWriteFailures(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return deviceStore{st, c.fail}, nil
+			f, err := full(st)
+			if err != nil {
+				return nil, err
+			}
+			return deviceStore{f, c.fail}, nil
 		}
 		hs := newTestServer(t, open, prices)
 		resp, body := fetch(t, hs.URL+"/reports/2026-10.focus.csv")
