@@ -18,7 +18,7 @@ import (
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/shipper"
-	"github.com/gpuledger/gpuledger/internal/backoff"
+	"github.com/gpuledger/gpuledger/support/backoff"
 )
 
 // Sink names the cluster ledger in the node file's shipped marks.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
-	"github.com/gpuledger/gpuledger/internal/backoff"
+	"github.com/gpuledger/gpuledger/support/backoff"
 )
 
 // Outbox is the shipping side of the embedded store (ledger.FileStore).

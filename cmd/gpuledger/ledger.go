@@ -17,7 +17,7 @@ import (
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
-	"github.com/gpuledger/gpuledger/internal/outfile"
+	"github.com/gpuledger/gpuledger/support/outfile"
 )
 
 // clickhouseMigrate creates or upgrades the ClickHouse schema; the
