@@ -17,6 +17,7 @@ import (
 	"github.com/gpuledger/gpuledger/billing/report"
 	"github.com/gpuledger/gpuledger/calendar"
 	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/support/svgchart"
 )
 
 // maxTeamColumns bounds the per-team columns and chart series of the
@@ -217,7 +218,6 @@ const (
 	barFill              = 0.62
 	otherClass           = "s-platform"
 	otherLabel           = "other teams, platform and rounding"
-	svgNS                = "http://www.w3.org/2000/svg"
 	chartTitleTemplate   = "Cost per team, last %d months, %s"
 	chartTickTargetCount = 5
 )
@@ -278,13 +278,13 @@ func trendChart(bills []monthBill, teams []string, book *pricebook.Book, now tim
 	}
 	plotW, plotH := chartW-plotLeft-plotRight, chartH-plotTop-plotBottom
 	yOf := func(v float64) float64 { return plotTop + plotH*(1-v/top) }
-	var b bytes.Buffer
 	title := fmt.Sprintf(chartTitleTemplate, trendMonths, book.Currency.Code)
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s" xmlns="%s">`, chartW, chartH, template.HTMLEscapeString(title), svgNS)
+	c := svgchart.New(fmt.Sprintf("%.0f", chartW), fmt.Sprintf("%.0f", chartH), title, svgchart.LikeHTMLEscapeString)
+	n := svgchart.N
 	for v := 0.0; v <= top+step/2; v += step {
 		yy := yOf(v)
-		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/><text class="axis" x="%.1f" y="%.1f" text-anchor="end" dy="4">%s</text>`,
-			plotLeft, chartW-plotRight, yy, yy, plotLeft-8, yy, template.HTMLEscapeString(compact(v)))
+		c.Line("grid", n(plotLeft), n(chartW-plotRight), n(yy), n(yy))
+		c.Text(svgchart.Text{Class: "axis", X: n(plotLeft - 8), Y: n(yy), Anchor: "end", DY: "4", Body: compact(v)})
 	}
 	slot := plotW / float64(len(bars))
 	for i, br := range bars {
@@ -293,21 +293,21 @@ func trendChart(bills []monthBill, teams []string, book *pricebook.Book, now tim
 		acc := 0.0
 		for _, s := range br.segs {
 			y0, y1 := yOf(acc+s.v), yOf(acc)
-			fmt.Fprintf(&b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s</title></rect>`, s.class, x, y0, bw, math.Max(y1-y0, 0), template.HTMLEscapeString(s.title))
+			c.Rect(svgchart.Rect{Class: s.class, X: n(x), Y: n(y0), W: n(bw), H: n(math.Max(y1-y0, 0)), Title: s.title})
 			acc += s.v
 		}
 		if br.total != "" {
-			fmt.Fprintf(&b, `<text class="val" x="%.1f" y="%.1f" text-anchor="middle" dy="-4">%s</text>`, x+bw/2, yOf(br.sum), template.HTMLEscapeString(compact(br.sum)))
+			c.Text(svgchart.Text{Class: "val", X: n(x + bw/2), Y: n(yOf(br.sum)), Anchor: "middle", DY: "-4", Body: compact(br.sum)})
 		}
-		fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x+bw/2, chartH-8, template.HTMLEscapeString(br.label))
+		c.Text(svgchart.Text{Class: "axis", X: n(x + bw/2), Y: n(chartH - 8), Anchor: "middle", Body: br.label})
 	}
-	fmt.Fprintf(&b, `<line class="base" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/></svg>`, plotLeft, chartW-plotRight, yOf(0), yOf(0))
+	c.Line("base", n(plotLeft), n(chartW-plotRight), n(yOf(0)), n(yOf(0)))
 	var legend []legendItem
 	for j, t := range teams {
 		legend = append(legend, legendItem{teamPalette[j%len(teamPalette)], t})
 	}
 	legend = append(legend, legendItem{otherClass, otherLabel})
-	return template.HTML(b.String()), legend // every text in it is escaped above
+	return c.HTML(), legend
 }
 
 // niceStep rounds a tick step up to 1, 2 or 5 times a power of ten.

@@ -1,12 +1,15 @@
 package report
 
 import (
+	"html/template"
 	"math"
 	"strconv"
+
+	"github.com/gpuledger/gpuledger/support/svgchart"
 )
 
-// Chart geometry for the HTML report: horizontal bar charts drawn as
-// inline SVG, laid out here so the template only places shapes.
+// Chart geometry for the HTML report: horizontal bar charts laid out
+// here and drawn as inline SVG by support/svgchart (chart.SVG).
 
 // Widths in CSS pixels: the SVG is drawn at about its natural size in a
 // full-width section (wide) or in one of two columns (narrow), so its text
@@ -127,6 +130,30 @@ func layout(width float64, title string, rows []barInput, legend []legendItem, u
 		c.Rows = append(c.Rows, row)
 	}
 	return c
+}
+
+// SVG draws the chart, a line of markup per tick, label, bar segment and
+// value. Its text is escaped as the page's template escapes the rest.
+func (c chart) SVG() template.HTML {
+	n := svgchart.N
+	s := svgchart.New(n(c.Width), n(c.Height), c.Title, svgchart.LikeTemplate)
+	s.Newline()
+	for _, t := range c.Ticks {
+		s.Line("grid", n(t.X), n(t.X), "0", n(c.AxisY))
+		s.Text(svgchart.Text{Class: "axis", X: n(t.X), Y: n(c.Height), Anchor: "middle", DY: "-2", Body: t.Label})
+		s.Newline()
+	}
+	for _, r := range c.Rows {
+		s.Text(svgchart.Text{X: n(c.LabelX), Y: n(r.LabelY), Anchor: "end", Titled: true, Title: r.FullLabel, Body: r.Label})
+		s.Newline()
+		for _, g := range r.Segments {
+			s.Rect(svgchart.Rect{Class: g.Class, X: n(g.X), Y: n(g.Y), W: n(g.W), H: n(g.H), RX: "2", Title: g.Title})
+			s.Newline()
+		}
+		s.Text(svgchart.Text{Class: "val", X: n(r.ValueX), Y: n(r.LabelY), Body: r.Value})
+		s.Newline()
+	}
+	return s.HTML()
 }
 
 // niceScale picks an axis step of 1, 2 or 5 x 10^k giving 3-6 ticks.

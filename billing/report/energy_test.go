@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/focus"
+	"github.com/gpuledger/gpuledger/internal/focusvalidate"
 )
 
 // energyDay is two GPUs for one UTC day, as one-hour rows with known
@@ -226,7 +226,7 @@ func TestEnergyFOCUS(t *testing.T) {
 		if err := WriteFOCUS(&f, r); err != nil {
 			t.Fatal(err)
 		}
-		if vs, err := focus.Validate(bytes.NewReader(f.Bytes())); err != nil || len(vs) > 0 {
+		if vs, err := focusvalidate.Validate(bytes.NewReader(f.Bytes())); err != nil || len(vs) > 0 {
 			t.Errorf("by device %v: the FOCUS validator says %v %v", byDevice, err, vs)
 		}
 		recs, err := csv.NewReader(&f).ReadAll()

@@ -6,7 +6,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/billing/focus"
+	"github.com/gpuledger/gpuledger/internal/focusvalidate"
 )
 
 // BenchmarkFOCUSExport: the FOCUS export (Build from the embedded store,
@@ -39,7 +39,7 @@ func BenchmarkFOCUSExport(b *testing.B) {
 		if err := WriteFOCUS(&buf, r); err != nil {
 			b.Fatal(err)
 		}
-		if vs, err := focus.Validate(&buf); err != nil || len(vs) > 0 {
+		if vs, err := focusvalidate.Validate(&buf); err != nil || len(vs) > 0 {
 			b.Fatalf("validator: %v %v", vs, err)
 		}
 		b.ReportMetric(float64(rows), "ledger-rows")
@@ -77,7 +77,7 @@ func BenchmarkFOCUSExportPerDevice(b *testing.B) {
 		}
 		b.StopTimer()
 		n := bytes.Count(buf.Bytes(), []byte("\n")) - 1
-		if vs, err := focus.Validate(&buf); err != nil || len(vs) > 0 {
+		if vs, err := focusvalidate.Validate(&buf); err != nil || len(vs) > 0 {
 			b.Fatalf("validator: %v %v", vs, err)
 		}
 		b.ReportMetric(float64(rows), "ledger-rows")

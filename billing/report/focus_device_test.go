@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/focus"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/internal/focusvalidate"
 	"github.com/gpuledger/gpuledger/workload"
 )
 
@@ -103,7 +103,7 @@ func TestFOCUSPerDeviceMatchesFinanceCSV(t *testing.T) {
 			if err := WriteFOCUS(&fo, r); err != nil {
 				t.Fatal(err)
 			}
-			violations, err := focus.Validate(bytes.NewReader(fo.Bytes()))
+			violations, err := focusvalidate.Validate(bytes.NewReader(fo.Bytes()))
 			if err != nil {
 				t.Fatal(err)
 			}

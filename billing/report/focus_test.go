@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/focus"
+	"github.com/gpuledger/gpuledger/internal/focusvalidate"
 )
 
 // TestFOCUSMatchesFinanceCSV: a month of the mixed fleet through the
@@ -36,7 +36,7 @@ func TestFOCUSMatchesFinanceCSV(t *testing.T) {
 				if err := WriteFOCUS(&fo, r); err != nil {
 					t.Fatal(err)
 				}
-				violations, err := focus.Validate(bytes.NewReader(fo.Bytes()))
+				violations, err := focusvalidate.Validate(bytes.NewReader(fo.Bytes()))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -117,7 +117,7 @@ func TestFOCUSTimesInUTC(t *testing.T) {
 	if rows[0]["ChargePeriodStart"] != "2026-03-01T08:00:00Z" || rows[0]["ChargePeriodEnd"] != "2026-04-01T07:00:00Z" {
 		t.Errorf("charge period %s - %s", rows[0]["ChargePeriodStart"], rows[0]["ChargePeriodEnd"])
 	}
-	if v, _ := focus.Validate(bytes.NewReader(fo.Bytes())); len(v) > 0 {
+	if v, _ := focusvalidate.Validate(bytes.NewReader(fo.Bytes())); len(v) > 0 {
 		t.Errorf("validator: %v", v)
 	}
 }

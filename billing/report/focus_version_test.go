@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/focus"
+	"github.com/gpuledger/gpuledger/internal/focusvalidate"
 )
 
 // TestFOCUS14HasTheVersionsColumns: the same month written as FOCUS 1.3
@@ -39,11 +39,11 @@ func TestFOCUS14HasTheVersionsColumns(t *testing.T) {
 		for _, c := range []struct {
 			data           []byte
 			version, wrong string
-		}{{f13.Bytes(), focus.Version13, focus.Version14}, {f14.Bytes(), focus.Version14, focus.Version13}} {
-			if vs, err := focus.ValidateVersion(bytes.NewReader(c.data), c.version); err != nil || len(vs) > 0 {
+		}{{f13.Bytes(), focusvalidate.Version13, focusvalidate.Version14}, {f14.Bytes(), focusvalidate.Version14, focusvalidate.Version13}} {
+			if vs, err := focusvalidate.ValidateVersion(bytes.NewReader(c.data), c.version); err != nil || len(vs) > 0 {
 				t.Errorf("per device %v: FOCUS %s file, %s rules: %v %v", perDevice, c.version, c.version, vs, err)
 			}
-			if vs, _ := focus.ValidateVersion(bytes.NewReader(c.data), c.wrong); len(vs) == 0 {
+			if vs, _ := focusvalidate.ValidateVersion(bytes.NewReader(c.data), c.wrong); len(vs) == 0 {
 				t.Errorf("per device %v: FOCUS %s file passes the %s rules", perDevice, c.version, c.wrong)
 			}
 		}

@@ -16,9 +16,7 @@ import (
 //go:embed report.html.tmpl
 var htmlTemplate string
 
-var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"f1": func(v float64) string { return fmt.Sprintf("%.1f", v) },
-}).Parse(htmlTemplate))
+var pageTemplate = template.Must(template.New("report").Parse(htmlTemplate))
 
 // maxChartTeams bounds the bars of the per-team charts; the rest are one
 // "other teams" bar. maxFindingRows bounds each findings table.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/focus"
+	"github.com/gpuledger/gpuledger/internal/focusvalidate"
 	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/quota"
 )
@@ -164,13 +164,13 @@ func TestQuotaRenderings(t *testing.T) {
 			t.Errorf("JSON lacks %s", want)
 		}
 	}
-	for _, v := range []string{focus.Version13, focus.Version14} {
+	for _, v := range []string{focusvalidate.Version13, focusvalidate.Version14} {
 		r.FOCUSVersion = v
 		var fo bytes.Buffer
 		if err := WriteFOCUS(&fo, r); err != nil {
 			t.Fatal(err)
 		}
-		violations, err := focus.ValidateVersion(bytes.NewReader(fo.Bytes()), v)
+		violations, err := focusvalidate.ValidateVersion(bytes.NewReader(fo.Bytes()), v)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuledger/gpuledger/quota"
 	"github.com/gpuledger/gpuledger/sim/scenario"
@@ -28,9 +29,10 @@ type demoTenant struct {
 }
 
 type demoNode struct {
-	name, labels string // labels: YAML flow mapping body
-	gpus         string // YAML list items
-	tenants      []demoTenant
+	name    string
+	labels  map[string]string
+	gpus    []*scenario.FileGPU
+	tenants []demoTenant
 }
 
 const (
@@ -47,16 +49,18 @@ const (
 
 func demoFleet() []demoNode {
 	return []demoNode{
-		{name: "demo-mig", labels: `nvidia.com/mig.strategy: mixed`,
-			gpus: fmt.Sprintf(`  - {index: 0, uuid: %s, model: A100-SXM4-80GB, mode: mig, migInstances: [{uuid: %s, profile: 3g.40gb}, {uuid: %s, profile: 2g.20gb}, {uuid: %s, profile: 1g.10gb}, {uuid: %s, profile: 1g.10gb}]}`, gpuMIG, migA, migB, migC, migD),
+		{name: "demo-mig", labels: map[string]string{"nvidia.com/mig.strategy": "mixed"},
+			gpus: []*scenario.FileGPU{demoGPU(0, gpuMIG, "A100-SXM4-80GB", "mig",
+				&scenario.FileMIG{UUID: migA, Profile: "3g.40gb"}, &scenario.FileMIG{UUID: migB, Profile: "2g.20gb"},
+				&scenario.FileMIG{UUID: migC, Profile: "1g.10gb"}, &scenario.FileMIG{UUID: migD, Profile: "1g.10gb"})},
 			tenants: []demoTenant{
 				{ns: "search", pod: "ranker-0", ctr: "server", ids: []string{migA}, device: migA, day: 0.7, night: 0.25, memMiB: 30000},
 				{ns: "ads", pod: "ctr-model", ctr: "server", ids: []string{migB}, device: migB, day: 0.45, night: 0.3, memMiB: 12000},
 				{ns: "research", pod: "sweep-7", ctr: "trainer", ids: []string{migC}, device: migC, day: 1, night: 1, memMiB: 9000},
 				{ns: "fraud", pod: "scorer", ctr: "server", ids: []string{migD}, device: migD, day: 0.25, night: 0.1, memMiB: 4000},
 			}},
-		{name: "demo-timeslicing", labels: `nvidia.com/gpu.sharing-strategy: time-slicing, nvidia.com/gpu.replicas: "4"`,
-			gpus: fmt.Sprintf("  - {index: 0, uuid: %s, model: A100-SXM4-80GB, mode: timeslicing}\n  - {index: 1, uuid: %s, model: A100-SXM4-80GB, mode: timeslicing}", gpuTS0, gpuTS1),
+		{name: "demo-timeslicing", labels: map[string]string{"nvidia.com/gpu.sharing-strategy": "time-slicing", "nvidia.com/gpu.replicas": "4"},
+			gpus: []*scenario.FileGPU{demoGPU(0, gpuTS0, "A100-SXM4-80GB", "timeslicing"), demoGPU(1, gpuTS1, "A100-SXM4-80GB", "timeslicing")},
 			tenants: []demoTenant{
 				{ns: "research", pod: "llm-finetune", ctr: "trainer", ids: []string{gpuTS0 + "::0"}, device: gpuTS0, day: 0.85, night: 0.85, memMiB: 40000},
 				{ns: "search", pod: "embed-0", ctr: "server", ids: []string{gpuTS0 + "::1"}, device: gpuTS0, day: 0.07, night: 0.03, memMiB: 8000},
@@ -64,15 +68,15 @@ func demoFleet() []demoNode {
 				{ns: "notebooks", pod: "jupyter-ana", ctr: "notebook", ids: []string{gpuTS1 + "::0"}, device: gpuTS1, day: 0.3, activeHours: 1, memMiB: 2000},
 				{ns: "notebooks", pod: "jupyter-bob", ctr: "notebook", ids: []string{gpuTS1 + "::1"}, device: gpuTS1, memMiB: 1500},
 			}},
-		{name: "demo-mps", labels: `nvidia.com/gpu.sharing-strategy: mps, nvidia.com/gpu.replicas: "4"`,
-			gpus: fmt.Sprintf("  - {index: 0, uuid: %s, model: H100-SXM5-80GB, mode: mps}", gpuMPS),
+		{name: "demo-mps", labels: map[string]string{"nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.replicas": "4"},
+			gpus: []*scenario.FileGPU{demoGPU(0, gpuMPS, "H100-SXM5-80GB", "mps")},
 			tenants: []demoTenant{
 				{ns: "ads", pod: "bidder-0", ctr: "server", ids: []string{gpuMPS + "::0"}, device: gpuMPS, day: 0.45, night: 0.2, memMiB: 10000},
 				{ns: "ads", pod: "bidder-1", ctr: "server", ids: []string{gpuMPS + "::1"}, device: gpuMPS, day: 0.35, night: 0.2, memMiB: 10000},
 				{ns: "vision", pod: "detector", ctr: "server", ids: []string{gpuMPS + "::2"}, device: gpuMPS, day: 0.3, night: 0.1, memMiB: 16000},
 			}},
-		{name: "demo-hami", labels: `nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3`,
-			gpus: fmt.Sprintf("  - {index: 0, uuid: %s, model: H100-SXM5-80GB, mode: hami}", gpuHAMi),
+		{name: "demo-hami", labels: map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+			gpus: []*scenario.FileGPU{demoGPU(0, gpuHAMi, "H100-SXM5-80GB", "hami")},
 			tenants: []demoTenant{
 				{ns: "genai", pod: "vllm-0", ctr: "model", ids: []string{gpuHAMi + "-0"}, device: gpuHAMi, annotation: gpuHAMi + ",NVIDIA,40000,50:;", day: 0.45, night: 0.15, memMiB: 38000},
 				{ns: "vision", pod: "ocr", ctr: "server", ids: []string{gpuHAMi + "-1"}, device: gpuHAMi, annotation: gpuHAMi + ",NVIDIA,20000,30:;", day: 0.25, night: 0.05, memMiB: 18000},
@@ -85,11 +89,21 @@ var demoTeams = map[string]string{
 	"notebooks": "analytics", "vision": "vision", "genai": "genai",
 }
 
-// backfillScenarios builds the fleet's scenarios for [start, start+days).
+func demoGPU(index int, uuid, model, mode string, mig ...*scenario.FileMIG) *scenario.FileGPU {
+	return &scenario.FileGPU{Index: scenario.IntValue(index), UUID: uuid, Model: model, Mode: mode, MIGInstances: mig}
+}
+
+// backfillScenarios builds the fleet's scenarios for [start, start+days):
+// each node's scenario file is built as values, written as YAML and read
+// back through the parser, which checks it as it checks any file.
 func backfillScenarios(start time.Time, days int) ([]*scenario.Scenario, error) {
 	var out []*scenario.Scenario
 	for _, n := range demoFleet() {
-		sc, err := scenario.Parse([]byte(backfillYAML(n, start, days)), ".")
+		data, err := yaml.Marshal(backfillFile(n, start, days))
+		if err != nil {
+			return nil, fmt.Errorf("cannot write demo node %s: %w", n.name, err)
+		}
+		sc, err := scenario.Parse(data, ".")
 		if err != nil {
 			return nil, fmt.Errorf("demo node %s: %w", n.name, err)
 		}
@@ -98,44 +112,45 @@ func backfillScenarios(start time.Time, days int) ([]*scenario.Scenario, error) 
 	return out, nil
 }
 
-func backfillYAML(n demoNode, start time.Time, days int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `apiVersion: gpuledger/v1
-kind: Scenario
-name: %s-backfill
-start: %s
-duration: %dh
-pollInterval: 60s
-ledgerInterval: 3600s
-driverSamplePeriod: 60s
-detection: {idleWindow: 2h, idleThreshold: 0.05, noisyWindow: 10m}
-node: {name: %s, labels: {%s}}
-namespaces:
-`, n.name, start.UTC().Format(time.RFC3339), 24*days, n.name, n.labels)
+// backfillFile is node n's scenario file for [start, start+days): polls
+// and driver samples a minute apart, hourly ledger rows.
+func backfillFile(n demoNode, start time.Time, days int) *scenario.File {
+	text := scenario.TextValue
+	idleThreshold := 0.05
+	f := &scenario.File{
+		APIVersion: scenario.APIVersion, Kind: scenario.KindScenario, Name: n.name + "-backfill",
+		Start: text(start.UTC().Format(time.RFC3339)), Duration: text(fmt.Sprintf("%dh", 24*days)),
+		PollInterval: text("60s"), LedgerInterval: text("3600s"), DriverSamplePeriod: text("60s"),
+		Detection: scenario.FileDetection{IdleWindow: text("2h"), IdleThreshold: &idleThreshold, NoisyWindow: text("10m")},
+		Node:      scenario.FileNode{Name: n.name, Labels: n.labels},
+		GPUs:      n.gpus,
+	}
 	seen := map[string]bool{}
 	for _, t := range n.tenants {
 		if !seen[t.ns] {
 			seen[t.ns] = true
-			fmt.Fprintf(&b, "  - {name: %s, labels: {team: %s}}\n", t.ns, demoTeams[t.ns])
+			f.Namespaces = append(f.Namespaces, scenario.FileNamespace{Name: t.ns, Labels: map[string]string{"team": demoTeams[t.ns]}})
 		}
 	}
-	fmt.Fprintf(&b, "gpus:\n%s\npods:\n", n.gpus)
 	for i, t := range n.tenants {
-		fmt.Fprintf(&b, "  - uid: %s\n    namespace: %s\n    name: %s\n", demoUID(n.name, i), t.ns, t.pod)
+		p := &scenario.FilePod{UID: demoUID(n.name, i), Namespace: t.ns, Name: t.pod}
 		if t.annotation != "" {
-			fmt.Fprintf(&b, "    annotations: {hami.io/vgpu-devices-allocated: %q}\n", t.annotation)
+			p.Annotations = map[string]string{"hami.io/vgpu-devices-allocated": t.annotation}
 		}
-		fmt.Fprintf(&b, "    containers:\n      - name: %s\n        devices: [{resource: nvidia.com/gpu, ids: [%s]}]\n", t.ctr, strings.Join(quoteAll(t.ids), ", "))
-		fmt.Fprintf(&b, "        processes:\n          - pid: %d\n            device: %s\n            memoryMiB: %d\n            busy: [%s]\n",
-			1000+i, t.device, t.memMiB, dailyBusy(t, days))
+		p.Containers = []*scenario.FileContainer{{Name: t.ctr, FileContainerSpec: scenario.FileContainerSpec{
+			Devices: []scenario.FileDevice{{Resource: "nvidia.com/gpu", IDs: t.ids}},
+			Processes: []*scenario.FileProcess{{PID: scenario.IntValue(1000 + i), Device: t.device,
+				MemoryMiB: scenario.IntValue(t.memMiB), Busy: dailyBusy(t, days)}},
+		}}}
+		f.Pods = append(f.Pods, p)
 	}
-	return b.String()
+	return f
 }
 
 // dailyBusy is one segment per hour: office hours at t.day, the rest at
 // t.night; a notebook is busy only its first active hours each morning.
-func dailyBusy(t demoTenant, days int) string {
-	var segs []string
+func dailyBusy(t demoTenant, days int) []scenario.FileSegment {
+	var segs []scenario.FileSegment
 	for h := 0; h < 24*days; h++ {
 		hod := h % 24
 		f := t.night
@@ -149,10 +164,10 @@ func dailyBusy(t demoTenant, days int) string {
 			}
 		}
 		if f > 0 {
-			segs = append(segs, fmt.Sprintf("{from: %dh, to: %dh, fraction: %g}", h, h+1, f))
+			segs = append(segs, scenario.FileSegment{From: scenario.TextValue(fmt.Sprintf("%dh", h)), To: scenario.TextValue(fmt.Sprintf("%dh", h+1)), Fraction: &f})
 		}
 	}
-	return strings.Join(segs, ", ")
+	return segs
 }
 
 func demoUID(node string, i int) string {
@@ -161,14 +176,6 @@ func demoUID(node string, i int) string {
 		h = (h ^ uint32(c)) * 16777619
 	}
 	return fmt.Sprintf("%08x-0000-4000-8000-%012d", h, i+1)
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = fmt.Sprintf("%q", s)
-	}
-	return out
 }
 
 // demoQuota is the quota the demo's teams are promised, recorded as

@@ -17,9 +17,9 @@ import (
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/calendar"
-	"github.com/gpuledger/gpuledger/internal/outfile"
 	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/ledger/filestore"
+	"github.com/gpuledger/gpuledger/support/outfile"
 )
 
 // clickhouseMigrate creates or upgrades the ClickHouse schema; the

@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gpuledger/gpuledger/billing/focus"
+	"github.com/gpuledger/gpuledger/internal/focusvalidate"
 )
 
 // TestReportFOCUSSkuNamesMIGProfiles: on a simulated MIG node (the migmix
@@ -55,7 +55,7 @@ func TestReportFOCUSSkuNamesMIGProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vs, err := focus.Validate(bytes.NewReader(data)); err != nil || len(vs) > 0 {
+	if vs, err := focusvalidate.Validate(bytes.NewReader(data)); err != nil || len(vs) > 0 {
 		t.Fatalf("validator: %v %v", vs, err)
 	}
 	recs := readCSV(t, fo)

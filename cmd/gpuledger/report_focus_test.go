@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/billing/focus"
+	"github.com/gpuledger/gpuledger/internal/focusvalidate"
 )
 
 // TestReportFOCUSOnSimulatedLedger: `report --format focus` on a simulated
@@ -34,7 +34,7 @@ func TestReportFOCUSOnSimulatedLedger(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		vs, err := focus.Validate(bytes.NewReader(data))
+		vs, err := focusvalidate.Validate(bytes.NewReader(data))
 		if err != nil || len(vs) > 0 {
 			t.Fatalf("%s: validator: %v %v", policy, vs, err)
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/billing/focus"
+	"github.com/gpuledger/gpuledger/internal/focusvalidate"
 )
 
 // TestReportFOCUSVersion14: `report --format focus --focus-version 1.4`
@@ -28,12 +28,12 @@ func TestReportFOCUSVersion14(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for path, version := range map[string]string{f13: focus.Version13, f14: focus.Version14} {
+	for path, version := range map[string]string{f13: focusvalidate.Version13, f14: focusvalidate.Version14} {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if vs, err := focus.ValidateVersion(bytes.NewReader(data), version); err != nil || len(vs) > 0 {
+		if vs, err := focusvalidate.ValidateVersion(bytes.NewReader(data), version); err != nil || len(vs) > 0 {
 			t.Errorf("FOCUS %s: validator: %v %v", version, vs, err)
 		}
 	}

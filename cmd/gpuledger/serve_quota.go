@@ -10,12 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuledger/gpuledger/collector/kubemeta"
-	"github.com/gpuledger/gpuledger/internal/backoff"
 	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/nodelabel"
 	"github.com/gpuledger/gpuledger/nodelabel/kubenode"
 	"github.com/gpuledger/gpuledger/quota"
 	"github.com/gpuledger/gpuledger/quota/kubequota"
+	"github.com/gpuledger/gpuledger/support/backoff"
 )
 
 // quotaService is serve --quota: the cluster's GPU quota objects watched

@@ -22,12 +22,12 @@ import (
 	"github.com/gpuledger/gpuledger/collector/nvmlsource"
 	"github.com/gpuledger/gpuledger/collector/podresources"
 	"github.com/gpuledger/gpuledger/collector/procfs"
-	"github.com/gpuledger/gpuledger/internal/outfile"
 	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/ledger/outbox"
 	"github.com/gpuledger/gpuledger/sim"
 	"github.com/gpuledger/gpuledger/sim/scenario"
+	"github.com/gpuledger/gpuledger/support/outfile"
 )
 
 func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {

@@ -34,7 +34,7 @@ func TestForbiddenImportsFail(t *testing.T) {
 		pkg, imp, module string // module "": one of this module's packages
 	}{
 		{"advisor/whatif", "github.com/prometheus/common/model", "github.com/prometheus/common"},
-		{"billing/focus", "go.yaml.in/yaml/v3", "go.yaml.in/yaml/v3"},
+		{"internal/focusvalidate", "go.yaml.in/yaml/v3", "go.yaml.in/yaml/v3"},
 		{"collector/procfs", "k8s.io/client-go/rest", "k8s.io/client-go"},
 		{"ledger/outbox", "ledger/clickhouse", ""},
 		{"ledger/clickhouse", "billing/pricebook", ""}, // storage never imports money
@@ -96,7 +96,7 @@ func TestPictureFollowsTheImports(t *testing.T) {
 	for _, c := range []struct{ pkg, imp, want string }{
 		{"ledger", "billing/report", "not below it"},
 		{"collector", "ledger", "the columns never import each other"},
-		{"billing/report", "billing/focus", "which the picture does not draw"},
+		{"billing/report", "internal/focusvalidate", "which the picture does not draw"},
 	} {
 		g := withPackage(t, pkgs, c.pkg, func(p *Package) { p.Imports = append(p.Imports, c.imp) })
 		got := added(CheckPicture(doc, table, drawn, pkgs), CheckPicture(doc, table, drawn, g))
@@ -176,13 +176,13 @@ after the table
 		{Path: "workload"},
 		{Path: "cmd/x", Imports: []string{"attribution", "sim"}, External: []External{{"k8s.io/api/core/v1", "k8s.io/api"}}},
 		{Path: "billing/outbox", Imports: []string{"billing/ledger", "attribution"}, External: []External{{"k8s.io/api/core/v1", "k8s.io/api"}, {"k8s.io/api/apps/v1", "k8s.io/api"}}},
-		{Path: "internal/backoff"},
+		{Path: "support/backoff"},
 	})
 	want := []string{
 		"package attribution imports sim, which its row in docs/ARCHITECTURE.md (line 5, `attribution`) does not allow: add `sim` to that row's \"may import\" cell, or drop the import",
 		"package billing/outbox has no row in docs/ARCHITECTURE.md: add the row | `billing/outbox` | <its job> | `attribution`, `billing/ledger`, `k8s.io/api` |",
 		"package gpu imports gopkg.in/yaml.v3 of outside module gopkg.in/yaml.v3, which its row in docs/ARCHITECTURE.md (line 6, `gpu`, `workload`) does not allow: add `gopkg.in/yaml.v3` to that row's \"may import\" cell, or drop the import",
-		"package internal/backoff has no row in docs/ARCHITECTURE.md: add the row | `internal/backoff` | <its job> | stdlib only |",
+		"package support/backoff has no row in docs/ARCHITECTURE.md: add the row | `support/backoff` | <its job> | stdlib only |",
 		"row in docs/ARCHITECTURE.md (line 5, `attribution`) allows `k8s.io/api`, which none of its packages imports: remove it from the \"may import\" cell",
 		"row in docs/ARCHITECTURE.md (line 8, `gone`) has a job cell of 201 characters: keep it to one line of at most 200 and move the details into prose below the table",
 		"row in docs/ARCHITECTURE.md (line 8, `gone`) names package gone, which does not exist: remove it from the row",

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/billing/focus"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/internal/focusvalidate"
 )
 
 // BenchmarkFOCUSExportClickHouse: the FOCUS export (report.Build on the
@@ -44,7 +44,7 @@ func BenchmarkFOCUSExportClickHouse(b *testing.B) {
 		if err := report.WriteFOCUS(&buf, r); err != nil {
 			b.Fatal(err)
 		}
-		if vs, err := focus.Validate(&buf); err != nil || len(vs) > 0 {
+		if vs, err := focusvalidate.Validate(&buf); err != nil || len(vs) > 0 {
 			b.Fatalf("validator: %v %v", vs, err)
 		}
 		b.ReportMetric(float64(f.minutes(from, to)*f.rowsPerMinute()), "ledger-rows")

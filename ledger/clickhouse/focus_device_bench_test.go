@@ -5,8 +5,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/billing/focus"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/internal/focusvalidate"
 )
 
 // BenchmarkFOCUSExportPerDeviceClickHouse: BenchmarkFOCUSExportClickHouse
@@ -37,7 +37,7 @@ func BenchmarkFOCUSExportPerDeviceClickHouse(b *testing.B) {
 		b.StopTimer()
 		f.checkReport(b, r, from, to)
 		n := bytes.Count(buf.Bytes(), []byte("\n")) - 1
-		if vs, err := focus.Validate(&buf); err != nil || len(vs) > 0 {
+		if vs, err := focusvalidate.Validate(&buf); err != nil || len(vs) > 0 {
 			b.Fatalf("validator: %v %v", vs, err)
 		}
 		b.ReportMetric(float64(len(r.Devices)), "device-aggregates")

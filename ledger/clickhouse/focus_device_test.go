@@ -5,9 +5,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/billing/focus"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/internal/focusvalidate"
 )
 
 // TestFOCUSPerDeviceFromClickHouse: the per-device FOCUS file (report.
@@ -39,7 +39,7 @@ func TestFOCUSPerDeviceFromClickHouse(t *testing.T) {
 						t.Fatal(err)
 					}
 					exports[name] = fo.Bytes()
-					vs, err := focus.Validate(bytes.NewReader(fo.Bytes()))
+					vs, err := focusvalidate.Validate(bytes.NewReader(fo.Bytes()))
 					if err != nil || len(vs) > 0 {
 						t.Fatalf("%s: validator: %v %v", name, vs, err)
 					}

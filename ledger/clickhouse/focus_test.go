@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/focus"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/internal/focusvalidate"
 	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/tenancy"
 )
@@ -45,7 +45,7 @@ func TestFOCUSFromClickHouse(t *testing.T) {
 						t.Fatal(err)
 					}
 					exports[name] = fo.Bytes()
-					vs, err := focus.Validate(bytes.NewReader(fo.Bytes()))
+					vs, err := focusvalidate.Validate(bytes.NewReader(fo.Bytes()))
 					if err != nil || len(vs) > 0 {
 						t.Fatalf("%s: validator: %v %v", name, vs, err)
 					}

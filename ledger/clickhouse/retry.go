@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/gpuledger/gpuledger/internal/backoff"
+	"github.com/gpuledger/gpuledger/support/backoff"
 )
 
 // sleep waits d or until ctx is done.

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/internal/backoff"
 	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/ledger/outbox/shipper"
+	"github.com/gpuledger/gpuledger/support/backoff"
 )
 
 // Sink names the cluster ledger in the node file's shipped marks.

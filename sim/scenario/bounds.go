@@ -100,7 +100,7 @@ func (c *converter) annotations(path string, m map[string]string) {
 
 // bounded parses an optional duration that must lie in [lo, hi] when
 // given (def when absent).
-func (c *converter) bounded(path string, v rawValue, def, lo, hi time.Duration) time.Duration {
+func (c *converter) bounded(path string, v Value, def, lo, hi time.Duration) time.Duration {
 	d, ok := durationField(&c.p, path, v, def)
 	switch {
 	case !ok:
@@ -138,7 +138,7 @@ func cutText(s string) string {
 
 // sizes refuses lists longer than their bounds before any of them is
 // converted; false when one is.
-func (c *converter) sizes(r *rawScenario) bool {
+func (c *converter) sizes(r *File) bool {
 	ok := c.count("gpus", len(r.GPUs), MaxGPUs, "GPUs")
 	ok = c.count("pods", len(r.Pods), MaxPods, "pods") && ok
 	procs := len(r.HostProcesses)

@@ -36,7 +36,7 @@ var (
 	containerIDRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
-// converter turns the raw file into clean types, applying defaults and the
+// converter turns the File into clean types, applying defaults and the
 // checks that need only one field or one object at a time. Cross-references
 // are validate's job.
 type converter struct {
@@ -45,7 +45,7 @@ type converter struct {
 	dur time.Duration
 }
 
-func (c *converter) scenario(r *rawScenario) *Scenario {
+func (c *converter) scenario(r *File) *Scenario {
 	s := &Scenario{APIVersion: r.APIVersion, Kind: r.Kind, Name: c.text("name", r.Name, MaxNameLen, "a name"), Dir: c.dir}
 	if r.APIVersion != APIVersion {
 		c.p.addf("apiVersion", "%q is not %s", shortText(r.APIVersion), APIVersion)
@@ -94,13 +94,13 @@ func (c *converter) scenario(r *rawScenario) *Scenario {
 		s.Pods = append(s.Pods, c.pod(index("pods", i), pod))
 	}
 	for i, hp := range r.HostProcesses {
-		s.HostProcesses = append(s.HostProcesses, c.process(index("hostProcesses", i), hp, lifetimeOf(0, s.Duration, "the scenario's")))
+		s.HostProcesses = append(s.HostProcesses, c.process(index("hostProcesses", i), *hp, lifetimeOf(0, s.Duration, "the scenario's")))
 	}
 	return s
 }
 
 // positive parses a duration that must be > 0 when given.
-func (c *converter) positive(path string, v rawValue, def time.Duration) time.Duration {
+func (c *converter) positive(path string, v Value, def time.Duration) time.Duration {
 	d, ok := durationField(&c.p, path, v, def)
 	if ok && d <= 0 {
 		c.p.addf(path, "%s must be greater than zero", d)
@@ -108,7 +108,7 @@ func (c *converter) positive(path string, v rawValue, def time.Duration) time.Du
 	return d
 }
 
-func (c *converter) detection(r rawDetection) Detection {
+func (c *converter) detection(r FileDetection) Detection {
 	d := Detection{
 		IdleWindow:    c.bounded("detection.idleWindow", r.IdleWindow, DefaultIdleWindow, MinWindow, MaxWindow),
 		IdleThreshold: DefaultIdleThreshold,
@@ -124,7 +124,7 @@ func (c *converter) detection(r rawDetection) Detection {
 	return d
 }
 
-func (c *converter) node(r rawNode) Node {
+func (c *converter) node(r FileNode) Node {
 	if r.Name == "" {
 		c.p.addf("node.name", "is required")
 	}
@@ -132,7 +132,7 @@ func (c *converter) node(r rawNode) Node {
 	return Node{Name: c.text("node.name", r.Name, MaxNameLen, "a Kubernetes name"), Labels: r.Labels, ResourceSlices: c.resourceSlices("node.resourceSlices", r.ResourceSlices)}
 }
 
-func (c *converter) namespace(path string, r rawNS) Namespace {
+func (c *converter) namespace(path string, r FileNamespace) Namespace {
 	if r.Name == "" {
 		c.p.addf(field(path, "name"), "is required")
 	}
@@ -140,15 +140,17 @@ func (c *converter) namespace(path string, r rawNS) Namespace {
 	return Namespace{Name: c.text(field(path, "name"), r.Name, MaxLabelLen, "a namespace name"), Labels: r.Labels}
 }
 
-func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
+func (c *converter) gpu(path string, pos int, r *FileGPU) GPU {
 	g := GPU{
-		Index:          pos, // the list position unless given
-		UUID:           r.UUID,
-		Model:          r.Model,
-		Mode:           r.Mode,
-		MPSProcessView: r.MPS.ProcessView,
-		IdleWatts:      DefaultIdleWatts,
-		MaxWatts:       DefaultMaxWatts,
+		Index:     pos, // the list position unless given
+		UUID:      r.UUID,
+		Model:     r.Model,
+		Mode:      r.Mode,
+		IdleWatts: DefaultIdleWatts,
+		MaxWatts:  DefaultMaxWatts,
+	}
+	if r.MPS != nil {
+		g.MPSProcessView = r.MPS.ProcessView
 	}
 	idx, _ := intField(&c.p, field(path, "index"), r.Index, int64(pos), 0, math.MaxInt32)
 	g.Index = int(idx)
@@ -199,7 +201,7 @@ func (c *converter) gpu(path string, pos int, r rawGPU) GPU {
 	return g
 }
 
-func (c *converter) power(path string, r rawPower, g *GPU) {
+func (c *converter) power(path string, r FilePower, g *GPU) {
 	if r.IdleWatts != nil {
 		g.IdleWatts = *r.IdleWatts
 	}
@@ -221,7 +223,7 @@ func (c *converter) power(path string, r rawPower, g *GPU) {
 	}
 }
 
-func (c *converter) pod(path string, r rawPod) Pod {
+func (c *converter) pod(path string, r *FilePod) Pod {
 	pod := Pod{
 		UID:         c.text(field(path, "uid"), r.UID, MaxNameLen, "a pod UID"),
 		Namespace:   c.text(field(path, "namespace"), r.Namespace, MaxLabelLen, "a namespace name"),
@@ -252,7 +254,7 @@ func (c *converter) pod(path string, r rawPod) Pod {
 	// the last plain init container has ended.
 	run := lifetimeOf(pod.Start, pod.End, "the pod's").defaulting(pod.ContainersStart(), pod.End)
 	for i, rc := range r.Containers {
-		ct := c.container(index(field(path, "containers"), i), r.UID, rc, run)
+		ct := c.container(index(field(path, "containers"), i), r.UID, rc.Name, &rc.FileContainerSpec, run)
 		ct.Start, ct.End = pod.ContainersStart(), pod.End
 		pod.Containers = append(pod.Containers, ct)
 	}
@@ -260,13 +262,13 @@ func (c *converter) pod(path string, r rawPod) Pod {
 	return pod
 }
 
-func (c *converter) container(path, podUID string, r rawContainer, life span) Container {
-	ct := Container{Name: c.text(field(path, "name"), r.Name, MaxLabelLen, "a container name"), ID: r.ID}
-	if r.Name == "" {
+func (c *converter) container(path, podUID, name string, r *FileContainerSpec, life span) Container {
+	ct := Container{Name: c.text(field(path, "name"), name, MaxLabelLen, "a container name"), ID: r.ID}
+	if name == "" {
 		c.p.addf(field(path, "name"), "is required")
 	}
 	if ct.ID == "" {
-		ct.ID = ContainerID(podUID, r.Name)
+		ct.ID = ContainerID(podUID, name)
 	} else if !containerIDRE.MatchString(ct.ID) {
 		c.p.addf(field(path, "id"), "%q is not 64 lowercase hex digits", shortText(ct.ID))
 	}
@@ -290,7 +292,7 @@ func (c *converter) container(path, podUID string, r rawContainer, life span) Co
 	ct.Claims = c.claims(field(path, "claims"), r.Claims)
 	ct.Limits = c.limits(field(path, "limits"), r.Limits)
 	for i, rp := range r.Processes {
-		ct.Processes = append(ct.Processes, c.process(index(field(path, "processes"), i), rp, life))
+		ct.Processes = append(ct.Processes, c.process(index(field(path, "processes"), i), *rp, life))
 	}
 	return ct
 }

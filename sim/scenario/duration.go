@@ -49,7 +49,7 @@ func secondsToDuration(secs float64) (time.Duration, error) {
 // durationField parses an optional duration field, returning def when the
 // field is absent. ok is false when the field was given but is invalid (the
 // problem is recorded), so callers skip checks that would only repeat it.
-func durationField(p *problems, path string, v rawValue, def time.Duration) (d time.Duration, ok bool) {
+func durationField(p *problems, path string, v Value, def time.Duration) (d time.Duration, ok bool) {
 	if !v.set() {
 		return def, true
 	}
@@ -67,7 +67,7 @@ func durationField(p *problems, path string, v rawValue, def time.Duration) (d t
 
 // timeField parses an RFC 3339 time. The field is required; ok is false
 // when it is missing or invalid (the problem is recorded).
-func timeField(p *problems, path string, v rawValue) (t time.Time, ok bool) {
+func timeField(p *problems, path string, v Value) (t time.Time, ok bool) {
 	if !v.set() {
 		p.addf(path, "is required (an RFC 3339 time such as 2026-11-01T00:00:00Z)")
 		return time.Time{}, false
@@ -85,7 +85,7 @@ func timeField(p *problems, path string, v rawValue) (t time.Time, ok bool) {
 }
 
 // intField parses an optional integer field within [lo,hi].
-func intField(p *problems, path string, v rawValue, def, lo, hi int64) (int64, bool) {
+func intField(p *problems, path string, v Value, def, lo, hi int64) (int64, bool) {
 	if !v.set() {
 		return def, true
 	}

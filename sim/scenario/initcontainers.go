@@ -18,7 +18,7 @@ const RestartAlways = "Always"
 // lists only at that very instant and in which no process can run. A
 // sidecar (restartPolicy Always) starts at its turn and runs to the pod's
 // end; it does not delay the init containers after it.
-func (c *converter) initContainers(path string, r rawPod, podStart, podEnd time.Duration, lifeOK bool) []Container {
+func (c *converter) initContainers(path string, r *FilePod, podStart, podEnd time.Duration, lifeOK bool) []Container {
 	var out []Container
 	turn := podStart
 	for i, ri := range r.InitContainers {
@@ -36,7 +36,7 @@ func (c *converter) initContainers(path string, r rawPod, podStart, podEnd time.
 		default:
 			c.p.addf(field(ip, "restartPolicy"), "%q is not %s, the only restart policy of an init container (leave it out for a plain one)", shortText(ri.RestartPolicy), RestartAlways)
 		}
-		ct := c.container(ip, r.UID, ri.rawContainer, lifetimeOf(podStart, podEnd, "the pod's").defaulting(start, end))
+		ct := c.container(ip, r.UID, ri.Name, &ri.FileContainerSpec, lifetimeOf(podStart, podEnd, "the pod's").defaulting(start, end))
 		ct.RestartPolicy = ri.RestartPolicy
 		ct.Start, ct.End = start, end
 		out = append(out, ct)
@@ -47,7 +47,7 @@ func (c *converter) initContainers(path string, r rawPod, podStart, podEnd time.
 // plainInitEnd reads a plain init container's end, which must lie in
 // [turn, podEnd]; an invalid or absent one yields turn so that the
 // containers after it still get a sensible window.
-func (c *converter) plainInitEnd(path string, v rawValue, turn, podEnd time.Duration, lifeOK bool) time.Duration {
+func (c *converter) plainInitEnd(path string, v Value, turn, podEnd time.Duration, lifeOK bool) time.Duration {
 	end, ok := durationField(&c.p, path, v, turn)
 	switch {
 	case !ok:

@@ -22,7 +22,7 @@ type pendingMemory struct {
 
 // memory reads a process's memory or memoryTrace (one of them) and checks
 // the intervals: from before to, inside the process's life, no overlaps.
-func (c *converter) memory(path string, r rawProcess, pr Process, lifeOK bool) []MemorySegment {
+func (c *converter) memory(path string, r FileProcess, pr Process, lifeOK bool) []MemorySegment {
 	var pending []pendingMemory
 	switch {
 	case len(r.Memory) > 0 && r.MemoryTrace != "":
@@ -36,7 +36,7 @@ func (c *converter) memory(path string, r rawProcess, pr Process, lifeOK bool) [
 	return c.checkMemory(pending, pr, lifeOK)
 }
 
-func (c *converter) inlineMemory(path string, raw []rawMemorySegment) []pendingMemory {
+func (c *converter) inlineMemory(path string, raw []FileMemorySegment) []pendingMemory {
 	out := make([]pendingMemory, 0, len(raw))
 	for i, r := range raw {
 		sp := index(path, i)

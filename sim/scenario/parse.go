@@ -31,12 +31,12 @@ func Parse(data []byte, dir string) (*Scenario, error) {
 	if len(data) > MaxFileBytes {
 		return nil, fmt.Errorf("scenario of %d bytes is larger than %d (16 MiB): put long busy lists in busyTrace files", len(data), MaxFileBytes)
 	}
-	var raw rawScenario
-	if err := decode(data, &raw); err != nil {
+	var f File
+	if err := decode(data, &f); err != nil {
 		return nil, err
 	}
 	c := converter{dir: dir}
-	s := c.scenario(&raw)
+	s := c.scenario(&f)
 	if err := c.p.err(); err != nil {
 		return nil, err
 	}
@@ -46,12 +46,12 @@ func Parse(data []byte, dir string) (*Scenario, error) {
 	return s, nil
 }
 
-// decode reads exactly one YAML document into raw, rejecting unknown fields
+// decode reads exactly one YAML document into f, rejecting unknown fields
 // so that a misspelt key is an error instead of a silently ignored default.
-func decode(data []byte, raw *rawScenario) error {
+func decode(data []byte, f *File) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	err := dec.Decode(raw)
+	err := dec.Decode(f)
 	if errors.Is(err, io.EOF) {
 		return errors.New("empty scenario: no YAML document")
 	}
@@ -65,6 +65,7 @@ func decode(data []byte, raw *rawScenario) error {
 		}
 		return fmt.Errorf("line %d: a scenario file holds one YAML document, found another", extra.Line)
 	}
+	dropNulls(f)
 	return nil
 }
 

@@ -15,7 +15,7 @@ type pendingSegment struct {
 	Segment
 }
 
-func (c *converter) process(path string, r rawProcess, life span) Process {
+func (c *converter) process(path string, r FileProcess, life span) Process {
 	pr := Process{Device: r.Device, Comm: c.text(field(path, "comm"), r.Comm, MaxNameLen, "a process name")}
 	if !r.PID.set() {
 		c.p.addf(field(path, "pid"), "is required")
@@ -46,7 +46,7 @@ func (c *converter) process(path string, r rawProcess, life span) Process {
 
 // lifetime fills pr.Start and pr.End and reports whether they are usable
 // for checking the busy segments against.
-func (c *converter) lifetime(path string, r rawProcess, life span, pr *Process) bool {
+func (c *converter) lifetime(path string, r FileProcess, life span, pr *Process) bool {
 	var okStart, okEnd bool
 	pr.Start, okStart = durationField(&c.p, field(path, "start"), r.Start, life.defStart)
 	pr.End, okEnd = durationField(&c.p, field(path, "end"), r.End, life.defEnd)
@@ -66,7 +66,7 @@ func (c *converter) lifetime(path string, r rawProcess, life span, pr *Process) 
 	return false
 }
 
-func (c *converter) inlineSegments(path string, raw []rawSegment) []pendingSegment {
+func (c *converter) inlineSegments(path string, raw []FileSegment) []pendingSegment {
 	out := make([]pendingSegment, 0, len(raw))
 	for i, r := range raw {
 		sp := index(path, i)
@@ -87,7 +87,7 @@ func (c *converter) inlineSegments(path string, raw []rawSegment) []pendingSegme
 	return out
 }
 
-func (c *converter) requiredDuration(path string, v rawValue) (time.Duration, bool) {
+func (c *converter) requiredDuration(path string, v Value) (time.Duration, bool) {
 	if !v.set() {
 		c.p.addf(path, "is required")
 		return 0, false

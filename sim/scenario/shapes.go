@@ -13,7 +13,7 @@ import (
 // The converters of the "shapes of real clusters" fields: what DRA
 // drivers publish and kubelet lists, and edits of pod annotations.
 
-func (c *converter) resourceSlices(path string, raw []rawResourceSlice) []ResourceSlice {
+func (c *converter) resourceSlices(path string, raw []*FileResourceSlice) []ResourceSlice {
 	var out []ResourceSlice
 	for i, r := range raw {
 		sp := index(path, i)
@@ -34,7 +34,7 @@ func (c *converter) resourceSlices(path string, raw []rawResourceSlice) []Resour
 
 // sliceDevice keeps each attribute's scalar text: `count: 3` and
 // `count: "3"` both give "3", `mig: true` gives "true".
-func (c *converter) sliceDevice(path string, r rawSliceDevice) SliceDevice {
+func (c *converter) sliceDevice(path string, r FileSliceDevice) SliceDevice {
 	if r.Name == "" {
 		c.p.addf(field(path, "name"), "is required")
 	}
@@ -111,7 +111,7 @@ func attributeText(p *problems, path string, n *yaml.Node) (string, bool) {
 // published by the node's resourceSlices: a claim naming a device the node
 // does not publish is what a collector must survive, as device-plugin IDs
 // naming an unknown GPU are.
-func (c *converter) claims(path string, raw []rawClaim) []Claim {
+func (c *converter) claims(path string, raw []FileClaim) []Claim {
 	var out []Claim
 	seen := make(map[Claim]int)
 	for i, r := range raw {
@@ -134,7 +134,7 @@ func (c *converter) claims(path string, raw []rawClaim) []Claim {
 
 // annotationChanges reads a pod's annotation edits: each inside the pod's
 // lifetime (both ends inclusive, as the pod is listed), in time order.
-func (c *converter) annotationChanges(path string, raw []rawAnnotationChange, pod Pod, lifeOK bool) []AnnotationChange {
+func (c *converter) annotationChanges(path string, raw []FileAnnotationChange, pod Pod, lifeOK bool) []AnnotationChange {
 	var out []AnnotationChange
 	prev, prevOK := time.Duration(0), false
 	for i, r := range raw {

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/internal/backoff"
 	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/ledger/filestore"
+	"github.com/gpuledger/gpuledger/support/backoff"
 )
 
 // Outbox is the shipping side of the embedded store (filestore.FileStore).

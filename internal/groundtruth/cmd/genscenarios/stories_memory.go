@@ -1,6 +1,10 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gpuledger/gpuledger/sim/scenario"
+)
 
 // The memory stories run 10 minutes with a 5-minute memory window (ten
 // 30-second buckets): the first window is full at 5 min, and a leak is
@@ -13,17 +17,27 @@ const (
 // newMemoryBuilder is a builder with the memory window set.
 func newMemoryBuilder(name string, labels map[string]string) *builder {
 	b := newBuilder(name, memDuration, labels)
-	b.f.Detection.MemoryWindow = memWindow
+	b.f.Detection.MemoryWindow = text(memWindow)
 	return b
 }
 
+// memSeg is mib MiB over [from, to) seconds.
+func memSeg(from, to float64, mib int) memY {
+	return memY{From: secs(from), To: secs(to), MiB: scenario.IntValue(mib)}
+}
+
 // leakMem: from base MiB, step more every `every` seconds from `from` to
-// the end: a leak of step/every MiB per second.
-func leakMem(base, step int, from, every float64) []memY {
+// the end: a leak of step/every MiB per second. extra(i), if given, is
+// added to the i-th stretch.
+func leakMem(base, step int, from, every float64, extra ...func(i int) int) []memY {
 	var out []memY
 	n := 1
 	for t := from; t < memDuration; t += every {
-		out = append(out, memY{From: secs(t), To: secs(min(t+every, memDuration)), MiB: base + n*step})
+		mib := base + n*step
+		for _, e := range extra {
+			mib += e(n - 1)
+		}
+		out = append(out, memSeg(t, min(t+every, memDuration), mib))
 		n++
 	}
 	return out
@@ -41,7 +55,7 @@ func sawtoothMem(base, top int, period, every float64) []memY {
 			if t >= memDuration {
 				break
 			}
-			out = append(out, memY{From: secs(t), To: secs(min(t+every, memDuration)), MiB: base + top*k/(steps-1)})
+			out = append(out, memSeg(t, min(t+every, memDuration), base+top*k/(steps-1)))
 		}
 	}
 	return out
@@ -83,13 +97,13 @@ func memoryLeakMPS() *builder {
 	b.namespace("serving", map[string]string{"team": "inference"})
 	g := b.gpu(h100, "mps")
 	leaky := b.pod("serving", "rag-worker", 0, 0).container("worker", "nvidia.com/gpu", g.UUID+"::0")
-	mem := leakMem(6000, 64, 10, 10)
 	// Take 2 GB for the first half of every 20 s on top of the leak.
-	for i := range mem {
+	mem := leakMem(6000, 64, 10, 10, func(i int) int {
 		if i%2 == 0 {
-			mem[i].MiB += 2048
+			return 2048
 		}
-	}
+		return 0
+	})
 	leaky.process(98000, g.UUID, 6000, 0, 0, b.pattern(0, memDuration, 30, 0.2, 0.3)).Memory = mem
 	for i, m := range []struct {
 		pod string
@@ -116,10 +130,10 @@ func memoryFlatLarge() *builder {
 	g := b.gpu(a100, "timeslicing")
 	big := b.pod("serving", "llm-70b", 0, 0).container("server", "nvidia.com/gpu.shared", g.UUID+"::0")
 	big.process(99000, g.UUID, 70000, 0, 0, b.pattern(0, memDuration, 30, 0.4, 0.6)).Memory = []memY{
-		{From: secs(0), To: secs(15), MiB: 20000}, {From: secs(15), To: secs(30), MiB: 45000}, {From: secs(30), To: secs(40), MiB: 65000}}
+		memSeg(0, 15, 20000), memSeg(15, 30, 45000), memSeg(30, 40, 65000)}
 	late := b.pod("serving", "reranker", 0, 0).container("server", "nvidia.com/gpu.shared", g.UUID+"::1")
 	late.process(99001, g.UUID, 9000, 0, 0, b.pattern(0, memDuration, 30, 0.1, 0.2)).Memory = []memY{
-		{From: secs(0), To: secs(240), MiB: 500}}
+		memSeg(0, 240, 500)}
 	b.forbid("kind", "memory_growth")
 	return b
 }

@@ -1,6 +1,10 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gpuledger/gpuledger/sim/scenario"
+)
 
 const (
 	draGPU    = "gpu.nvidia.com"
@@ -64,7 +68,14 @@ func draClaims() *builder {
 	b.gpu(h100, "exclusive") // gpu-3: published without a uuid, so never allocated
 	pool := b.f.Node.Name
 	dev := func(name string, attrs ...string) sliceDeviceY {
-		return sliceDeviceY{Name: name, Attributes: pairs(attrs)}
+		d := sliceDeviceY{Name: name}
+		for k, v := range pairs(attrs) {
+			if d.Attributes == nil {
+				d.Attributes = map[string]scenario.Value{}
+			}
+			d.Attributes[k] = text(v)
+		}
+		return d
 	}
 	b.resourceSlice(draGPU, pool,
 		dev("gpu-0", "type", "gpu", "uuid", g0.UUID),
@@ -108,7 +119,7 @@ func gkeSharing() *builder {
 		"cloud.google.com/gke-accelerator": "nvidia-tesla-a100", lGKEStrategy: "time-sharing", lGKEClients: "3"})
 	b.namespace("apps", map[string]string{"team": "apps"})
 	b.namespace("ml", map[string]string{"team": "ml"})
-	minor := func(g *gpuY, m int) { g.Minor = &m }
+	minor := func(g *gpuY, m int) { g.Minor = scenario.IntValue(m) }
 	g0, g1, g2 := b.gpu(a100, "timeslicing"), b.gpu(a100, "exclusive"), b.gpu(a100, "mig")
 	minor(g0, 2)
 	minor(g1, 0)

@@ -1,4 +1,4 @@
-package focus
+package focusvalidate
 
 // serviceSubcategories maps every allowed ServiceSubcategory to its one
 // parent ServiceCategory (ServiceSubcategory's allowed-values table).

@@ -1,4 +1,4 @@
-package focus
+package focusvalidate
 
 // dataType is a column's data type and value format in the specification.
 type dataType int
