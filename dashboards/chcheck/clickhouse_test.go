@@ -19,13 +19,21 @@ import (
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/dashboards"
 	"github.com/gpuledger/gpuledger/dashboards/chcheck"
+	"github.com/gpuledger/gpuledger/internal/chdbtest"
 )
 
-var harness *chtest.Harness
+var (
+	harness *chtest.Harness
+	// engine is ClickHouse 26.7 (chDB): the panels run there too, on a
+	// copy of the same ledger (chdb_test.go).
+	engine *chdbtest.Engine
+)
 
 func TestMain(m *testing.M) {
 	harness = chtest.Setup()
+	engine = chdbtest.Setup()
 	code := m.Run()
+	engine.Close()
 	harness.Close()
 	os.Exit(code)
 }

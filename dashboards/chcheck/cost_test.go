@@ -108,7 +108,8 @@ func TestCostPanelsCarryTheRoundingLine(t *testing.T) {
 }
 
 // checkCostPanels stores book as the newest and compares the cost panels
-// with the report of the simulated month, to the minor unit.
+// with the report of the simulated month, to the minor unit, on the 18.16
+// server and on ClickHouse 26.7 (chDB, a copy of the same ledger).
 func checkCostPanels(t *testing.T, db *ledgerDB, b board, book *pricebook.Book) *report.Report {
 	t.Helper()
 	ctx := context.Background()
@@ -123,9 +124,19 @@ func checkCostPanels(t *testing.T, db *ledgerDB, b board, book *pricebook.Book) 
 	if want.Total == 0 || len(want.Teams) < 4 {
 		t.Fatalf("report of the simulated month: total %d, %d teams", want.Total, len(want.Teams))
 	}
-	unit := book.Currency.MinorUnit
+	t.Run("18.16", func(t *testing.T) { compareCostPanels(t, db.run, b, book, want) })
+	t.Run("26.7", func(t *testing.T) {
+		c := chdbMonth(t)
+		c.syncPrices(t)
+		compareCostPanels(t, c.run, b, book, want)
+	})
+	return want
+}
 
-	cols, rows := db.run(t, b.panelSQL(t, "Cost per team and month"), month(), all())
+// compareCostPanels compares the cost panels, run by run, with want.
+func compareCostPanels(t *testing.T, run runner, b board, book *pricebook.Book, want *report.Report) {
+	unit := book.Currency.MinorUnit
+	cols, rows := run(t, b.panelSQL(t, "Cost per team and month"), month(), all())
 	got := map[string][3]int64{}
 	for _, r := range rows {
 		if m := r[col(t, cols, "Month")]; asString(m)[:10] != "2026-10-01" {
@@ -152,7 +163,7 @@ func checkCostPanels(t *testing.T, db *ledgerDB, b board, book *pricebook.Book) 
 		t.Errorf("idle %s: teams' shares of uncharged capacity add up to %d: the month does not exercise the rule", book.Idle, shares)
 	}
 
-	cols, rows = db.run(t, b.panelSQL(t, "Invoice per month"), month(), all())
+	cols, rows = run(t, b.panelSQL(t, "Invoice per month"), month(), all())
 	if len(rows) != 1 {
 		t.Fatalf("invoice panel: %d rows, want 1", len(rows))
 	}
@@ -170,7 +181,6 @@ func checkCostPanels(t *testing.T, db *ledgerDB, b board, book *pricebook.Book) 
 	if g := asString(r[col(t, cols, "Policy")]); g != string(book.Policy) {
 		t.Errorf("invoice policy %q, want %q", g, string(book.Policy))
 	}
-	return want
 }
 
 // A newest price book in another time zone cuts months elsewhere than the
