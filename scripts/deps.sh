@@ -14,7 +14,8 @@
 # Debian package either: deps.sh fetches its pinned npm tarball with
 # `npm pack`, checks its SHA-256 and unpacks libchdb.so into
 #   ${GPULEDGER_TOOLS_DIR:-$(go env GOCACHE)/../gpuledger-tools}/chdb-<version>/
-# once (178 MB download, 566 MB unpacked).
+# once (178 MB download, 566 MB unpacked). `deps.sh --chdb` does only that,
+# without root (make unit runs it, so that a fresh tool cache gets it).
 set -euo pipefail
 
 CHDB_PACKAGE=@chdb/lib-linux-x64-gnu
@@ -36,22 +37,6 @@ checks=(
   "command -v npm :: nodejs npm :: fetching the chDB engine, ClickHouse 26.7 (internal/chdbtest, internal/chdbcompat, dashboards/chcheck)"
 )
 
-if [ "${1:-}" = "--list" ]; then
-  for c in "${checks[@]}"; do
-    rest=${c#* :: }; pkgs=${rest%% :: *}; why=${rest#* :: }
-    printf '%-40s %s\n' "$pkgs" "$why"
-  done
-  exit 0
-fi
-
-need=()
-for c in "${checks[@]}"; do
-  check=${c%% :: *}; rest=${c#* :: }; pkgs=${rest%% :: *}
-  if ! (eval "$check") >/dev/null 2>&1; then
-    read -r -a p <<<"$pkgs"
-    need+=("${p[@]}")
-  fi
-done
 # chdb fetches the pinned chDB library into the tool cache unless it is
 # there already. The tarball is checked before anything is unpacked, and the
 # library is moved into place whole, so an interrupted run leaves nothing
@@ -93,6 +78,28 @@ chdb() {
   echo "deps: chDB $CHDB_VERSION installed: $lib"
 }
 
+if [ "${1:-}" = "--chdb" ]; then
+  command -v npm >/dev/null || { echo "deps: npm is missing: run make deps (Debian: apt-get install nodejs npm)" >&2; exit 1; }
+  chdb
+  exit 0
+fi
+
+if [ "${1:-}" = "--list" ]; then
+  for c in "${checks[@]}"; do
+    rest=${c#* :: }; pkgs=${rest%% :: *}; why=${rest#* :: }
+    printf '%-40s %s\n' "$pkgs" "$why"
+  done
+  exit 0
+fi
+
+need=()
+for c in "${checks[@]}"; do
+  check=${c%% :: *}; rest=${c#* :: }; pkgs=${rest%% :: *}
+  if ! (eval "$check") >/dev/null 2>&1; then
+    read -r -a p <<<"$pkgs"
+    need+=("${p[@]}")
+  fi
+done
 if [ ${#need[@]} -eq 0 ]; then
   echo "deps: every Debian package the integration tests use is installed"
 else
