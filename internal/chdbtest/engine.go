@@ -129,7 +129,7 @@ func Setup() *Engine {
 func (e *Engine) open() error {
 	path := LibPath()
 	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("%w: %s (run scripts/deps.sh)", ErrNoEngine, path)
+		return fmt.Errorf("%w: %s", ErrNoEngine, path)
 	}
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
@@ -191,7 +191,7 @@ func (e *Engine) Require(t testing.TB) {
 	}
 	how := "see the error"
 	if errors.Is(e.err, ErrNoEngine) {
-		how = "run scripts/deps.sh (make deps), or set " + EnvLib
+		how = "run make chdb (scripts/deps.sh --chdb), or set " + EnvLib
 	}
 	testenv.RequireIntegration(t, "chDB (ClickHouse "+EngineVersion+") unavailable: "+e.err.Error(), how)
 }
