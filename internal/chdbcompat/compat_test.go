@@ -3,6 +3,7 @@ package chdbcompat_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -71,7 +72,7 @@ func TestStatementsAgreeOnClickHouse26(t *testing.T) {
 	admin := chdbtest.Server{Addr: srv.HTTPAddr(), User: "default"}
 
 	reads := workload(ctx, t, srv.DSN(db), admin)
-	logged, err := loggedStatements(ctx, admin)
+	logged, err := loggedStatements(ctx, user, admin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,6 +274,7 @@ func workload(ctx context.Context, t *testing.T, rawDSN string, admin chdbtest.S
 		{From: from, To: to, Bucket: ledger.BucketDay},
 		{From: from, To: to, Bucket: ledger.BucketMonth},
 		{From: from, To: to, Bucket: ledger.BucketDay, Location: la},
+		{From: from, To: to, Bucket: ledger.BucketMonth, Location: la}, // serve's month index
 		{From: from, To: to, Bucket: ledger.BucketDay, ByDevice: true},
 		{From: from, To: to, Bucket: ledger.BucketNone, ByNode: true},
 		{From: from.Add(90 * time.Minute), To: to.Add(-7 * time.Minute), Bucket: ledger.BucketHour},
@@ -392,17 +394,36 @@ func scenario() ([]attribution.Row, []attribution.Finding) {
 	return rows, findings
 }
 
+// endMark is the statement the test sends last as the store's user: the
+// server logs a statement when it has finished, possibly after its answer
+// went out, so the log is read once the mark is in it.
+const endMark = "SELECT 'chdbcompat: end of the workload'"
+
 // loggedStatements are the statements the store's user sent, as 18.16's
 // query_log holds them (type 2: finished), each once, in the order they
 // finished.
-func loggedStatements(ctx context.Context, admin chdbtest.Server) ([]string, error) {
-	if _, err := admin.Query(ctx, "SYSTEM FLUSH LOGS"); err != nil {
+func loggedStatements(ctx context.Context, user, admin chdbtest.Server) ([]string, error) {
+	if _, err := user.Query(ctx, endMark); err != nil {
 		return nil, err
 	}
-	out, err := admin.Query(ctx, "SELECT query FROM system.query_log WHERE type = 2 AND user = '"+chtest.User+
-		"' ORDER BY event_time, query_start_time FORMAT JSONEachRow")
+	var out string
+	err := testenv.EventuallyErr(30*time.Second, func() error {
+		if _, err := admin.Query(ctx, "SYSTEM FLUSH LOGS"); err != nil {
+			return err
+		}
+		var err error
+		out, err = admin.Query(ctx, "SELECT query FROM system.query_log WHERE type = 2 AND user = '"+chtest.User+
+			"' ORDER BY event_time, query_start_time FORMAT JSONEachRow")
+		if err != nil {
+			return fmt.Errorf("cannot read query_log: %w", err)
+		}
+		if !strings.Contains(out, "end of the workload") {
+			return errors.New("query_log lacks the workload's last statement")
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("cannot read query_log: %w", err)
+		return nil, err
 	}
 	var qs []string
 	seen := map[string]bool{}
@@ -415,7 +436,7 @@ func loggedStatements(ctx context.Context, admin chdbtest.Server) ([]string, err
 			return nil, fmt.Errorf("cannot read query_log row %q: %w", line, err)
 		}
 		q := strings.TrimSpace(r.Query)
-		if !seen[q] {
+		if q != endMark && !seen[q] {
 			seen[q] = true
 			qs = append(qs, q)
 		}
