@@ -15,7 +15,7 @@ PKGS      := ./...
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: screenshot all build demo install deps test test-fresh unit race contract lint arch fmt vet bench fuzz dashboards clean
+.PHONY: screenshot all build demo install chdb deps test test-fresh unit race contract lint arch fmt vet bench fuzz dashboards clean
 
 all: build
 
@@ -62,9 +62,15 @@ vet:
 ## test that was skipped and how to bring what it lacked (make deps).
 ## The 30-minute limit per package is a guard for a loaded machine (the
 ## end-to-end packages start real servers); go test's default is 10.
-unit: kube-tools tools
+unit: kube-tools tools chdb
 	$(GO) build -o bin/testsummary ./internal/testsummary
 	GO=$(GO) bin/testsummary -count=1 -timeout 30m $(PKGS)
+
+## chdb: the pinned chDB library (ClickHouse 26.7 in process) in the tool
+## cache, fetched once with npm (scripts/deps.sh --chdb, no root): the
+## tests comparing the ClickHouse SQL on 18.16 and 26.7 load it.
+chdb:
+	GO=$(GO) scripts/deps.sh --chdb
 
 ## deps: install the Debian packages the integration tests use (the one
 ## list, scripts/deps.sh; CI runs it too). Needs root or sudo.

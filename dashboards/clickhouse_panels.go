@@ -107,14 +107,14 @@ GROUP BY time, sharing_mode ORDER BY time, sharing_mode`
 }
 
 // sqlSharingTable is held and used GPU-hours and efficiency by sharing
-// mode over the time range.
+// mode over the time range; modes that held as much stay in one order.
 func sqlSharingTable() string {
 	return `SELECT sharing_mode AS "Sharing mode",
 	sum(alloc_s) / 3600 AS "Held GPU-h", sum(used_s) / 3600 AS "Used GPU-h",
 	if(sum(alloc_s) > 0, sum(used_s) / sum(alloc_s), NULL) AS "Efficiency"
 FROM (` + hourGroups(rangeCond) + `)
 WHERE kind = 'container' AND ` + labelFilters() + `
-GROUP BY sharing_mode ORDER BY "Held GPU-h" DESC`
+GROUP BY sharing_mode ORDER BY "Held GPU-h" DESC, sharing_mode`
 }
 
 // sqlTopWorkloads is the 20 workloads, namespaces with their team, that
@@ -174,21 +174,22 @@ ORDER BY __text`
 // rollup build does not cover every write (ledger/clickhouse: a mark per
 // writer and hour, a build's coverage per writer): the panels show such an
 // hour as last rolled up, while the report reads it from the raw rows.
-// Zero means the money panels equal the report.
+// Zero means the money panels equal the report. Every joined subquery is
+// named (ClickHouse 24+ refuses unnamed ones).
 func sqlStaleHours() string {
 	return `SELECT countIf(stale) AS "Hours not yet rolled up" FROM (
 	SELECT hour, max(has_hdr = 0 OR has_cov = 0 OR cbuild != hbuild OR cseq < seq) AS stale
 	FROM (
 		SELECT hour, writer, seq, has_cov, cbuild, cseq FROM (
 			SELECT hour, writer, max(seq) AS seq FROM ` + chMarks + ` WHERE ` + monthsCond + ` GROUP BY hour, writer
-		) ANY LEFT JOIN (
+		) AS marks ANY LEFT JOIN (
 			SELECT hour, writer, argMax(build, version) AS cbuild, argMax(max_seq, version) AS cseq, toUInt8(1) AS has_cov
 			FROM ` + chCoverage + ` WHERE grain = 'h' AND ` + monthsCond + ` GROUP BY hour, writer
-		) USING (hour, writer)
-	) ANY LEFT JOIN (
+		) AS coverage USING (hour, writer)
+	) AS covered ANY LEFT JOIN (
 		SELECT period AS hour, argMax(build, version) AS hbuild, toUInt8(1) AS has_hdr
 		FROM ` + chBuilds + ` WHERE grain = 'h' AND ` + strings.ReplaceAll(monthsCond, "hour", "period") + ` GROUP BY period
-	) USING (hour)
+	) AS headers USING (hour)
 	GROUP BY hour
 )`
 }

@@ -85,9 +85,17 @@ func dayGroups(timeCond string) string {
 	GROUP BY day, team, namespace, gpu_model, sharing_mode, kind`
 }
 
-// book is the newest price book's scalar settings.
+// book is a scalar setting of the newest price book. A scalar subquery is
+// Nullable on ClickHouse 24+ (NULL when no book is stored), and a NULL
+// there would turn every amount computed from it into NULL (an empty cell
+// where the report shows 0): ifNull gives what 18.16 gives, any()'s value
+// over no rows: empty text, or 0 for the minor unit.
 func book(col string) string {
-	return "(SELECT any(" + col + ") FROM " + chPrices + " WHERE version = (SELECT max(version) FROM " + chPrices + "))"
+	zero := "''"
+	if col == "minor_unit" {
+		zero = "0"
+	}
+	return "ifNull((SELECT any(" + col + ") FROM " + chPrices + " WHERE version = (SELECT max(version) FROM " + chPrices + ")), " + zero + ")"
 }
 
 // charged is the policy's column: allocated under allocation, used under
@@ -139,13 +147,18 @@ func chargeLines() string {
 // load time when written with more decimals (ledger/clickhouse.PriceRows).
 func withRates(inner string) string {
 	// The default rate comes through a scalar subquery as text: 18.16
-	// cannot return a Decimal from a scalar subquery.
-	return `SELECT *, if(rated = 1, model_rate, toDecimal128((SELECT any(rate) FROM ` + chPrices +
-		` WHERE version = (SELECT max(version) FROM ` + chPrices + `) AND is_default = 1), 12)) AS rate
-	FROM (` + inner + `) ANY LEFT JOIN (
+	// cannot return a Decimal from a scalar subquery. ifNull as in book: a
+	// book without a default rate prices unlisted models at 0 on every
+	// version (18.16's any() over no rows is '', which toDecimal128 reads
+	// as 0 there but refuses on 24+).
+	// Both sides of the join are named: ClickHouse 24+ refuses a join of
+	// unnamed subqueries (joined_subquery_requires_alias).
+	return `SELECT *, if(rated = 1, model_rate, toDecimal128(ifNull((SELECT any(rate) FROM ` + chPrices +
+		` WHERE version = (SELECT max(version) FROM ` + chPrices + `) AND is_default = 1), '0'), 12)) AS rate
+	FROM (` + inner + `) AS unrated ANY LEFT JOIN (
 		SELECT model AS gpu_model, toDecimal128(rate, 12) AS model_rate, toUInt8(1) AS rated
 		FROM ` + chPrices + ` WHERE version = (SELECT max(version) FROM ` + chPrices + `) AND is_default = 0
-	) USING (gpu_model)`
+	) AS model_rates USING (gpu_model)`
 }
 
 // utcBook refuses (ClickHouse's throwIf error) a newest price book whose

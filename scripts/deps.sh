@@ -8,7 +8,19 @@
 # kube-apiserver and kubectl are not Debian packages here: make test builds
 # pinned versions into the Go tool cache once (scripts/tools.sh,
 # scripts/kube-tools.sh; about 10 minutes cold on 2 cores).
+#
+# The second ClickHouse engine the tests compare against 18.16 (chDB, the
+# ClickHouse 26.7 engine as a shared library: internal/chdbtest) is not a
+# Debian package either: deps.sh fetches its pinned npm tarball with
+# `npm pack`, checks its SHA-256 and unpacks libchdb.so into
+#   ${GPULEDGER_TOOLS_DIR:-$(go env GOCACHE)/../gpuledger-tools}/chdb-<version>/
+# once (178 MB download, 566 MB unpacked). `deps.sh --chdb` does only that,
+# without root (make unit runs it, so that a fresh tool cache gets it).
 set -euo pipefail
+
+CHDB_PACKAGE=@chdb/lib-linux-x64-gnu
+CHDB_VERSION=26.7.3-stable.1
+CHDB_SHA256=c0d32b129e988f2b9a9a31c9141aecf5e1e2453f9a079efc4d36ab8e3f92b2ad
 
 # Each line, " :: " between the fields: a shell check that is true when
 # the package is present, the packages that bring it, what uses it.
@@ -22,7 +34,55 @@ checks=(
   "command -v podman :: podman :: importing the image's base (deploy/image)"
   "[ -x /usr/sbin/debootstrap ] || command -v debootstrap :: debootstrap :: building the image's Debian base (deploy/image)"
   "command -v etcd :: etcd-server :: the Kubernetes control-plane tests (internal/kubetest, e2e/kube)"
+  "command -v npm :: nodejs npm :: fetching the chDB engine, ClickHouse 26.7 (internal/chdbtest, internal/chdbcompat, dashboards/chcheck)"
 )
+
+# chdb fetches the pinned chDB library into the tool cache unless it is
+# there already. The tarball is checked before anything is unpacked, and the
+# library is moved into place whole, so an interrupted run leaves nothing
+# that a test would load.
+chdb() {
+  local tools dir lib tmp sum
+  if [ -n "${GPULEDGER_TOOLS_DIR:-}" ]; then
+    tools=$GPULEDGER_TOOLS_DIR
+  elif command -v "${GO:-go}" >/dev/null 2>&1; then
+    tools=$(dirname "$("${GO:-go}" env GOCACHE)")/gpuledger-tools
+  else
+    tools=$HOME/.cache/gpuledger-tools
+  fi
+  dir=$tools/chdb-$CHDB_VERSION
+  lib=$dir/libchdb.so
+  if [ -s "$lib" ]; then
+    echo "deps: chDB $CHDB_VERSION is in $dir"
+    return 0
+  fi
+  echo "deps: fetching chDB $CHDB_VERSION ($CHDB_PACKAGE, 178 MB) into $dir"
+  mkdir -p "$tools"
+  tmp=$(mktemp -d "$tools/chdb.tmp.XXXXXX")
+  if ! (cd "$tmp" && npm pack --silent "$CHDB_PACKAGE@$CHDB_VERSION" >/dev/null); then
+    rm -rf "$tmp"
+    echo "deps: npm pack $CHDB_PACKAGE@$CHDB_VERSION failed" >&2
+    return 1
+  fi
+  sum=$(sha256sum "$tmp"/*.tgz | cut -d' ' -f1)
+  if [ "$sum" != "$CHDB_SHA256" ]; then
+    rm -rf "$tmp"
+    echo "deps: $CHDB_PACKAGE@$CHDB_VERSION has SHA-256 $sum, want $CHDB_SHA256; not installed" >&2
+    return 1
+  fi
+  tar -xzf "$tmp"/*.tgz -C "$tmp" package/libchdb.so
+  mkdir -p "$dir"
+  mv "$tmp/package/libchdb.so" "$lib.tmp"
+  mv "$lib.tmp" "$lib"
+  rm -rf "$tmp"
+  echo "deps: chDB $CHDB_VERSION installed: $lib"
+}
+
+if [ "${1:-}" = "--chdb" ]; then
+  command -v npm >/dev/null || { echo "deps: npm is missing: run make deps (Debian: apt-get install nodejs npm)" >&2; exit 1; }
+  chdb
+  exit 0
+fi
 
 if [ "${1:-}" = "--list" ]; then
   for c in "${checks[@]}"; do
@@ -41,15 +101,16 @@ for c in "${checks[@]}"; do
   fi
 done
 if [ ${#need[@]} -eq 0 ]; then
-  echo "deps: every integration test dependency is installed"
-  exit 0
+  echo "deps: every Debian package the integration tests use is installed"
+else
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "deps: need root (or sudo) to install: ${need[*]}" >&2; exit 1; }
+    sudo=(sudo)
+  fi
+  echo "deps: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "deps: need root (or sudo) to install: ${need[*]}" >&2; exit 1; }
-  sudo=(sudo)
-fi
-echo "deps: installing ${need[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}"
+chdb

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/gpuledger/gpuledger/dashboards/dashprices"
 	"os"
 	"strings"
 	"time"
@@ -28,24 +29,8 @@ func init() {
 			return err
 		}
 		defer st.Close()
-		return st.(*clickhouse.Store).WritePrices(ctx, dashboardPrices(book), time.Now())
+		return st.(*clickhouse.Store).WritePrices(ctx, dashprices.Of(book), time.Now())
 	}
-}
-
-// dashboardPrices is book as the ClickHouse store keeps it for the
-// dashboards: plain values, since the store does not import the price
-// book. Nil for a nil book (WritePrices refuses it).
-func dashboardPrices(book *pricebook.Book) *clickhouse.Prices {
-	if book == nil {
-		return nil
-	}
-	p := &clickhouse.Prices{Source: book.Source, Currency: book.Currency.Code, MinorUnit: book.Currency.MinorUnit,
-		Timezone: book.Timezone, Policy: string(book.Policy), Idle: string(book.Idle), MemoryWeighted: book.MemoryWeighted(),
-		Rates: make(map[string]string, len(book.Rates)), DefaultRate: book.DefaultRate.Format(0)}
-	for m, r := range book.Rates {
-		p.Rates[m] = r.Format(0)
-	}
-	return p
 }
 
 func openClickHouse(ctx context.Context, d ledger.DSN) (ledger.Store, error) {

@@ -3,6 +3,7 @@ package chcheck_test
 import (
 	"context"
 	"fmt"
+	"github.com/gpuledger/gpuledger/dashboards/dashprices"
 	"sync"
 	"testing"
 	"time"
@@ -116,7 +117,7 @@ func fleetMonth(b *testing.B) *ledgerDB {
 	benchOnce.Do(func() {
 		benchDB, benchErr = newLedgerDB(b, func(ctx context.Context, s *clickhouse.Store) error {
 			book := shippedBook(b, "allocation", "shared", false)
-			if err := s.WritePrices(ctx, pricesOf(book), time.Now()); err != nil {
+			if err := s.WritePrices(ctx, dashprices.Of(book), time.Now()); err != nil {
 				return err
 			}
 			// A server kept with GPULEDGER_TEST_CLICKHOUSE_DSN may hold the

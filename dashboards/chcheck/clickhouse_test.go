@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gpuledger/gpuledger/dashboards/dashprices"
 	"os"
 	"reflect"
 	"strings"
@@ -16,16 +17,24 @@ import (
 
 	"github.com/gpuledger/gpuledger/dashboards"
 	"github.com/gpuledger/gpuledger/dashboards/chcheck"
+	"github.com/gpuledger/gpuledger/internal/chdbtest"
 	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/ledger/clickhouse"
 	"github.com/gpuledger/gpuledger/ledger/clickhouse/chtest"
 )
 
-var harness *chtest.Harness
+var (
+	harness *chtest.Harness
+	// engine is ClickHouse 26.7 (chDB): the panels run there too, on a
+	// copy of the same ledger (chdb_test.go).
+	engine *chdbtest.Engine
+)
 
 func TestMain(m *testing.M) {
 	harness = chtest.Setup()
+	engine = chdbtest.Setup()
 	code := m.Run()
+	engine.Close()
 	harness.Close()
 	os.Exit(code)
 }
@@ -110,7 +119,7 @@ func simulatedMonth(t testing.TB) *ledgerDB {
 	monthOnce.Do(func() {
 		monthDB, monthErr = newLedgerDB(t, func(ctx context.Context, s *clickhouse.Store) error {
 			simMonth(ctx, t, s.Append)
-			if err := s.WritePrices(ctx, pricesOf(shippedBook(t, "allocation", "shared", false)), time.Now()); err != nil {
+			if err := s.WritePrices(ctx, dashprices.Of(shippedBook(t, "allocation", "shared", false)), time.Now()); err != nil {
 				return err
 			}
 			return s.RebuildRollups(ctx, monthStart, monthEnd)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/gpuledger/gpuledger/dashboards/dashprices"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
 	"github.com/gpuledger/gpuledger/dashboards/chcheck"
-	"github.com/gpuledger/gpuledger/ledger/clickhouse"
 )
 
 // shippedBook is deploy/prices.yaml, the price book the chart ships,
@@ -109,12 +109,13 @@ func TestCostPanelsCarryTheRoundingLine(t *testing.T) {
 }
 
 // checkCostPanels stores book as the newest and compares the cost panels
-// with the report of the simulated month, to the minor unit.
+// with the report of the simulated month, to the minor unit, on the 18.16
+// server and on ClickHouse 26.7 (chDB, a copy of the same ledger).
 func checkCostPanels(t *testing.T, db *ledgerDB, b board, book *pricebook.Book) *report.Report {
 	t.Helper()
 	ctx := context.Background()
 	// Each load is a newer version: the panels use the newest.
-	if err := db.store.WritePrices(ctx, pricesOf(book), time.Now()); err != nil {
+	if err := db.store.WritePrices(ctx, dashprices.Of(book), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	want, err := report.Build(ctx, db.store, book, monthStart, monthEnd)
@@ -124,9 +125,19 @@ func checkCostPanels(t *testing.T, db *ledgerDB, b board, book *pricebook.Book) 
 	if want.Total == 0 || len(want.Teams) < 4 {
 		t.Fatalf("report of the simulated month: total %d, %d teams", want.Total, len(want.Teams))
 	}
-	unit := book.Currency.MinorUnit
+	t.Run("18.16", func(t *testing.T) { compareCostPanels(t, db.run, b, book, want) })
+	t.Run("26.7", func(t *testing.T) {
+		c := chdbMonth(t)
+		c.syncPrices(t)
+		compareCostPanels(t, c.run, b, book, want)
+	})
+	return want
+}
 
-	cols, rows := db.run(t, b.panelSQL(t, "Cost per team and month"), month(), all())
+// compareCostPanels compares the cost panels, run by run, with want.
+func compareCostPanels(t *testing.T, run runner, b board, book *pricebook.Book, want *report.Report) {
+	unit := book.Currency.MinorUnit
+	cols, rows := run(t, b.panelSQL(t, "Cost per team and month"), month(), all())
 	got := map[string][3]int64{}
 	for _, r := range rows {
 		if m := r[col(t, cols, "Month")]; asString(m)[:10] != "2026-10-01" {
@@ -153,7 +164,7 @@ func checkCostPanels(t *testing.T, db *ledgerDB, b board, book *pricebook.Book) 
 		t.Errorf("idle %s: teams' shares of uncharged capacity add up to %d: the month does not exercise the rule", book.Idle, shares)
 	}
 
-	cols, rows = db.run(t, b.panelSQL(t, "Invoice per month"), month(), all())
+	cols, rows = run(t, b.panelSQL(t, "Invoice per month"), month(), all())
 	if len(rows) != 1 {
 		t.Fatalf("invoice panel: %d rows, want 1", len(rows))
 	}
@@ -171,7 +182,6 @@ func checkCostPanels(t *testing.T, db *ledgerDB, b board, book *pricebook.Book) 
 	if g := asString(r[col(t, cols, "Policy")]); g != string(book.Policy) {
 		t.Errorf("invoice policy %q, want %q", g, string(book.Policy))
 	}
-	return want
 }
 
 // A newest price book in another time zone cuts months elsewhere than the
@@ -189,11 +199,11 @@ func TestCostPanelsRefuseANonUTCBook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.store.WritePrices(ctx, pricesOf(la), time.Now()); err != nil {
+	if err := db.store.WritePrices(ctx, dashprices.Of(la), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := db.store.WritePrices(ctx, pricesOf(shippedBook(t, "allocation", "shared", false)), time.Now()); err != nil {
+		if err := db.store.WritePrices(ctx, dashprices.Of(shippedBook(t, "allocation", "shared", false)), time.Now()); err != nil {
 			t.Error(err)
 		}
 	})
@@ -206,16 +216,4 @@ func TestCostPanelsRefuseANonUTCBook(t *testing.T) {
 			t.Errorf("%s with a Los Angeles book: %d rows, err %v", title, len(rows), err)
 		}
 	}
-}
-
-// pricesOf is a book as cmd/gpuledger hands it to the ClickHouse store,
-// which does not import the price book.
-func pricesOf(book *pricebook.Book) *clickhouse.Prices {
-	p := &clickhouse.Prices{Source: book.Source, Currency: book.Currency.Code, MinorUnit: book.Currency.MinorUnit,
-		Timezone: book.Timezone, Policy: string(book.Policy), Idle: string(book.Idle), MemoryWeighted: book.MemoryWeighted(),
-		Rates: make(map[string]string, len(book.Rates)), DefaultRate: book.DefaultRate.Format(0)}
-	for m, r := range book.Rates {
-		p.Rates[m] = r.Format(0)
-	}
-	return p
 }
