@@ -91,5 +91,6 @@ func serveListener(ctx context.Context, srv *http.Server, ln net.Listener, webCo
 // serveMux is the collector's HTTP surface: exp's /metrics and /healthz.
 func serveMux(exp *exposition.Exporter) *http.ServeMux { return exposition.Mux(exp.Handler()) }
 
-// metricsMux is exposition.Mux: metrics on /metrics, /healthz.
+// metricsMux is exposition.Mux (metrics on /metrics, /healthz) under the
+// name the demo's and advise --listen's wiring call.
 func metricsMux(metrics http.Handler) *http.ServeMux { return exposition.Mux(metrics) }
