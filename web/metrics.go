@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,7 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/gpuledger/gpuledger/advisor/adviceprom"
-	"github.com/gpuledger/gpuledger/advisor/advicereport"
+	"github.com/gpuledger/gpuledger/advisor/advise"
 	"github.com/gpuledger/gpuledger/billing/report"
 )
 
@@ -32,12 +31,8 @@ type metrics struct {
 	promFailures prometheus.Counter
 	promSuccess  prometheus.Gauge
 
-	// The newest month-to-date advice in exposition format, and its
-	// freshness (adviceprom.WriteRefresh).
-	mu             sync.Mutex
-	advice         []byte
-	adviceAt       time.Time
-	adviceFailures int64
+	// The newest month-to-date advice series and their freshness.
+	advice adviceprom.Refresher
 }
 
 var chargeDesc = prometheus.NewDesc("gpuledger_charge_month_to_date",
@@ -178,11 +173,7 @@ func (m *metrics) handler() http.Handler {
 			// the rest, the health series above all, still serve.
 			m.s.log.Warn("metrics gathered with errors", "err", RedactURLs(err.Error()))
 		}
-		m.mu.Lock()
-		b.Write(m.advice)
-		at, failures := m.adviceAt, m.adviceFailures
-		m.mu.Unlock()
-		if err := adviceprom.WriteRefresh(&b, at, failures); err != nil {
+		if _, err := m.advice.WriteTo(&b); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -198,25 +189,17 @@ func (s *Server) RefreshAdvice(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, adviceTimeout)
 	defer cancel()
 	now := s.cfg.Now()
-	book, _, err := s.book()
-	var a *advicereport.Advice
-	if err == nil {
-		a, err = s.monthAdvice(ctx, now.In(book.Location).Format("2006-01"), now)
-	}
-	var b bytes.Buffer
-	if err == nil {
-		err = advicereport.Write(&b, a, advicereport.FormatProm)
-	}
-	s.m.mu.Lock()
-	defer s.m.mu.Unlock()
-	if err != nil {
-		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			s.m.adviceFailures++
+	return s.m.advice.Refresh(ctx, now, func(ctx context.Context) (*advise.Plan, error) {
+		book, _, err := s.book()
+		if err != nil {
+			return nil, err
 		}
-		return err
-	}
-	s.m.advice, s.m.adviceAt = b.Bytes(), now
-	return nil
+		a, err := s.monthAdvice(ctx, now.In(book.Location).Format("2006-01"), now)
+		if err != nil {
+			return nil, err
+		}
+		return a.Plan, nil
+	})
 }
 
 // Run builds the month-to-date charges of /metrics, then refreshes the
@@ -231,16 +214,9 @@ func (s *Server) Run(ctx context.Context) {
 	if s.cfg.AdviceRefresh < 0 {
 		return
 	}
-	t := time.NewTicker(s.cfg.AdviceRefresh)
-	defer t.Stop()
-	for {
+	adviceprom.Every(ctx, s.cfg.AdviceRefresh, func() {
 		if err := s.RefreshAdvice(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("month-to-date advice not refreshed; /metrics keeps the previous one", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }

@@ -40,6 +40,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/advisor/advicereport"
 	"github.com/gpuledger/gpuledger/advisor/advise"
+	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"
 	"github.com/gpuledger/gpuledger/billing/tokencost"
@@ -452,35 +453,67 @@ func (s *Server) attachTokens(ctx context.Context, rep *report.Report, month, ve
 	return nil
 }
 
-// tokenSection counts and prices a month's tokens; a failure of either
-// is the section's reason, logged and counted.
+// tokenSection counts and prices a month's tokens through
+// tokencost.Build; a failure of either is the section's reason, logged and
+// counted.
 func (s *Server) tokenSection(ctx context.Context, from, to time.Time, book *pricebook.Book, month string) tokenSection {
 	prom := RedactURLs(s.cfg.Prometheus.String())
-	counted, err := tokencost.Count(ctx, s.cfg.Prometheus, from, to)
-	if err != nil {
+	src := &pricingSource{s: s}
+	t, err := tokencost.Build(ctx, s.cfg.Prometheus, src, book, from, to)
+	var pe *tokencost.PrometheusError
+	if errors.As(err, &pe) {
 		s.m.promFailures.Inc()
 		s.log.Warn("the month's page is served without its cost per token section: Prometheus did not answer",
 			"month", month, "prometheus", prom, "err", RedactURLs(err.Error()))
 		return tokenSection{unavailable: tokensUnavailable(prom, err)}
 	}
 	s.m.promSuccess.SetToCurrentTime()
-	// The pricing reads the ledger, but a failure here is the section's:
-	// it neither retires the store nor counts as the ledger's failure.
-	var t *report.Tokens
-	if _, err = s.ledgerGen(); err == nil {
-		var ref *storeRef
-		if ref, err = s.acquire(ctx); err == nil {
-			t, err = counted.Join(ctx, ref.st, book)
-			s.release(ref, false)
-		}
-	}
 	if err != nil {
+		if src.err != nil {
+			err = src.err // the ledger was not there to read: say so, not what the pricing made of it
+		}
 		s.m.promFailures.Inc()
 		s.log.Warn("the month's page is served without its cost per token section: it could not be priced",
 			"month", month, "err", RedactURLs(err.Error()))
 		return tokenSection{unavailable: tokensUnpriced(err)}
 	}
 	return tokenSection{t: t}
+}
+
+// pricingSource is the ledger as the token section's pricing reads it:
+// acquired only once Prometheus has answered, so that slow token queries
+// hold no store. Its failures are the section's: it neither retires the
+// store nor counts as the ledger's failure. err keeps why the store could
+// not be had.
+type pricingSource struct {
+	s   *Server
+	err error
+}
+
+func (p *pricingSource) with(ctx context.Context, fn func(report.Source) error) error {
+	if _, err := p.s.ledgerGen(); err != nil {
+		p.err = err
+		return err
+	}
+	ref, err := p.s.acquire(ctx)
+	if err != nil {
+		p.err = err
+		return err
+	}
+	defer p.s.release(ref, false)
+	return fn(ref.st)
+}
+
+func (p *pricingSource) Aggregate(ctx context.Context, q ledger.AggregateQuery) (out []ledger.Aggregate, err error) {
+	err = p.with(ctx, func(src report.Source) error {
+		out, err = src.Aggregate(ctx, q)
+		return err
+	})
+	return out, err
+}
+
+func (p *pricingSource) Findings(ctx context.Context, from, to time.Time, fn func(attribution.Finding) error) error {
+	return p.with(ctx, func(src report.Source) error { return src.Findings(ctx, from, to, fn) })
 }
 
 // maxNote bounds the reason a page gives for its missing token section.

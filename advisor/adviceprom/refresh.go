@@ -1,10 +1,18 @@
 package adviceprom
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"io"
+	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/gpuledger/gpuledger/advisor/advise"
 )
 
 // WriteRefresh writes the freshness series of `gpuledger advise --listen`:
@@ -22,4 +30,79 @@ func WriteRefresh(w io.Writer, at time.Time, failures int64) error {
 	}
 	failed.Add(float64(failures))
 	return encode(w, reg, "advice refresh series")
+}
+
+// Refresher keeps the newest advice series and their freshness, for the
+// two exporters of the advice: `gpuledger advise --listen` (which serves
+// it as its /metrics, ServeHTTP) and `gpuledger serve` (which adds it to
+// its own /metrics, WriteTo). A failed refresh keeps the previous advice
+// and is counted.
+type Refresher struct {
+	mu       sync.Mutex
+	body     []byte    // the newest successful advice's series
+	at       time.Time // when it was computed; zero: never
+	failures int64
+}
+
+// Refresh computes the advice as of now with plan and keeps its series.
+// On failure the previous series stay and the failure is counted, unless
+// ctx was canceled: a refresh cut short by shutdown did not fail (one
+// that ran out of its own deadline did).
+func (r *Refresher) Refresh(ctx context.Context, now time.Time, plan func(context.Context) (*advise.Plan, error)) error {
+	p, err := plan(ctx)
+	var b bytes.Buffer
+	if err == nil {
+		err = Write(&b, p)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			r.failures++
+		}
+		return err
+	}
+	r.body, r.at = b.Bytes(), now
+	return nil
+}
+
+// WriteTo writes the newest advice series, then their freshness series
+// (WriteRefresh), in the text exposition format.
+func (r *Refresher) WriteTo(w io.Writer) (int64, error) {
+	r.mu.Lock()
+	body, at, failures := r.body, r.at, r.failures
+	r.mu.Unlock()
+	var b bytes.Buffer
+	b.Write(body)
+	if err := WriteRefresh(&b, at, failures); err != nil {
+		return 0, err
+	}
+	return b.WriteTo(w)
+}
+
+// ServeHTTP serves WriteTo's series, as `gpuledger advise --listen`'s
+// /metrics.
+func (r *Refresher) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	var b bytes.Buffer
+	if _, err := r.WriteTo(&b); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+	_, _ = w.Write(b.Bytes())
+}
+
+// Every calls refresh at once, then every interval until ctx ends: the
+// refresh loop of both exporters (each logs its own failures).
+func Every(ctx context.Context, interval time.Duration, refresh func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		refresh()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

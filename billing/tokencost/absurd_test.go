@@ -92,7 +92,7 @@ func TestAbsurdCounts(t *testing.T) {
 			}
 			c := fakeProm(t, map[string]string{in: join(okIn, tc.in), out: join(okOut, tc.out)})
 			from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-			counted, err := Count(context.Background(), c, from, from.AddDate(0, 1, 0))
+			counted, err := count(context.Background(), c, from, from.AddDate(0, 1, 0))
 			if err != nil {
 				t.Fatalf("a tenant's counts failed the count: %v", err)
 			}
@@ -135,8 +135,8 @@ func TestAbsurdCounts(t *testing.T) {
 	}
 }
 
-// joinCounted joins a count with costs as Join does with the ledger's.
-func joinCounted(c *Counted, costs map[podKey]*big.Rat) (*report.Tokens, error) {
+// joinCounted joins a count with costs as Build does with the ledger's.
+func joinCounted(c *counted, costs map[podKey]*big.Rat) (*report.Tokens, error) {
 	return join(c.source, c.to, "allocated", c.pods, c.notes, costs)
 }
 
@@ -149,7 +149,7 @@ func TestNotesBounded(t *testing.T) {
 	}
 	c := fakeProm(t, map[string]string{"vllm:prompt_tokens_total": strings.Join(b, ",")})
 	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	counted, err := Count(context.Background(), c, from, from.AddDate(0, 1, 0))
+	counted, err := count(context.Background(), c, from, from.AddDate(0, 1, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestCredentialsRedacted(t *testing.T) {
 			t.Fatal(err)
 		}
 		from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-		_, err = Count(context.Background(), c, from, from.AddDate(0, 1, 0))
+		_, err = count(context.Background(), c, from, from.AddDate(0, 1, 0))
 		if err == nil {
 			t.Fatalf("%s: no error", c)
 		}
@@ -217,7 +217,7 @@ func TestCountTotalDeadline(t *testing.T) {
 	}
 	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	began := time.Now()
-	_, err = Count(context.Background(), c, from, from.AddDate(0, 1, 0))
+	_, err = count(context.Background(), c, from, from.AddDate(0, 1, 0))
 	took := time.Since(began)
 	if err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
 		t.Errorf("Count: %v after %s, want the 1 s deadline exceeded", err, took)
@@ -252,7 +252,7 @@ func TestQueriesConcurrencyBounded(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			if _, err := Count(context.Background(), c, from, from.AddDate(0, 1, 0)); err != nil {
+			if _, err := count(context.Background(), c, from, from.AddDate(0, 1, 0)); err != nil {
 				t.Error(err)
 			}
 		})
@@ -299,7 +299,7 @@ func TestAnswerBounds(t *testing.T) {
 				t.Fatal(err)
 			}
 			from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-			if _, err := Count(context.Background(), c, from, from.AddDate(0, 1, 0)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := count(context.Background(), c, from, from.AddDate(0, 1, 0)); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%v, want %q", err, tc.want)
 			}
 		})

@@ -69,7 +69,7 @@ func BenchmarkCountSeries(b *testing.B) {
 				var wg sync.WaitGroup
 				for range pages {
 					wg.Go(func() {
-						got, err := Count(context.Background(), c, from, from.AddDate(0, 1, 0))
+						got, err := count(context.Background(), c, from, from.AddDate(0, 1, 0))
 						if err != nil {
 							b.Error(err)
 							return

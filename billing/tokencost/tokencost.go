@@ -312,38 +312,55 @@ func Costs(ctx context.Context, src report.Source, book *pricebook.Book, from, t
 	return out, basis, nil
 }
 
-// Build is the cost per token section of [from, to): Costs joined with
-// Tokens by namespace and pod, grouped per namespace, workload, model and
-// server. A pod serving several models has its cost split among them by
-// their share of its tokens (input and output together; equally when it
-// counted none).
+// Build is the cost per token section of [from, to), the one join both
+// front ends use (report --prometheus, and serve, which caches what it
+// returns): the tokens every pod's servers counted, read from q, joined
+// with the pods' cost from src by namespace and pod, grouped per
+// namespace, workload, model and server. A pod serving several models has
+// its cost split among them by their share of its tokens (input and output
+// together; equally when it counted none).
+//
+// All of q's queries run within q's Timeout together where q has one
+// (*Client), DefaultTimeout otherwise; src is read only once they are
+// done, so a caller may open the ledger lazily. Only Prometheus failing
+// (not answering in time, refusing, answering garbage or beyond MaxSeries
+// or MaxResponseBytes) is a *PrometheusError; a tenant's absurd counts are
+// dropped and noted. Any other error is the pricing's (the ledger's).
 func Build(ctx context.Context, q Querier, src report.Source, book *pricebook.Book, from, to time.Time) (*report.Tokens, error) {
-	c, err := Count(ctx, q, from, to)
+	c, err := count(ctx, q, from, to)
+	if err != nil {
+		return nil, &PrometheusError{Err: err}
+	}
+	costs, basis, err := Costs(ctx, src, book, c.from, c.to)
 	if err != nil {
 		return nil, err
 	}
-	return c.Join(ctx, src, book)
+	return join(c.source, c.to, basis, c.pods, c.notes, costs)
 }
 
-// Counted is what the inference servers counted over a period, read from
-// one Prometheus: the first half of Build. Callers that must tell a
-// Prometheus failure from a ledger failure (gpuledger serve renders a
-// month without its token section when Prometheus does not answer, but
-// not when the ledger does not) call Count, then Join.
-type Counted struct {
+// PrometheusError is Build's error when Prometheus did not answer its
+// token queries, so that a caller can tell it from the ledger failing
+// (gpuledger serve renders a month without its token section when
+// Prometheus does not answer, but not when the ledger does not). Its text
+// is the failure's own.
+type PrometheusError struct{ Err error }
+
+func (e *PrometheusError) Error() string { return e.Err.Error() }
+func (e *PrometheusError) Unwrap() error { return e.Err }
+
+// counted is what the inference servers counted over a period, read from
+// one Prometheus: the first half of Build.
+type counted struct {
 	source   string
 	from, to time.Time
 	pods     map[podKey]*podTokens
 	notes    *notes
 }
 
-// Count reads the tokens every pod's servers counted in [from, to) from q,
+// count reads the tokens every pod's servers counted in [from, to) from q,
 // all of its queries within q's Timeout together where q has one
-// (*Client), DefaultTimeout otherwise. Only Prometheus failing (not
-// answering in time, refusing, answering garbage or beyond MaxSeries or
-// MaxResponseBytes) is an error: a tenant's absurd counts are dropped and
-// noted.
-func Count(ctx context.Context, q Querier, from, to time.Time) (*Counted, error) {
+// (*Client), DefaultTimeout otherwise.
+func count(ctx context.Context, q Querier, from, to time.Time) (*counted, error) {
 	if q == nil {
 		return nil, errNoPrometheus
 	}
@@ -357,17 +374,7 @@ func Count(ctx context.Context, q Querier, from, to time.Time) (*Counted, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Counted{source: q.String(), from: from, to: to, pods: toks, notes: ns}, nil
-}
-
-// Join prices the counted period's pods from the ledger and returns the
-// section Build returns for the same period.
-func (c *Counted) Join(ctx context.Context, src report.Source, book *pricebook.Book) (*report.Tokens, error) {
-	costs, basis, err := Costs(ctx, src, book, c.from, c.to)
-	if err != nil {
-		return nil, err
-	}
-	return join(c.source, c.to, basis, c.pods, c.notes, costs)
+	return &counted{source: q.String(), from: from, to: to, pods: toks, notes: ns}, nil
 }
 
 type rowKey struct{ namespace, workload, model, server string }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gpuledger/gpuledger/advisor/adviceprom"
-	"github.com/gpuledger/gpuledger/advisor/advicereport"
 	"github.com/gpuledger/gpuledger/advisor/advise"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/ledger"
@@ -51,54 +49,10 @@ func (f *adviseFlags) checkServe() error {
 	return nil
 }
 
-// adviceExporter holds the newest advice in the exposition format and
-// serves it with its own freshness series, so an alert can tell stale
-// advice from none.
-type adviceExporter struct {
-	mu       sync.Mutex
-	body     []byte    // the newest successful advice
-	at       time.Time // when it was computed
-	failures int64
-}
-
-func (x *adviceExporter) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	x.mu.Lock()
-	body, at, failures := x.body, x.at, x.failures
-	x.mu.Unlock()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	var b bytes.Buffer
-	b.Write(body)
-	if err := adviceprom.WriteRefresh(&b, at, failures); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	_, _ = w.Write(b.Bytes())
-}
-
-// refresh advises on the window that ended at the last whole hour before
-// now and keeps the result; a failure keeps the previous advice.
-func (x *adviceExporter) refresh(ctx context.Context, st ledger.Store, book *pricebook.Book, f adviseFlags, pods []advise.Pod, now time.Time) error {
-	to := now.Truncate(time.Hour)
-	from := to.Add(-f.window)
-	res, err := buildAdvice(ctx, st, book, from, to, pods, f.options())
-	var b bytes.Buffer
-	if err == nil {
-		err = advicereport.Write(&b, res, advicereport.FormatProm)
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if err != nil {
-		if ctx.Err() == nil { // a refresh cut short by shutdown did not fail
-			x.failures++
-		}
-		return fmt.Errorf("cannot advise on [%s, %s): %w", ledger.FormatTime(from), ledger.FormatTime(to), err)
-	}
-	x.body, x.at = b.Bytes(), now
-	return nil
-}
-
-// serveAdvice is advise --listen: advise every --refresh and serve the
-// newest advice until ctx ends.
+// serveAdvice is advise --listen: advise every --refresh on the trailing
+// --window that ended at the last whole hour, and serve the newest advice
+// (adviceprom.Refresher) until ctx ends; a failed refresh keeps the
+// previous advice.
 func serveAdvice(ctx context.Context, f adviseFlags) error {
 	book, err := pricebook.Load(f.prices)
 	if err != nil {
@@ -115,7 +69,7 @@ func serveAdvice(ctx context.Context, f adviseFlags) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	x := &adviceExporter{}
+	x := &adviceprom.Refresher{}
 	log := slog.Default().With("component", "advise")
 	clock := f.now
 	if clock == nil {
@@ -123,7 +77,7 @@ func serveAdvice(ctx context.Context, f adviseFlags) error {
 	}
 	refreshNow := func() {
 		began := time.Now()
-		if err := x.refresh(ctx, st, book, f, pods, clock()); err != nil {
+		if err := refreshAdvice(ctx, x, st, book, f, pods, clock()); err != nil {
 			if ctx.Err() != nil {
 				return // shutting down: not a failed refresh
 			}
@@ -135,19 +89,27 @@ func serveAdvice(ctx context.Context, f adviseFlags) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		refreshNow()
-		t := time.NewTicker(f.refresh)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				refreshNow()
-			}
-		}
+		adviceprom.Every(ctx, f.refresh, refreshNow)
 	}()
 	srv := &http.Server{Handler: metricsMux(x), ReadHeaderTimeout: 10 * time.Second}
 	log.Info("serving advice", "listen", f.listen, "window", f.window.String(), "refresh", f.refresh.String())
 	return serveWithWebConfig(ctx, srv, f.listen, f.webConfig)
+}
+
+// refreshAdvice has x advise on the --window that ended at the last whole
+// hour before now; a failure keeps the previous advice.
+func refreshAdvice(ctx context.Context, x *adviceprom.Refresher, st ledger.Store, book *pricebook.Book, f adviseFlags, pods []advise.Pod, now time.Time) error {
+	to := now.Truncate(time.Hour)
+	from := to.Add(-f.window)
+	err := x.Refresh(ctx, now, func(ctx context.Context) (*advise.Plan, error) {
+		res, err := buildAdvice(ctx, st, book, from, to, pods, f.options())
+		if err != nil {
+			return nil, err
+		}
+		return res.Plan, nil
+	})
+	if err != nil {
+		return fmt.Errorf("cannot advise on [%s, %s): %w", ledger.FormatTime(from), ledger.FormatTime(to), err)
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuledger/gpuledger/advisor/adviceprom"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/ledger"
 )
@@ -51,7 +52,7 @@ func TestAdviseExporterServesWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	x := &adviceExporter{}
+	x := &adviceprom.Refresher{}
 	scrape := func() string {
 		rec := httptest.NewRecorder()
 		x.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -62,7 +63,7 @@ func TestAdviseExporterServesWindow(t *testing.T) {
 		t.Fatalf("before the first refresh:\n%s", got)
 	}
 	now := time.Date(2026, 11, 3, 1, 42, 0, 0, time.UTC) // 1793670120 (date -u +%s); the window is [11-02 01:00, 11-03 01:00)
-	if err := x.refresh(ctx, st, book, f, nil, now); err != nil {
+	if err := refreshAdvice(ctx, x, st, book, f, nil, now); err != nil {
 		t.Fatal(err)
 	}
 	got := scrape()
@@ -75,7 +76,7 @@ func TestAdviseExporterServesWindow(t *testing.T) {
 	}
 	// A month later the window holds nothing: the advice stays, the
 	// failure is counted.
-	if err := x.refresh(ctx, st, book, f, nil, now.AddDate(0, 1, 0)); err == nil {
+	if err := refreshAdvice(ctx, x, st, book, f, nil, now.AddDate(0, 1, 0)); err == nil {
 		t.Fatal("advising on an empty window succeeded")
 	}
 	if again := scrape(); !strings.HasPrefix(again, want.String()) || sample(t, again, "gpuledger_advice_refresh_failures_total") != 1 {

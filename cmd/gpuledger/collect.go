@@ -106,8 +106,8 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	boot := newStartup("starting")
-	srv := &http.Server{Handler: boot.mux(), ReadHeaderTimeout: 5 * time.Second}
+	boot := exposition.NewStartup("starting")
+	srv := &http.Server{Handler: boot.Mux(), ReadHeaderTimeout: 5 * time.Second}
 	// A collector whose metrics cannot be served (bad web config) stops
 	// rather than collecting blind.
 	runCtx, cancel := context.WithCancel(ctx)
@@ -127,7 +127,7 @@ func runCollect(ctx context.Context, args []string, _ io.Writer) error {
 
 // runCollector is collect once its HTTP surface is up: it runs until ctx
 // ends, then stops at that instant and drains the outbox.
-func runCollector(ctx context.Context, f collectFlags, boot *startup, log *slog.Logger) error {
+func runCollector(ctx context.Context, f collectFlags, boot *exposition.Startup, log *slog.Logger) error {
 	nv := nvmlsource.New(nvml.New(), log)
 	if err := nv.Init(ctx); err != nil {
 		return fmt.Errorf("cannot initialise NVML (is the NVIDIA driver mounted?): %w", err)
@@ -170,7 +170,7 @@ func runCollector(ctx context.Context, f collectFlags, boot *startup, log *slog.
 	if err := os.MkdirAll(f.dataDir, 0o750); err != nil {
 		return fmt.Errorf("cannot create data directory: %w", err)
 	}
-	boot.setPhase("migrating")
+	boot.SetPhase("migrating")
 	out, err := openOutbox(ctx, f, log)
 	if err != nil {
 		return err
@@ -197,7 +197,7 @@ func runCollector(ctx context.Context, f collectFlags, boot *startup, log *slog.
 	c := collector.New(collector.Config{Node: f.node, Outbox: outboxStatus(out)}, collector.WallClock{}, collector.Sources{
 		NVML: nv, DCGM: dcgm, Pods: pods, Meta: meta, Procs: procfs.NewResolver(f.procRoot),
 	}, engine, exp, []collector.Sink{out}, log)
-	boot.ready(exp.Handler())
+	boot.Ready(exp.Handler())
 
 	log.Info("collecting", "poll", f.poll, "ledger_interval", f.ledgerInterval, "listen", f.listen)
 	err = c.Run(ctx, f.poll) // on ctx's end: a last cycle and the open interval closed at that instant

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -20,6 +19,7 @@ import (
 	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"github.com/gpuledger/gpuledger/support/outfile"
+	"github.com/gpuledger/gpuledger/support/progress"
 )
 
 // clickhouseMigrate creates or upgrades the ClickHouse schema; the
@@ -141,17 +141,17 @@ func runLedgerExport(ctx context.Context, args []string, stdout io.Writer) error
 	defer commit(false)
 
 	var src ledger.Store = st
-	var bar *progressBar
-	var progress func(int64)
+	var bar *progress.Bar
+	var onProgress func(int64)
 	if showProgress(f.out, stdout) {
-		bar = &progressBar{w: os.Stderr, from: f.from, to: f.to, began: time.Now()}
-		src = observedStore{Store: st, seen: bar.observe}
-		progress = bar.update
+		bar = progress.New(os.Stderr, f.from, f.to)
+		src = observedStore{Store: st, seen: bar.Observe}
+		onProgress = bar.Update
 	}
 	began := time.Now()
-	n, err := ledger.Export(ctx, src, f.from, f.to, f.format, out, progress)
+	n, err := ledger.Export(ctx, src, f.from, f.to, f.format, out, onProgress)
 	if bar != nil {
-		bar.finish(err == nil)
+		bar.Finish(err == nil)
 	}
 	if err != nil {
 		return err
@@ -220,67 +220,18 @@ func showProgress(outPath string, stdout io.Writer) bool {
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
-// observedStore lets the progress bar see each exported row's time.
+// observedStore lets the progress bar see each exported row's interval
+// end.
 type observedStore struct {
 	ledger.Store
-	seen func(attribution.Row)
+	seen func(time.Time)
 }
 
 func (o observedStore) Rows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
 	return o.Store.Rows(ctx, from, to, func(r attribution.Row) error {
-		o.seen(r)
+		o.seen(r.IntervalEnd)
 		return fn(r)
 	})
-}
-
-// progressBar shows how far through [from, to) the export is: rows come in
-// time order, so the last row's interval end measures progress without
-// counting the rows first.
-type progressBar struct {
-	w        io.Writer
-	from, to time.Time
-	began    time.Time
-	last     time.Time
-	done     int64
-	drawn    time.Time
-}
-
-func (p *progressBar) observe(r attribution.Row) { p.last = r.IntervalEnd }
-
-func (p *progressBar) update(done int64) {
-	p.done = done
-	if time.Since(p.drawn) < 200*time.Millisecond {
-		return
-	}
-	p.draw(p.fraction())
-}
-
-func (p *progressBar) fraction() float64 {
-	if p.last.IsZero() {
-		return 0
-	}
-	f := float64(p.last.Sub(p.from)) / float64(p.to.Sub(p.from))
-	return min(1, max(0, f))
-}
-
-func (p *progressBar) draw(f float64) {
-	const width = 30
-	filled := int(f * width)
-	rate := float64(p.done) / max(time.Since(p.began).Seconds(), 1e-3)
-	fmt.Fprintf(p.w, "\rexporting [%s%s] %3.0f%%  %d rows  %.0f rows/s ",
-		strings.Repeat("#", filled), strings.Repeat(".", width-filled), f*100, p.done, rate)
-	p.drawn = time.Now()
-}
-
-// finish draws the final state (full when the export succeeded) and ends
-// the line, before anything else is logged.
-func (p *progressBar) finish(ok bool) {
-	f := p.fraction()
-	if ok {
-		f = 1
-	}
-	p.draw(f)
-	fmt.Fprintln(p.w)
 }
 
 func runLedgerMigrate(ctx context.Context, args []string, stdout io.Writer) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuledger/gpuledger/billing/tokencost"
 	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/quota"
+	"github.com/gpuledger/gpuledger/quota/quotaservice"
 	"github.com/gpuledger/gpuledger/web"
 )
 
@@ -216,7 +217,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		opts = append(opts, o)
 	}
-	var qs *quotaService
+	var qs *quotaservice.Service
 	if f.quota {
 		// The team label is the book's at start: the quota objects' teams
 		// are read with the label the ledger's teams were.
@@ -224,7 +225,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		if qs, err = newQuotaService(f.ledger, f.kubeconfig, book.TeamLabel, carbonNodeLabel(book), f.quotaInterval); err != nil {
 			return err
 		}
-		opts = append(opts, func(c *web.Config) { c.Collectors = append(c.Collectors, qs.collectors()...) })
+		opts = append(opts, func(c *web.Config) { c.Collectors = append(c.Collectors, qs.Collectors()...) })
 	}
 	srv, err := newWebServer(f.ledger, prices, f.months, f.adviceRefresh, opts...)
 	if err != nil {
@@ -234,7 +235,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if qs != nil {
 		qctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); qs.run(qctx) }()
+		go func() { defer close(done); qs.Run(qctx) }()
 		defer func() { cancel(); <-done }()
 	}
 	return serveWebDrain(ctx, srv, f.listen, f.webConfig, f.drain, stdout)

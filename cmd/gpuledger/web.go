@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
@@ -91,64 +89,8 @@ func serveListener(ctx context.Context, srv *http.Server, ln net.Listener, webCo
 }
 
 // serveMux is the collector's HTTP surface: exp's /metrics and /healthz.
-func serveMux(exp *exposition.Exporter) *http.ServeMux { return metricsMux(exp.Handler()) }
+func serveMux(exp *exposition.Exporter) *http.ServeMux { return exposition.Mux(exp.Handler()) }
 
-// metricsMux serves metrics on /metrics and a liveness answer on /healthz,
-// the wiring collect, simulate --listen and the demo share.
-func metricsMux(metrics http.Handler) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", metrics)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, "ok\n")
-	})
-	return mux
-}
-
-// startup is the collector's HTTP surface while it starts: the listener is
-// bound first, and until ready is called /healthz answers alive with the
-// phase ("migrating" while the node's ledger migrates, 36 s measured on a
-// 100-GPU month), /readyz and /metrics answer 503 with it, so a liveness
-// probe does not kill a collector that is busy migrating.
-type startup struct {
-	phase   atomic.Pointer[string]
-	metrics atomic.Pointer[http.Handler]
-}
-
-func newStartup(phase string) *startup {
-	s := &startup{}
-	s.setPhase(phase)
-	return s
-}
-
-func (s *startup) setPhase(phase string) { s.phase.Store(&phase) }
-
-// ready switches /metrics to metrics and the probes to "ok".
-func (s *startup) ready(metrics http.Handler) {
-	s.metrics.Store(&metrics)
-	s.setPhase("ok")
-}
-
-func (s *startup) mux() *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, *s.phase.Load()+"\n")
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if s.metrics.Load() == nil {
-			http.Error(w, "not ready: "+*s.phase.Load(), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = io.WriteString(w, "ok\n")
-	})
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		h := s.metrics.Load()
-		if h == nil {
-			http.Error(w, "not ready: "+*s.phase.Load(), http.StatusServiceUnavailable)
-			return
-		}
-		(*h).ServeHTTP(w, r)
-	})
-	return mux
-}
+// metricsMux is exposition.Mux (metrics on /metrics, /healthz) under the
+// name the demo's and advise --listen's wiring call.
+func metricsMux(metrics http.Handler) *http.ServeMux { return exposition.Mux(metrics) }
