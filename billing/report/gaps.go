@@ -50,6 +50,12 @@ type Coverage struct {
 	// Count and GPUHours are lower bounds.
 	Omitted   int
 	Truncated bool
+	// ByNode is each node's gap GPU-hours, every gap counted; Silent is,
+	// for each node whose GPUs stopped sending before DataEnd (the end of
+	// the period's data), when the earliest of them stopped.
+	ByNode  map[string]*big.Rat
+	Silent  map[string]time.Time
+	DataEnd time.Time
 }
 
 // Empty reports whether the period has no gap.
@@ -107,12 +113,21 @@ func buildCoverage(ctx context.Context, src Source, from, to, dataEnd time.Time,
 		}
 		add(d.Node, ledger.Hole{From: d.Last, To: dataEnd})
 	}
-	out := &Coverage{GPUHours: new(big.Rat), Truncated: cov.Truncated}
+	out := &Coverage{GPUHours: new(big.Rat), Truncated: cov.Truncated, ByNode: map[string]*big.Rat{},
+		Silent: map[string]time.Time{}, DataEnd: dataEnd.In(loc)}
 	for k, n := range gpus {
 		g := Gap{Node: k.node, GPUs: n, From: time.Unix(0, k.from).In(loc), To: time.Unix(0, k.to).In(loc)}
 		g.Trailing = g.To.Equal(dataEnd)
 		out.Gaps = append(out.Gaps, g)
-		out.GPUHours.Add(out.GPUHours, g.GPUHours())
+		h := g.GPUHours()
+		out.GPUHours.Add(out.GPUHours, h)
+		if out.ByNode[g.Node] == nil {
+			out.ByNode[g.Node] = new(big.Rat)
+		}
+		out.ByNode[g.Node].Add(out.ByNode[g.Node], h)
+		if s, ok := out.Silent[g.Node]; g.Trailing && (!ok || g.From.Before(s)) {
+			out.Silent[g.Node] = g.From
+		}
 	}
 	slices.SortFunc(out.Gaps, func(a, b Gap) int {
 		return cmp.Or(a.From.Compare(b.From), a.To.Compare(b.To), strings.Compare(a.Node, b.Node))
