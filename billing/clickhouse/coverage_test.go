@@ -11,6 +11,8 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/billing/report"
 )
 
 // TestCoverageInTheServerMatchesASecondBySecondWalk: ClickHouse finds
@@ -156,6 +158,103 @@ func walkHoles(rows []attribution.Row, from, to time.Time) map[string]ledger.Dev
 		d := out[k]
 		d.Holes = holes
 		out[k] = d
+	}
+	return out
+}
+
+// TestReportGapsOnClickHouseMatchAWalk: the report's coverage gaps from
+// ClickHouse (holes found in the server, a clean leave read back as a
+// finding) are the file ledger's and a second-by-second walk's, node by
+// node: node-1 left cleanly when GPU-1-1 stopped, so that GPU's time after
+// it is no gap, and neither is a hole of GPU-1-0 that the leave opened.
+func TestReportGapsOnClickHouseMatchAWalk(t *testing.T) {
+	ctx := context.Background()
+	ch, _ := openTest(t)
+	file, err := ledger.OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { file.Close() })
+	start := time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
+	rows := gappyRows(5, start, false)
+	left := start.Add(100 * time.Minute)
+	findings := []attribution.Finding{{Kind: ledger.FindingNodeLeft, Node: "node-1", Start: left, End: left}}
+	appendAll(t, ch, rows, 5000)
+	if err := ch.Append(ctx, nil, findings); err != nil {
+		t.Fatal(err)
+	}
+	if err := file.Append(ctx, rows, findings); err != nil {
+		t.Fatal(err)
+	}
+	book, err := pricebook.Parse("prices.yaml", []byte("currency: USD\npolicy: allocation\ndefaultRate: 2.00\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to := start, start.Add(3*time.Hour)
+	want := walkGapSeconds(rows, findings)
+	if want["node-0"] == 0 || want["node-1"] == 0 {
+		t.Fatalf("the walk finds no gaps on a node: %v", want)
+	}
+	for name, st := range map[string]report.Source{"clickhouse": ch, "file": file} {
+		r, err := report.Build(ctx, st, book, from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Coverage == nil {
+			t.Fatalf("%s: no coverage", name)
+		}
+		got := map[string]int64{}
+		for _, g := range r.Coverage.Gaps {
+			got[g.Node] += int64(g.GPUs) * int64(g.To.Sub(g.From)/time.Second)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: gap GPU-seconds per node %v, the walk %v", name, got, want)
+		}
+	}
+}
+
+// walkGapSeconds is the report's ground truth, second by second: from each
+// GPU's first row to the data's end (the latest row end), a second no row
+// of the GPU covers is a gap second unless the node left cleanly since the
+// GPU's last covered second.
+func walkGapSeconds(rows []attribution.Row, findings []attribution.Finding) map[string]int64 {
+	type dev struct{ node, gpu string }
+	covered := map[dev]map[int64]bool{}
+	first := map[dev]int64{}
+	var end int64
+	for _, r := range rows {
+		d := dev{r.Node, r.GPUUUID}
+		if covered[d] == nil {
+			covered[d], first[d] = map[int64]bool{}, r.IntervalStart.Unix()
+		}
+		first[d] = min(first[d], r.IntervalStart.Unix())
+		for t := r.IntervalStart.Unix(); t < r.IntervalEnd.Unix(); t++ {
+			covered[d][t] = true
+		}
+		end = max(end, r.IntervalEnd.Unix())
+	}
+	leftAt := map[string]map[int64]bool{}
+	for _, f := range findings {
+		if leftAt[f.Node] == nil {
+			leftAt[f.Node] = map[int64]bool{}
+		}
+		leftAt[f.Node][f.Start.Unix()] = true
+	}
+	out := map[string]int64{}
+	for d, c := range covered {
+		gone := false
+		for t := first[d]; t < end; t++ {
+			if c[t] {
+				gone = false
+				continue
+			}
+			if leftAt[d.node][t] {
+				gone = true
+			}
+			if !gone {
+				out[d.node]++
+			}
+		}
 	}
 	return out
 }
