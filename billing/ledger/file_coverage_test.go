@@ -146,3 +146,62 @@ func TestFileCoverageMatchesASecondBySecondWalk(t *testing.T) {
 		}
 	}
 }
+
+// A day of minute rows in which almost every slot is whole, so Coverage
+// reads only the slots around the few holes: one lost three minutes, one
+// restarted mid-minute, one stopped early, and one whose intervals are
+// offset by 30 s from the slots (they cross every slot boundary) with one
+// minute lost. The holes are the walk's, to the second.
+func TestFileCoverageReadsAroundWholeSlots(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
+	var rows []attribution.Row
+	add := func(node, gpu string, s, e time.Time) {
+		rows = append(rows, attribution.Row{IntervalStart: s, IntervalEnd: e, Node: node, GPUUUID: gpu, SliceID: gpu, GPUModel: "A100-SXM4-80GB",
+			SharingMode: "exclusive", Kind: attribution.KindUnallocated, AllocatedGPUSeconds: e.Sub(s).Seconds(), Method: attribution.MethodMeasured})
+	}
+	for m := 0; m < 1440; m++ {
+		s := start.Add(time.Duration(m) * time.Minute)
+		e := s.Add(time.Minute)
+		if m < 300 || m > 302 {
+			add("node-0", "GPU-A", s, e)
+		}
+		if m == 700 {
+			add("node-0", "GPU-B", s, s.Add(20*time.Second))
+			add("node-0", "GPU-B", s.Add(35*time.Second), e)
+		} else {
+			add("node-0", "GPU-B", s, e)
+		}
+		if m < 1000 {
+			add("node-1", "GPU-C", s, e)
+		}
+		if m != 500 && m < 1439 {
+			add("node-1", "GPU-D", s.Add(30*time.Second), e.Add(30*time.Second))
+		}
+	}
+	st := openTemp(t, FileOptions{})
+	for i := 0; i < len(rows); i += 400 { // batches, as a collector writes: the rollup is built behind them
+		if err := st.Append(ctx, rows[i:min(i+400, len(rows))], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range []struct{ from, to time.Time }{
+		{start, start.Add(24 * time.Hour)},
+		{start.Add(7 * time.Minute), start.Add(20*time.Hour + 3*time.Second)},
+	} {
+		cov, err := st.Coverage(ctx, r.from, r.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]DeviceCoverage{}
+		for _, d := range cov.Devices {
+			if d.Holes == nil {
+				d.Holes = []Hole{}
+			}
+			got[d.Node+"/"+d.GPUUUID] = d
+		}
+		if want := walkHoles(rows, r.from, r.to); !reflect.DeepEqual(got, want) {
+			t.Errorf("[%s, %s):\n got %v\nwant %v", r.from, r.to, got, want)
+		}
+	}
+}
