@@ -27,6 +27,7 @@ import (
 	"github.com/gpuledger/gpuledger/quota"
 	"github.com/gpuledger/gpuledger/quota/kubequota"
 	"github.com/gpuledger/gpuledger/tenancy"
+	"github.com/gpuledger/gpuledger/web"
 )
 
 // targetLabels are labels Prometheus itself may put on any scraped series:
@@ -224,6 +225,10 @@ func TestEveryQueryReadsExportedSeries(t *testing.T) {
 	// process than the collector.
 	for n, ls := range quotaFamilies(t) {
 		advice[n] = ls
+	}
+	// serve's coverage gap series, one per node.
+	for _, n := range web.CoverageMetricNames() {
+		advice[n] = map[string]bool{"node": true}
 	}
 	ruleExprs, recorded := ruleExpressions(t)
 	known := make([]string, 0, len(fams)+len(advice)+len(recorded)+1)

@@ -46,6 +46,8 @@ type indexPage struct {
 	Chart                  template.HTML
 	Legend                 []legendItem
 	Empty                  bool
+	// Gaps are the months' coverage gaps sections (web/gaps.go).
+	Gaps []monthGaps
 }
 
 // monthBill is one month's total and per-team totals.
@@ -96,6 +98,9 @@ func (s *Server) serveIndex(ctx context.Context, w http.ResponseWriter, _ *http.
 		}
 		row.Platform = money(b.rep, b.other+other)
 		p.Rows = append(p.Rows, row)
+	}
+	if p.Gaps, err = gapSections(bills); err != nil {
+		return err
 	}
 	p.Chart, p.Legend = trendChart(bills, teams, book, now)
 	var buf bytes.Buffer

@@ -92,6 +92,7 @@ const mtdMaxAge = 5 * time.Minute
 func (c chargeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- chargeDesc
 	ch <- monthStartDesc
+	describeGaps(ch)
 }
 
 func (c chargeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -140,6 +141,7 @@ func (c chargeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(chargeDesc, prometheus.GaugeValue, float64(v)/scale, k.team, k.model, book.Currency.Code)
 	}
 	ch <- prometheus.MustNewConstMetric(monthStartDesc, prometheus.GaugeValue, float64(rep.From.Unix()))
+	collectGaps(ch, rep)
 }
 
 // refreshMTD rebuilds the month-to-date report in the background (one

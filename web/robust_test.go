@@ -139,12 +139,13 @@ func TestTokenQueriesAreShared(t *testing.T) {
 }
 
 // fullStore is a store with the abilities a report requires of it, which
-// a wrapper must pass on (report.Build reads quota changes and node
-// labels, and fails naming a store without them).
+// a wrapper must pass on (report.Build reads quota changes, node labels
+// and coverage, and fails naming a store without them).
 type fullStore interface {
 	ledger.Store
 	ledger.QuotaReader
 	ledger.NodeLabelReader
+	ledger.CoverageReader
 }
 
 // full is st with the abilities a report requires.

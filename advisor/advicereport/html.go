@@ -41,13 +41,21 @@ type page struct {
 	Kept                              []keptRow
 	MIG                               []advise.MIGPacking
 	Problems, Explain                 []string
+	// Gaps is the report's coverage gaps section: advice over time the
+	// ledger has no rows for is advice on part of the fleet.
+	Gaps template.HTML
 }
 
 // WriteHTML writes the advice as one self-contained page with the
 // chargeback report's stylesheet and Content-Security-Policy: the actions
 // first, the workloads kept as they are folded away with their count.
 func WriteHTML(w io.Writer, a *Advice) error {
-	if err := pageTemplate.Execute(w, newPage(a)); err != nil {
+	pg := newPage(a)
+	var err error
+	if pg.Gaps, err = a.Report.GapsHTML(); err != nil {
+		return fmt.Errorf("cannot write advice HTML: %w", err)
+	}
+	if err := pageTemplate.Execute(w, pg); err != nil {
 		return fmt.Errorf("cannot write advice HTML: %w", err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +16,21 @@ import (
 // quota changes and node labels the store keeps.
 type storeOnly struct{ ledger.Store }
 
+// Coverage is passed on by both wrappers: this test is about the other
+// abilities (ledger.Covered is required the same way).
+func (s storeOnly) Coverage(ctx context.Context, from, to time.Time) (ledger.Coverage, error) {
+	return s.Store.(ledger.CoverageReader).Coverage(ctx, from, to)
+}
+
 // withQuota passes on the store's quota changes too, but not its node
 // labels.
 type withQuota struct {
 	ledger.Store
 	q ledger.QuotaReader
+}
+
+func (w withQuota) Coverage(ctx context.Context, from, to time.Time) (ledger.Coverage, error) {
+	return w.Store.(ledger.CoverageReader).Coverage(ctx, from, to)
 }
 
 func (w withQuota) QuotaChanges(ctx context.Context, from, to time.Time, fn func(quota.Change) error) error {
@@ -44,8 +55,19 @@ func TestBuildRequiresQuotaAndNodeLabels(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cannot read the nodes' topology.kubernetes.io/region: ledger report.withQuota does not keep node labels") {
 		t.Errorf("store without node labels: err %v, want one naming the store, the label and the node labels", err)
 	}
-	// The store itself has both: the same bill builds.
+	_, err = Build(ctx, coverageHidden{st}, plain, from, to)
+	if err == nil || !strings.Contains(err.Error(), "cannot find the period's coverage gaps: ledger report.coverageHidden does not list its coverage") {
+		t.Errorf("store without coverage: err %v, want one naming the store and its coverage", err)
+	}
+	// The store itself has all three: the same bill builds.
 	if _, err := Build(ctx, st, book(t, labelBookYAML), from, to); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// coverageHidden passes on quota changes and node labels but hides the
+// store's coverage.
+type coverageHidden struct{ *filestore.FileStore }
+
+// Coverage with another signature hides the file store's own.
+func (coverageHidden) Coverage() {}

@@ -152,6 +152,10 @@ func (fixedSource) QuotaChanges(ctx context.Context, from, to time.Time, fn func
 	return keepsNone{}.QuotaChanges(ctx, from, to, fn)
 }
 
+func (fixedSource) Coverage(ctx context.Context, from, to time.Time) (ledger.Coverage, error) {
+	return keepsNone{}.Coverage(ctx, from, to)
+}
+
 func (fixedSource) NodeLabels(ctx context.Context, key string, at time.Time) (map[string]string, error) {
 	return keepsNone{}.NodeLabels(ctx, key, at)
 }

@@ -65,6 +65,9 @@ func Build(ctx context.Context, src Source, book *pricebook.Book, from, to time.
 		return nil, err
 	}
 	dataStart, dataEnd := r.DataBounds()
+	if r.Coverage, err = buildCoverage(ctx, src, from, to, dataEnd, book.Location); err != nil {
+		return nil, err
+	}
 	if r.Quota, err = buildQuota(ctx, src, book, from, to, dataStart, dataEnd); err != nil {
 		return nil, err
 	}

@@ -42,23 +42,38 @@ func coverage(aggs []ledger.Aggregate, from, to time.Time, loc *time.Location) (
 
 // Partial reports whether the report covers less than its period: the
 // ledger's data starts after the period starts or ends before it ends (day
-// by day), or the period had not ended when the report was generated
-// (GeneratedAt). A partial month is month to date, not the month's bill.
+// by day), the period had not ended when the report was generated
+// (GeneratedAt), or GPUs it saw have coverage gaps (gaps.go). A partial
+// month is month to date or missing data, not the month's bill.
 func (r *Report) Partial() bool {
 	if r.Empty() {
 		return false
 	}
+	return r.short() || !r.Coverage.Empty()
+}
+
+// short reports whether the data's days, or the time the report was
+// generated, end before the period or start after it.
+func (r *Report) short() bool {
 	return r.DataFrom.After(r.From) || r.DataTo.Before(r.To) || (!r.GeneratedAt.IsZero() && r.GeneratedAt.Before(r.To))
 }
 
-// PartialNote says which part of the period the data covers, for a
-// partial report's title, JSON and warning; "" when the report is whole.
+// PartialNote says which part of the period the data covers and, where
+// GPUs have gaps, what is missing (GapNote), for a partial report's title,
+// JSON and warning; "" when the report is whole.
 func (r *Report) PartialNote() string {
 	if !r.Partial() {
 		return ""
 	}
 	start, end := r.DataBounds()
-	return "partial: ledger data " + dayOrInstant(start) + " to " + dayOrInstant(end) + " only"
+	note := "partial: ledger data " + dayOrInstant(start) + " to " + dayOrInstant(end)
+	if r.short() {
+		note += " only"
+	}
+	if g := r.GapNote(); g != "" {
+		note += "; " + g
+	}
+	return note
 }
 
 // DataBounds is what the report's data covers: from the start of the

@@ -40,7 +40,8 @@ const (
 )
 
 // WriteCSV writes the finance CSV: RFC 4180, UTF-8, a header row, one row
-// per line. An empty period is the header alone.
+// per line, then the coverage gaps' comment records (csvGapRecords). An
+// empty period is the header alone.
 func WriteCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	header := CSVHeader
@@ -52,6 +53,11 @@ func WriteCSV(w io.Writer, r *Report) error {
 	}
 	for _, l := range r.Lines {
 		if err := cw.Write(csvRow(r, l)); err != nil {
+			return fmt.Errorf("cannot write report CSV: %w", err)
+		}
+	}
+	for _, rec := range csvGapRecords(r, len(header)) {
+		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("cannot write report CSV: %w", err)
 		}
 	}

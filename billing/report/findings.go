@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // maxFindingGroups bounds the findings a report keeps: a dense node flags
@@ -46,6 +47,9 @@ func collectFindings(ctx context.Context, src Source, from, to time.Time) (out [
 	gpus := map[findingKey]map[string]bool{}
 	related := map[findingKey]map[string]bool{}
 	err = src.Findings(ctx, from, to, func(f attribution.Finding) error {
+		if f.Kind == ledger.FindingNodeLeft {
+			return nil // a clean leave, not an episode: it closes a gap (gaps.go)
+		}
 		k := findingKey{f.Kind, f.Namespace, f.Pod, f.Container}
 		g := groups[k]
 		if g == nil {

@@ -67,6 +67,7 @@ type page struct {
 	Quota                      *quotaPage
 	TokensUnavailable          string
 	Energy                     *energyPage // nil without an energy section
+	Gaps                       *gapsPage   // nil without coverage gaps
 }
 
 // energyPage is the "Energy and carbon" section.
@@ -116,6 +117,7 @@ func newPage(r *Report) page {
 	p := page{
 		Title:     "GPU chargeback " + r.PeriodLabel() + partialSuffix(r),
 		Partial:   r.PartialNote(),
+		Gaps:      newGapsPage(r),
 		Period:    periodTitle(r),
 		Range:     r.From.Format("Mon 2 Jan 2006 15:04") + " – " + r.To.Format("Mon 2 Jan 2006 15:04 MST"),
 		Zone:      b.Timezone,

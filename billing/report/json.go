@@ -38,6 +38,7 @@ type jsonReport struct {
 	Savings         *jsonSavings  `json:"savings,omitempty"`
 	Tokens          *jsonTokens   `json:"tokens,omitempty"`
 	Quota           *jsonQuota    `json:"quota,omitempty"`
+	CoverageGaps    *jsonCoverage `json:"coverage_gaps,omitempty"`
 	GeneratedAt     string        `json:"generated_at,omitempty"`
 	// Energy is there when the book has an energy section.
 	Energy *jsonEnergy `json:"energy,omitempty"`
@@ -174,9 +175,10 @@ func toJSON(r *Report) jsonReport {
 		Total: num(r.Money(r.Total)), Platform: num(r.Money(r.Platform)), Rounding: num(r.Money(r.Rounding)),
 		Lines: []jsonLine{}, Teams: []jsonTeam{}, SharingModes: []jsonMode{}, Models: []jsonModel{},
 		UnknownModels: []string{}, Findings: []jsonFinding{}, FindingsDropped: r.FindingsDropped,
-		Savings: savingsJSON(r),
-		Tokens:  tokensJSON(r),
-		Quota:   quotaJSON(r),
+		Savings:      savingsJSON(r),
+		Tokens:       tokensJSON(r),
+		Quota:        quotaJSON(r),
+		CoverageGaps: coverageJSON(r),
 	}
 	if r.Book.MemoryWeight != nil {
 		j.MemoryWeight = optNum(exactDecimal(r.Book.MemoryWeight))

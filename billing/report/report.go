@@ -176,6 +176,9 @@ type Report struct {
 	// row and the end of its last, clipped to the period (see dataBounds);
 	// zero when the period is empty.
 	DataStart, DataEnd time.Time
+	// Coverage is the period's gaps: time GPUs the ledger saw have no rows
+	// for (gaps.go); nil where the source cannot list its holes.
+	Coverage *Coverage
 	// GeneratedAt is shown when set; Build leaves it zero. A period that
 	// ends after it is partial.
 	GeneratedAt time.Time

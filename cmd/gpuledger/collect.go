@@ -194,13 +194,19 @@ func runCollector(ctx context.Context, f collectFlags, boot *exposition.Startup,
 	if len(pins) > 0 {
 		log.Info("restored annotation pins from the node's ledger", "pins", len(pins))
 	}
+	mark := &leaveMark{}
 	c := collector.New(collector.Config{Node: f.node, Outbox: outboxStatus(out)}, collector.WallClock{}, collector.Sources{
 		NVML: nv, DCGM: dcgm, Pods: pods, Meta: meta, Procs: procfs.NewResolver(f.procRoot),
-	}, engine, exp, []collector.Sink{out}, log)
+	}, engine, exp, []collector.Sink{out, mark}, log)
 	boot.Ready(exp.Handler())
 
 	log.Info("collecting", "poll", f.poll, "ledger_interval", f.ledgerInterval, "listen", f.listen)
 	err = c.Run(ctx, f.poll) // on ctx's end: a last cycle and the open interval closed at that instant
+	if ctx.Err() != nil {
+		// Stopped by a signal: the node leaves cleanly, and says so before
+		// the drain ships it.
+		err = errors.Join(err, recordLeave(ctx, f.node, mark, []collector.Sink{out}, log))
+	}
 	return errors.Join(err, drainOutbox(ctx, out, f.shutdownTimeout, log))
 }
 

@@ -198,12 +198,13 @@ type slowStore struct {
 }
 
 // fullStore is a store with the abilities a report requires of it, which
-// a wrapper must pass on (report.Build reads quota changes and node
-// labels, and fails naming a store without them).
+// a wrapper must pass on (report.Build reads quota changes, node labels
+// and coverage, and fails naming a store without them).
 type fullStore interface {
 	ledger.Store
 	ledger.QuotaReader
 	ledger.NodeLabelReader
+	ledger.CoverageReader
 }
 
 func (s slowStore) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {

@@ -141,7 +141,8 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	started := time.Now()
 	opt := simOptions{TeamLabel: *teamLabel, IgnorePodTeamLabel: !*teamFromPod, Speed: *speed, Pins: pins}
-	err = simulateScenario(ctx, sc, opt, sinks, exp)
+	mark := &leaveMark{}
+	err = simulateScenario(ctx, sc, opt, append(sinks, mark), exp)
 	stopped := err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
 	if err != nil && !stopped {
 		return err
@@ -150,6 +151,10 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		// SIGTERM: the open interval is closed at the signal's instant;
 		// ship it and stop as a collector does.
 		slog.Info("simulation stopped by signal", "scenario", sc.Name)
+		// And records the clean leave in its ledgers, not in flags.csv.
+		if err := recordLeave(ctx, sc.Node.Name, mark, sinks[1:], slog.Default()); err != nil {
+			return err
+		}
 	}
 	if ship != nil {
 		if err := drainOutbox(ctx, ship, *shutdownTimeout, slog.Default()); err != nil {

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/ledger"
+)
+
+// leaveTimeout bounds writing the leave: the node file is local, and the
+// drain after it has its own deadline.
+const leaveTimeout = 5 * time.Second
+
+// leaveMark is a collector sink that remembers where the rows written so
+// far end: a collector stopped by a signal left cleanly at that instant.
+type leaveMark struct {
+	mu  sync.Mutex
+	end time.Time
+}
+
+func (m *leaveMark) Write(_ context.Context, rows []attribution.Row, _ []attribution.Finding) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range rows {
+		if rows[i].IntervalEnd.After(m.end) {
+			m.end = rows[i].IntervalEnd
+		}
+	}
+	return nil
+}
+
+func (m *leaveMark) last() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.end
+}
+
+// recordLeave appends the node's clean leave (a ledger.FindingNodeLeft
+// finding at the end of its last row) to the ledger sinks, through the
+// same Append as every finding, so that the time until the node's rows
+// resume is not a coverage gap. It runs on the shutdown path after the
+// last cycle closed the open interval, and before the drain ships it. A
+// collector that crashes never gets here: its silence stays a gap.
+func recordLeave(ctx context.Context, node string, mark *leaveMark, sinks []collector.Sink, log *slog.Logger) error {
+	at := mark.last()
+	if at.IsZero() {
+		return nil // no row written: nothing for a gap to start from
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
+	defer cancel()
+	f := []attribution.Finding{{Kind: ledger.FindingNodeLeft, Node: node, Start: at, End: at}}
+	var errs []error
+	for _, s := range sinks {
+		if err := s.Write(wctx, nil, f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cannot record that node %s left cleanly at %s: %w", node, at.Format(time.RFC3339Nano), err)
+	}
+	log.Info("recorded the node's clean leave", "node", node, "at", at)
+	return nil
+}
