@@ -357,14 +357,16 @@ func (s *Server) serveAdvice(ctx context.Context, w http.ResponseWriter, r *http
 }
 
 // readyReuse is how long a ledger's answer to the readiness query is
-// reused: a probe costs a walk of the ledger's rollup (seconds on a
-// large file under load), so a burst of probes must not cost one each.
-const readyReuse = time.Second
+// reused: a probe costs a walk of the embedded ledger's rollup (a second
+// of CPU on a large file), so probes, which anyone who reaches the port
+// may send, must not cost one each. Kubernetes probes every 10 seconds.
+const readyReuse = 5 * time.Second
 
 // serveReady answers 200 when the ledger answers a query. Probes at once
 // share one query (a prober hanging up cancels nothing), at most one runs
-// at a time, and a success is reused for readyReuse; the ledger file's
-// identity is checked on every probe, so a file gone answers 503 at once.
+// at a time, and a success is reused for readyReuse unless a ledger read
+// failed since (withStore); the ledger file's identity is checked on
+// every probe, so a file gone answers 503 at once.
 func (s *Server) serveReady(ctx context.Context, w http.ResponseWriter, _ *http.Request) error {
 	gen, err := s.ledgerGen()
 	if err != nil {

@@ -2,9 +2,11 @@ package web
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,5 +143,45 @@ func TestReadyProbesShareTheLedgersAnswer(t *testing.T) {
 	}
 	if resp, body := fetch(t, hs.URL+"/readyz"); resp.StatusCode != 503 {
 		t.Errorf("readyz with the ledger file deleted: %d %s, want 503", resp.StatusCode, body)
+	}
+}
+
+// failingAfterStore is the real embedded ledger whose reads fail once
+// fail is set.
+type failingAfterStore struct {
+	ledger.Store
+	fail *atomic.Bool
+}
+
+func (f failingAfterStore) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
+	if f.fail.Load() {
+		return nil, errors.New("disk gone")
+	}
+	return f.Store.Aggregate(ctx, q)
+}
+
+// A ledger read that fails ends the reuse of the readiness answer: the
+// next probe asks the ledger, and answers 503, within readyReuse of the
+// last success.
+func TestReadyAnswerEndsWithAFailedRead(t *testing.T) {
+	db, prices := testLedger(t)
+	var fail atomic.Bool
+	open := func(ctx context.Context) (ledger.Store, error) {
+		st, err := fileOpener(db)(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return failingAfterStore{st, &fail}, nil
+	}
+	hs := newTestServer(t, open, prices)
+	if resp, body := fetch(t, hs.URL+"/readyz"); resp.StatusCode != 200 {
+		t.Fatalf("readyz: %d %s", resp.StatusCode, body)
+	}
+	fail.Store(true)
+	if resp, _ := fetch(t, hs.URL+"/reports/2026-10.csv"); resp.StatusCode != 503 {
+		t.Fatalf("October with the ledger failing: %d, want 503", resp.StatusCode)
+	}
+	if resp, body := fetch(t, hs.URL+"/readyz"); resp.StatusCode != 503 || !strings.Contains(body, "disk gone") {
+		t.Errorf("readyz after a failed read: %d %q, want 503 saying why", resp.StatusCode, body)
 	}
 }
