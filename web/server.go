@@ -382,8 +382,8 @@ type deviceSet struct {
 // once and bounded like every computation, and kept until the month's
 // report is rebuilt: each FOCUS request reading them again walked the
 // ledger's per-device rollup (most of serve's CPU under load,
-// BENCHMARKS.md), and read with the report's own build they describe the
-// same rows. A read that fails is not kept.
+// BENCHMARKS.md), and kept with the build they are as fresh as the report
+// they are written with. A read that fails is not kept.
 func (s *Server) reportDevices(ctx context.Context, b monthBuild) ([]ledger.Aggregate, error) {
 	s.cacheMu.Lock()
 	c, ok := s.devices[b.key]
