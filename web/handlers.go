@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,7 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	mux.Handle("GET /readyz", s.page("readyz", 10*time.Second, s.serveReady))
+	mux.Handle("GET /readyz", s.page("readyz", readyTimeout, s.serveReady))
 	mux.Handle("/", s.page("other", pageTimeout, func(_ context.Context, _ http.ResponseWriter, r *http.Request) error {
 		return &httpError{http.StatusNotFound, "no page at " + r.URL.Path + ": see / for the months the ledger covers"}
 	}))
@@ -255,13 +256,14 @@ func splitFile(name string) (month, suffix string) {
 func (s *Server) serveReport(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	month, suffix := splitFile(r.PathValue("file"))
 	now := s.cfg.Now()
-	rep, version, err := s.monthReportVersion(ctx, month, now)
+	mb, err := s.monthBuild(ctx, month, now)
 	if err != nil {
 		return err
 	}
+	rep := mb.rep
 	if suffix == fileHTML || suffix == fileJSON {
 		// The files report --prometheus adds its section to.
-		if err := s.attachTokens(ctx, rep, month, version, now); err != nil {
+		if err := s.attachTokens(ctx, rep, month, mb.key.book, now); err != nil {
 			return err
 		}
 		if rep.TokensUnavailable != "" {
@@ -269,54 +271,47 @@ func (s *Server) serveReport(ctx context.Context, w http.ResponseWriter, r *http
 		}
 	}
 	var b bytes.Buffer
-	if err := s.writeReport(ctx, &b, rep, fileFormats[suffix]); err != nil {
+	if err := s.writeReport(ctx, &b, mb, fileFormats[suffix]); err != nil {
 		return err
 	}
 	writeFile(w, rep, "gpuledger-chargeback-"+month, suffix, b.Bytes())
 	return nil
 }
 
-// writeReport writes rep in format f to b through report.Write, as
-// gpuledger report does. A format that reads the ledger (FOCUS's
-// per-device aggregates) reads it through withStore, so a failed read is
-// answered and counted as every other; an error of the writing itself
-// leaves the store in use and is the writer's.
-func (s *Server) writeReport(ctx context.Context, b *bytes.Buffer, rep *report.Report, f report.Format) error {
+// writeReport writes mb's report in format f to b through report.Write,
+// as gpuledger report does. A format that reads the ledger (FOCUS's
+// per-device aggregates) is given those kept with the report's build
+// (reportDevices): a failed read is answered and counted as every other,
+// and an error of the writing itself is the writer's.
+func (s *Server) writeReport(ctx context.Context, b *bytes.Buffer, mb monthBuild, f report.Format) error {
 	if !f.ReadsLedger() {
-		return report.Write(ctx, b, nil, rep, f)
+		return report.Write(ctx, b, nil, mb.rep, f)
 	}
-	var writeErr error
-	err := s.withStore(ctx, func(st ledger.Store) error {
-		src := &readTracker{Source: st}
-		err := report.Write(ctx, b, src, rep, f)
-		if err != nil && !src.failed {
-			writeErr = err
-			return nil
-		}
-		return err
-	})
+	aggs, err := s.reportDevices(ctx, mb)
 	if err != nil {
 		return err
 	}
-	return writeErr
+	return report.Write(ctx, b, keptDevices{mb.rep, aggs}, mb.rep, f)
 }
 
-// readTracker is a report.Source that remembers whether a read failed.
-type readTracker struct {
-	report.Source
-	failed bool
+// keptDevices is a report.Source that answers the one read a FOCUS
+// writer makes, its report's per-device aggregates, with those kept
+// (reportDevices); any other read is an error, never a silent answer.
+type keptDevices struct {
+	rep  *report.Report
+	aggs []ledger.Aggregate
 }
 
-func (t *readTracker) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
-	a, err := t.Source.Aggregate(ctx, q)
-	t.failed = t.failed || err != nil
-	return a, err
+func (k keptDevices) Aggregate(_ context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
+	if !q.ByDevice || q.ByNode || q.Bucket != ledger.BucketDay || !q.From.Equal(k.rep.From) || !q.To.Equal(k.rep.To) || q.Location != k.rep.Book.Location {
+		return nil, fmt.Errorf("cannot read ledger aggregates from %s to %s: only the report's per-device day aggregates are kept", q.From.Format(time.RFC3339), q.To.Format(time.RFC3339))
+	}
+	// Each writer gets its own copy: the kept set is shared.
+	return slices.Clone(k.aggs), nil
 }
 
-func (t *readTracker) Findings(ctx context.Context, from, to time.Time, fn func(attribution.Finding) error) error {
-	err := t.Source.Findings(ctx, from, to, fn)
-	t.failed = t.failed || err != nil
-	return err
+func (keptDevices) Findings(context.Context, time.Time, time.Time, func(attribution.Finding) error) error {
+	return errors.New("cannot read findings: only the report's per-device day aggregates are kept")
 }
 
 // writeFile sends a month's file with its type and name; a partial
@@ -361,17 +356,47 @@ func (s *Server) serveAdvice(ctx context.Context, w http.ResponseWriter, r *http
 	return nil
 }
 
-// serveReady answers 200 when the ledger answers a query.
+// readyReuse is how long a ledger's answer to the readiness query is
+// reused: a probe costs a walk of the embedded ledger's rollup (a second
+// of CPU on a large file), so probes, which anyone who reaches the port
+// may send, must not cost one each. Kubernetes probes every 10 seconds.
+const readyReuse = 5 * time.Second
+
+// serveReady answers 200 when the ledger answers a query. Probes at once
+// share one query (a prober hanging up cancels nothing), at most one runs
+// at a time, and a success is reused for readyReuse unless a ledger read
+// failed since (withStore); the ledger file's identity is checked on
+// every probe, so a file gone answers 503 at once.
 func (s *Server) serveReady(ctx context.Context, w http.ResponseWriter, _ *http.Request) error {
-	now := s.cfg.Now()
-	err := s.withStore(ctx, func(st ledger.Store) error {
-		_, err := st.Aggregate(ctx, ledger.AggregateQuery{From: now.Add(-time.Hour), To: now, Bucket: ledger.BucketNone})
-		return err
-	})
+	gen, err := s.ledgerGen()
 	if err != nil {
 		return err
+	}
+	if r := s.ready.Load(); r == nil || r.gen != gen || time.Since(r.at) >= readyReuse || time.Since(r.at) < 0 {
+		_, err := s.sharedOn(ctx, s.readySem, fmt.Sprintf("readyz|%d", gen), readyTimeout, func(ctx context.Context) (any, error) {
+			now := s.cfg.Now()
+			err := s.withStore(ctx, func(st ledger.Store) error {
+				_, err := st.Aggregate(ctx, ledger.AggregateQuery{From: now.Add(-time.Hour), To: now, Bucket: ledger.BucketNone})
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			s.ready.Store(&readyAnswer{gen, time.Now()})
+			return nil, nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = io.WriteString(w, "ready: the ledger answers\n")
 	return nil
+}
+
+// readyAnswer is when the ledger of generation gen last answered the
+// readiness query (wall clock).
+type readyAnswer struct {
+	gen uint64
+	at  time.Time
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -9,12 +10,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,7 +155,7 @@ func runLoad(b *testing.B, cfg Config, paths []string) {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != 200 {
-				return 0, fmt.Errorf("%s: %s", p, resp.Status)
+				return time.Since(start), fmt.Errorf("%s: %s", p, resp.Status)
 			}
 			return time.Since(start), nil
 		}
@@ -161,6 +164,7 @@ func runLoad(b *testing.B, cfg Config, paths []string) {
 		var mu sync.Mutex
 		var pages, scrapes, probes []time.Duration
 		var failed error
+		failures := 0
 		stop := make(chan struct{})
 		scraped := make(chan struct{})
 		go func() {
@@ -178,13 +182,23 @@ func runLoad(b *testing.B, cfg Config, paths []string) {
 				// (scheduling under load), the floor /metrics stands on.
 				h, herr := get("/healthz")
 				mu.Lock()
-				if err = cmp.Or(err, herr); err != nil && failed == nil {
-					failed = err
+				if err = cmp.Or(err, herr); err != nil {
+					failed = cmp.Or(failed, err)
+					failures++
 				}
 				scrapes, probes = append(scrapes, d), append(probes, h)
 				mu.Unlock()
 			}
 		}()
+		// A second scraper runs in a process of its own, as Prometheus
+		// does: its readings carry no wait of its own for this process's
+		// goroutines, busy with the pages (the scraper above waits for
+		// them twice: to send and to read).
+		ext, err := startScraper(hs.URL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu0 := cpuTime()
 		b.ResetTimer()
 		var wg sync.WaitGroup
 		for c := range clients {
@@ -196,8 +210,9 @@ func runLoad(b *testing.B, cfg Config, paths []string) {
 					}
 					d, err := get(paths[(i*7+c)%len(paths)])
 					mu.Lock()
-					if err != nil && failed == nil {
-						failed = err
+					if err != nil {
+						failed = cmp.Or(failed, err)
+						failures++
 					}
 					pages = append(pages, d)
 					mu.Unlock()
@@ -206,19 +221,134 @@ func runLoad(b *testing.B, cfg Config, paths []string) {
 		}
 		wg.Wait()
 		b.StopTimer()
+		cpu := cpuTime() - cpu0
 		close(stop)
 		<-scraped
+		extScrapes, extProbes, extErr := ext.stop()
 		hs.Close()
 		s.Close()
-		if failed != nil {
-			b.Fatal(failed)
+		ms := func(d []time.Duration, q float64) float64 { return float64(quantile(d, q).Microseconds()) / 1000 }
+		figures := []struct {
+			v    float64
+			unit string
+		}{
+			{ms(pages, 0.5), "p50-ms"}, {ms(pages, 0.99), "p99-ms"},
+			{ms(scrapes, 0.5), "metrics-p50-ms"}, {ms(scrapes, 0.99), "metrics-p99-ms"},
+			{ms(probes, 0.99), "healthz-p99-ms"}, {float64(len(scrapes)), "scrapes"},
+			{ms(extScrapes, 0.5), "ext-metrics-p50-ms"}, {ms(extScrapes, 0.99), "ext-metrics-p99-ms"},
+			{ms(extProbes, 0.99), "ext-healthz-p99-ms"}, {float64(len(extScrapes)), "ext-scrapes"},
+			{peakRSS(), "peak-rss-MiB"},
+			// The CPU the process spent on the 1,000 requests (clients
+			// and in-process scraper included): what the machine's load
+			// does not change.
+			{cpu.Seconds(), "cpu-s"},
 		}
-		b.ReportMetric(float64(quantile(pages, 0.5).Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(quantile(pages, 0.99).Microseconds())/1000, "p99-ms")
-		b.ReportMetric(float64(quantile(scrapes, 0.5).Microseconds())/1000, "metrics-p50-ms")
-		b.ReportMetric(float64(quantile(scrapes, 0.99).Microseconds())/1000, "metrics-p99-ms")
-		b.ReportMetric(float64(quantile(probes, 0.99).Microseconds())/1000, "healthz-p99-ms")
-		b.ReportMetric(float64(len(scrapes)), "scrapes")
-		b.ReportMetric(peakRSS(), "peak-rss-MiB")
+		if failed = cmp.Or(failed, extErr); failed != nil {
+			// A failed run's figures still say where the time went.
+			for _, f := range figures {
+				b.Logf("%g %s", f.v, f.unit)
+			}
+			b.Fatalf("%d of the answers were not 200; the first: %v", failures, failed)
+		}
+		for _, f := range figures {
+			b.ReportMetric(f.v, f.unit)
+		}
+	}
+}
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// scraperEnv names the server the load's outside scraper reads
+// (TestLoadScraper, the test binary run again by startScraper).
+const scraperEnv = "GPULEDGER_LOAD_SCRAPER_URL"
+
+// scraper is the outside scraper's process.
+type scraper struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   bytes.Buffer
+}
+
+// startScraper runs this test binary again as TestLoadScraper on url.
+func startScraper(url string) (*scraper, error) {
+	sc := &scraper{cmd: exec.Command(os.Args[0], "-test.run=^TestLoadScraper$", "-test.count=1", "-test.v")}
+	sc.cmd.Env = append(os.Environ(), scraperEnv+"="+url)
+	sc.cmd.Stdout, sc.cmd.Stderr = &sc.out, &sc.out
+	var err error
+	if sc.stdin, err = sc.cmd.StdinPipe(); err != nil {
+		return nil, fmt.Errorf("cannot start the scraper: %w", err)
+	}
+	if err := sc.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("cannot start the scraper: %w", err)
+	}
+	return sc, nil
+}
+
+// stop ends the scraper and returns its /metrics and /healthz latencies.
+func (sc *scraper) stop() (scrapes, probes []time.Duration, err error) {
+	_ = sc.stdin.Close()
+	if err := sc.cmd.Wait(); err != nil {
+		return nil, nil, fmt.Errorf("the scraper failed: %w\n%s", err, sc.out.String())
+	}
+	for line := range strings.Lines(sc.out.String()) {
+		var m, h int64
+		if n, _ := fmt.Sscanf(strings.TrimSpace(line), "scrape %d %d", &m, &h); n == 2 {
+			scrapes, probes = append(scrapes, time.Duration(m)), append(probes, time.Duration(h))
+		}
+	}
+	if len(scrapes) == 0 {
+		return nil, nil, fmt.Errorf("the scraper read nothing:\n%s", sc.out.String())
+	}
+	return scrapes, probes, nil
+}
+
+// TestLoadScraper is the load benchmark's outside scraper, run only by
+// startScraper: every 100 ms it reads /metrics, then /healthz, of the
+// server scraperEnv names, until its standard input closes, then prints
+// each pair's latencies in nanoseconds. Any answer but 200 fails it.
+func TestLoadScraper(t *testing.T) {
+	url := os.Getenv(scraperEnv)
+	if url == "" {
+		t.Skip("run by BenchmarkServeLoad in a process of its own")
+	}
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(done)
+	}()
+	get := func(p string) time.Duration {
+		start := time.Now()
+		resp, err := http.Get(url + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %s", p, resp.Status)
+		}
+		return time.Since(start)
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var lines []string
+	for {
+		select {
+		case <-done:
+			for _, l := range lines {
+				fmt.Println(l)
+			}
+			return
+		case <-tick.C:
+		}
+		m := get("/metrics")
+		lines = append(lines, fmt.Sprintf("scrape %d %d", m, get("/healthz")))
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
+	promcollectors "github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/gpuledger/gpuledger/advisor/adviceprom"
@@ -21,8 +21,10 @@ import (
 const scrapeTimeout = 20 * time.Second
 
 type metrics struct {
-	s              *Server
-	reg            *prometheus.Registry
+	s   *Server
+	reg *prometheus.Registry
+	// own is every collector reg gathers, registered as one.
+	own            collectors
 	requests       *prometheus.CounterVec
 	ledgerFailures prometheus.Counter
 	ledgerSuccess  prometheus.Gauge
@@ -33,6 +35,25 @@ type metrics struct {
 
 	// The newest month-to-date advice series and their freshness.
 	advice adviceprom.Refresher
+}
+
+// collectors is serve's own collectors as one: the registry gathers one
+// collector in one goroutine, where for several it starts a goroutine
+// each and yields the processor (runtime.Gosched) between them, and a
+// scrape that yields waits behind every page computation ready to run
+// (BENCHMARKS.md: /metrics under load). What is gathered is the same.
+type collectors []prometheus.Collector
+
+func (cs collectors) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range cs {
+		c.Describe(ch)
+	}
+}
+
+func (cs collectors) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range cs {
+		c.Collect(ch)
+	}
 }
 
 var chargeDesc = prometheus.NewDesc("gpuledger_charge_month_to_date",
@@ -53,18 +74,20 @@ func newMetrics(s *Server) *metrics {
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuledger_build_info",
 		Help: "The gpuledger build serving the bill (always 1)."}, []string{"version", "revision"})
 	build.WithLabelValues(orUnknown(s.cfg.Version), orUnknown(s.cfg.Revision)).Set(1)
-	m.reg.MustRegister(m.requests, m.ledgerFailures, m.ledgerSuccess, build, chargeCollector{s},
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	own := collectors{m.requests, m.ledgerFailures, m.ledgerSuccess, build, chargeCollector{s},
+		promcollectors.NewGoCollector(), promcollectors.NewProcessCollector(promcollectors.ProcessCollectorOpts{})}
 	m.promFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuledger_serve_prometheus_query_failures_total",
 		Help: "Months' pages whose token queries to Prometheus failed or timed out (the page is served without its cost per token section)."})
 	m.promSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuledger_serve_prometheus_query_success_timestamp_seconds",
 		Help: "When a month's token queries to Prometheus last succeeded (Unix seconds; 0 before the first)."})
 	if s.cfg.Prometheus != nil {
-		m.reg.MustRegister(m.promFailures, m.promSuccess)
+		own = append(own, m.promFailures, m.promSuccess)
 	}
 	// What serve's caller watches besides the ledger (serve --quota: the
 	// quota gauges and the recorder's health).
-	m.reg.MustRegister(s.cfg.Collectors...)
+	own = append(own, s.cfg.Collectors...)
+	m.reg.MustRegister(own)
+	m.own = own
 	return m
 }
 

@@ -153,7 +153,7 @@ func full(st ledger.Store) (fullStore, error) {
 	f, ok := st.(fullStore)
 	if !ok {
 		st.Close()
-		return nil, fmt.Errorf("ledger %T lacks quota changes or node labels", st)
+		return nil, fmt.Errorf("ledger %T lacks quota changes, node labels or coverage", st)
 	}
 	return f, nil
 }

@@ -59,6 +59,8 @@ const (
 	// reads every container row of the month (seconds for a 100-GPU one).
 	pageTimeout   = 30 * time.Second
 	adviceTimeout = 2 * time.Minute
+	// readyTimeout bounds /readyz.
+	readyTimeout = 10 * time.Second
 	// endedTTL is how long a built report of an ended month is reused:
 	// rows shipped late show within it.
 	endedTTL = 2 * time.Minute
@@ -69,6 +71,10 @@ const (
 	// maxCached bounds the reports, advice and token sections kept: every
 	// month the index can show, for two price book versions.
 	maxCached = 2*MaxMonths + 16
+	// maxDeviceSets bounds the per-device aggregates kept (reportDevices):
+	// one set is a month's rows per GPU, slice and pod, much larger than a
+	// report, and the running month's FOCUS file is the one read most.
+	maxDeviceSets = 4
 	// DefaultMaxComputations is how many reports, advice and lists of
 	// months are computed at once by default; MaxMaxComputations bounds
 	// Config.MaxComputations.
@@ -145,6 +151,7 @@ type Server struct {
 	advice  map[cacheKey]cached[*advicereport.Advice]
 	tokens  map[cacheKey]cached[*report.Tokens]
 	months  map[cacheKey]cached[map[string]time.Time]
+	devices map[cacheKey]cached[deviceSet]
 	// mtd is the newest month-to-date report, which /metrics serves
 	// without waiting for a page.
 	mtd     atomic.Pointer[mtdReport]
@@ -159,6 +166,10 @@ type Server struct {
 	// adviceSem lets one advice be computed at a time: each reads a
 	// month of container rows.
 	adviceSem chan struct{}
+	// readySem lets one readiness query run at a time; ready is its last
+	// success (serveReady).
+	readySem chan struct{}
+	ready    atomic.Pointer[readyAnswer]
 
 	m *metrics
 }
@@ -226,8 +237,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Log.With("component", "serve"), reports: map[cacheKey]cached[*report.Report]{},
 		advice: map[cacheKey]cached[*advicereport.Advice]{}, tokens: map[cacheKey]cached[*report.Tokens]{},
-		months: map[cacheKey]cached[map[string]time.Time]{}, sem: make(chan struct{}, cfg.MaxComputations),
-		tokenSem: make(chan struct{}, maxTokenFlights), adviceSem: make(chan struct{}, 1)}
+		months: map[cacheKey]cached[map[string]time.Time]{}, devices: map[cacheKey]cached[deviceSet]{}, sem: make(chan struct{}, cfg.MaxComputations),
+		tokenSem: make(chan struct{}, maxTokenFlights), adviceSem: make(chan struct{}, 1), readySem: make(chan struct{}, 1)}
 	s.m = newMetrics(s)
 	return s, nil
 }
@@ -288,17 +299,35 @@ func (s *Server) monthReport(ctx context.Context, month string, now time.Time) (
 // the running month's for runningTTL; requests for the same report at
 // the same time share one computation.
 func (s *Server) monthReportVersion(ctx context.Context, month string, now time.Time) (*report.Report, string, error) {
-	book, version, err := s.book()
+	b, err := s.monthBuild(ctx, month, now)
 	if err != nil {
 		return nil, "", err
+	}
+	return b.rep, b.key.book, nil
+}
+
+// monthBuild is a month's report as monthReportVersion returns it, with
+// the kept report it is a copy of and the key it is kept under: what is
+// derived from one build (the FOCUS files' per-device aggregates) is kept
+// with it (reportDevices).
+type monthBuild struct {
+	rep, base *report.Report
+	key       cacheKey
+}
+
+// monthBuild is monthReportVersion's work.
+func (s *Server) monthBuild(ctx context.Context, month string, now time.Time) (monthBuild, error) {
+	book, version, err := s.book()
+	if err != nil {
+		return monthBuild{}, err
 	}
 	gen, err := s.ledgerGen()
 	if err != nil {
-		return nil, "", err
+		return monthBuild{}, err
 	}
 	from, to, err := s.period(month, book, now)
 	if err != nil {
-		return nil, "", err
+		return monthBuild{}, err
 	}
 	key := cacheKey{month, version, gen}
 	ended := !now.Before(to)
@@ -329,16 +358,56 @@ func (s *Server) monthReportVersion(ctx context.Context, month string, now time.
 			return rep, nil
 		})
 		if err != nil {
-			return nil, "", err
+			return monthBuild{}, err
 		}
 		rep = v.(*report.Report)
 	}
 	cp := *rep
 	cp.GeneratedAt = now
 	if cp.Empty() {
-		return nil, "", &httpError{http.StatusNotFound, fmt.Sprintf("no bill for %s: the ledger has no data in it (%s)", month, report.NoUsageMessage)}
+		return monthBuild{}, &httpError{http.StatusNotFound, fmt.Sprintf("no bill for %s: the ledger has no data in it (%s)", month, report.NoUsageMessage)}
 	}
-	return &cp, version, nil
+	return monthBuild{&cp, rep, key}, nil
+}
+
+// deviceSet is the per-device aggregates read for one build of a month's
+// report.
+type deviceSet struct {
+	base *report.Report
+	aggs []ledger.Aggregate
+}
+
+// reportDevices is the period's per-device day aggregates (what the FOCUS
+// files are written from: report.LoadDevices) for the build b is a copy
+// of. They are read once per build, shared by the requests asking at
+// once and bounded like every computation, and kept until the month's
+// report is rebuilt: each FOCUS request reading them again walked the
+// ledger's per-device rollup (most of serve's CPU under load,
+// BENCHMARKS.md), and kept with the build they are as fresh as the report
+// they are written with. A read that fails is not kept.
+func (s *Server) reportDevices(ctx context.Context, b monthBuild) ([]ledger.Aggregate, error) {
+	s.cacheMu.Lock()
+	c, ok := s.devices[b.key]
+	s.cacheMu.Unlock()
+	if ok && c.v.base == b.base {
+		return c.v.aggs, nil
+	}
+	// The kept build's address names it: the flight holds it, so no other
+	// build can take that address while the flight runs.
+	v, err := s.shared(ctx, fmt.Sprintf("devices|%s|%p", b.key, b.base), pageTimeout, func(ctx context.Context) (any, error) {
+		r := *b.base
+		if err := s.withStore(ctx, func(st ledger.Store) error { return report.LoadDevices(ctx, st, &r) }); err != nil {
+			return nil, err
+		}
+		s.cacheMu.Lock()
+		putBoundedN(s.devices, b.key, cached[deviceSet]{deviceSet{b.base, r.Devices}, time.Now(), false}, maxDeviceSets)
+		s.cacheMu.Unlock()
+		return r.Devices, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]ledger.Aggregate), nil
 }
 
 // monthAdvice is the sharing advice of a month, one computed at a time,
@@ -547,7 +616,12 @@ func tokensUnpriced(err error) string {
 
 // putBounded adds v, dropping the oldest entry when the map is full.
 func putBounded[T any](m map[cacheKey]cached[T], k cacheKey, v cached[T]) {
-	if _, ok := m[k]; !ok && len(m) >= maxCached {
+	putBoundedN(m, k, v, maxCached)
+}
+
+// putBoundedN is putBounded for a map of at most n entries.
+func putBoundedN[T any](m map[cacheKey]cached[T], k cacheKey, v cached[T], n int) {
+	if _, ok := m[k]; !ok && len(m) >= n {
 		var oldest cacheKey
 		first := true
 		for k2, c := range m {

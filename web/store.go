@@ -89,6 +89,7 @@ func (s *Server) acquire(ctx context.Context) (*storeRef, error) {
 				return nil, ctx.Err() // the reader went away: not the ledger's failure
 			}
 			s.m.ledgerFailures.Inc()
+			s.ready.Store(nil) // the next probe asks the ledger
 			return nil, &errUnavailable{err}
 		}
 		if id != nil && s.fileID != nil && !os.SameFile(id, s.fileID) {
@@ -150,6 +151,7 @@ func (s *Server) withStore(ctx context.Context, fn func(ledger.Store) error) err
 		return fmt.Errorf("cannot read the ledger: %w", ctx.Err())
 	}
 	s.m.ledgerFailures.Inc()
+	s.ready.Store(nil) // the next probe asks the ledger
 	s.release(ref, true)
 	return &errUnavailable{err}
 }

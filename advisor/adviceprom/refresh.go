@@ -42,6 +42,12 @@ type Refresher struct {
 	body     []byte    // the newest successful advice's series
 	at       time.Time // when it was computed; zero: never
 	failures int64
+	// fresh is WriteRefresh's text for at and failures, nil until a
+	// WriteTo writes it after they change: the series change only with a
+	// refresh, and writing them gathers a registry, which a busy serve
+	// would otherwise do on every scrape (BENCHMARKS.md: /metrics under
+	// load).
+	fresh []byte
 }
 
 // Refresh computes the advice as of now with plan and keeps its series.
@@ -59,10 +65,11 @@ func (r *Refresher) Refresh(ctx context.Context, now time.Time, plan func(contex
 	if err != nil {
 		if !errors.Is(ctx.Err(), context.Canceled) {
 			r.failures++
+			r.fresh = nil
 		}
 		return err
 	}
-	r.body, r.at = b.Bytes(), now
+	r.body, r.at, r.fresh = b.Bytes(), now, nil
 	return nil
 }
 
@@ -70,13 +77,19 @@ func (r *Refresher) Refresh(ctx context.Context, now time.Time, plan func(contex
 // (WriteRefresh), in the text exposition format.
 func (r *Refresher) WriteTo(w io.Writer) (int64, error) {
 	r.mu.Lock()
-	body, at, failures := r.body, r.at, r.failures
+	if r.fresh == nil {
+		var f bytes.Buffer
+		if err := WriteRefresh(&f, r.at, r.failures); err != nil {
+			r.mu.Unlock()
+			return 0, err
+		}
+		r.fresh = f.Bytes()
+	}
+	body, fresh := r.body, r.fresh
 	r.mu.Unlock()
 	var b bytes.Buffer
 	b.Write(body)
-	if err := WriteRefresh(&b, at, failures); err != nil {
-		return 0, err
-	}
+	b.Write(fresh)
 	return b.WriteTo(w)
 }
 

@@ -35,14 +35,18 @@ func TestServeClickHouse(t *testing.T) {
 
 	srv := h.Server(t)
 	srv.Kill()
-	// The current month is rebuilt on every request here; an ended month's
-	// report built in the last two minutes is served from memory, its
-	// FOCUS file still reads the ledger.
-	for _, p := range []string{"/", "/reports/2026-11", "/reports/2026-11.csv", "/reports/2026-10.focus.csv", "/advice/2026-11", "/readyz"} {
+	// The current month is rebuilt on every request here, its FOCUS file's
+	// per-device aggregates with it; an ended month's report built in the
+	// last two minutes is served from memory, and its FOCUS file from the
+	// aggregates read with that build.
+	for _, p := range []string{"/", "/reports/2026-11", "/reports/2026-11.csv", "/reports/2026-11.focus.csv", "/advice/2026-11", "/readyz"} {
 		resp, body := getBody(t, hs.URL+p)
 		if resp.StatusCode != 503 || !strings.Contains(string(body), "cannot") {
 			t.Errorf("%s with ClickHouse down: %d %.300q", p, resp.StatusCode, body)
 		}
+	}
+	if resp, body := getBody(t, hs.URL+"/reports/2026-10.focus.csv"); resp.StatusCode != 200 || !strings.Contains(string(body), "BilledCost") {
+		t.Errorf("October's FOCUS file, read before, with ClickHouse down: %d %.300q, want it from memory", resp.StatusCode, body)
 	}
 	if err := srv.Restart(ctx); err != nil {
 		t.Fatalf("restart ClickHouse: %v", err)
