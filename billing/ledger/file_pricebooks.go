@@ -1,0 +1,133 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+var _ PriceBookStore = (*FileStore)(nil)
+
+// priceBooksDDL is migration 10: one row per recorded price book, in
+// recording order (seq).
+const priceBooksDDL = `
+CREATE TABLE IF NOT EXISTS price_books (
+	seq          INTEGER PRIMARY KEY,
+	effective_ns INTEGER NOT NULL,
+	recorded_ns  INTEGER NOT NULL,
+	sha256       TEXT    NOT NULL,
+	source       TEXT    NOT NULL,
+	body         BLOB    NOT NULL
+);
+`
+
+const selectPriceBooks = `SELECT effective_ns, recorded_ns, sha256, source, body FROM price_books ORDER BY effective_ns, seq LIMIT ?`
+
+// RecordPriceBook records rec (PriceBookStore): the check against the
+// last recorded book and the insert are one transaction, so two
+// recorders cannot both pass the check on the same last book.
+func (s *FileStore) RecordPriceBook(ctx context.Context, rec PriceBookRecord, now time.Time) (bool, error) {
+	if s.opts.ReadOnly {
+		return false, fmt.Errorf("cannot record price book %s in ledger %s: it is opened read-only", rec.Source, s.path)
+	}
+	closed, err := closedThrough(ctx, s)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("cannot record price book %s in ledger %s: %w", rec.Source, s.path, s.busyWriter(err))
+	}
+	defer tx.Rollback()
+	books, err := scanPriceBooks(ctx, tx, s.path)
+	if err != nil {
+		return false, err
+	}
+	last := lastInForce(books)
+	if last != nil && last.SHA256 == rec.SHA256 {
+		return false, nil
+	}
+	if err := CheckPriceBook(rec, last, closed, now); err != nil {
+		return false, fmt.Errorf("cannot record price book in ledger %s: %w", s.path, err)
+	}
+	if len(books) >= MaxPriceBooks {
+		return false, fmt.Errorf("cannot record price book %s in ledger %s: it holds %d price books already, the most it may", rec.Source, s.path, MaxPriceBooks)
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO price_books (effective_ns, recorded_ns, sha256, source, body) VALUES (?, ?, ?, ?, ?)",
+		rec.EffectiveFrom.UnixNano(), rec.RecordedAt.UnixNano(), rec.SHA256, rec.Source, rec.Body)
+	if err != nil {
+		return false, fmt.Errorf("cannot record price book %s in ledger %s: %w", rec.Source, s.path, s.describe(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("cannot commit price book %s to ledger %s: %w", rec.Source, s.path, s.describe(err))
+	}
+	return true, nil
+}
+
+// PriceBooks is every recorded price book in force order
+// (PriceBookStore). A file older than version 10 has none.
+func (s *FileStore) PriceBooks(ctx context.Context) ([]PriceBookRecord, error) {
+	var n int
+	err := retryBusy(ctx, func() error {
+		return s.r.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'price_books'").Scan(&n)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the price books of ledger %s: %w", s.path, s.describe(err))
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return scanPriceBooks(ctx, s.r, s.path)
+}
+
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func scanPriceBooks(ctx context.Context, q queryer, path string) ([]PriceBookRecord, error) {
+	rs, err := q.QueryContext(ctx, selectPriceBooks, MaxPriceBooks+1)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the price books of ledger %s: %w", path, err)
+	}
+	defer rs.Close()
+	var out []PriceBookRecord
+	for rs.Next() {
+		if len(out) == MaxPriceBooks {
+			return nil, fmt.Errorf("cannot read the price books of ledger %s: more than %d", path, MaxPriceBooks)
+		}
+		var (
+			eff, rec int64
+			r        PriceBookRecord
+		)
+		if err := rs.Scan(&eff, &rec, &r.SHA256, &r.Source, &r.Body); err != nil {
+			return nil, fmt.Errorf("cannot read the price books of ledger %s: %w", path, err)
+		}
+		r.EffectiveFrom, r.RecordedAt = time.Unix(0, eff).UTC(), time.Unix(0, rec).UTC()
+		out = append(out, r)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("cannot read the price books of ledger %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// closedThrough asks st for its closed months (MonthCloser); zero when it
+// closes none.
+func closedThrough(ctx context.Context, st any) (time.Time, error) {
+	c, ok := st.(MonthCloser)
+	if !ok {
+		return time.Time{}, nil
+	}
+	t, err := c.ClosedThrough(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("cannot read the ledger's closed months: %w", err)
+	}
+	return t, nil
+}
+
+// ClosedThroughOf is the end of st's last closed month, zero when st
+// closes none (it is no MonthCloser) or none is closed.
+func ClosedThroughOf(ctx context.Context, st any) (time.Time, error) { return closedThrough(ctx, st) }
