@@ -124,12 +124,17 @@ type Config struct {
 	// (serve --quota's quota gauges and recorder health).
 	Collectors []prometheus.Collector
 	Log        *slog.Logger
+	// RecordPrices records each new price book in the ledger as it is
+	// loaded (gpuledger serve; pricebooks.go).
+	RecordPrices bool
 }
 
 // Server serves the pages; Handler is its HTTP surface.
 type Server struct {
 	cfg Config
 	log *slog.Logger
+	// books are the price book versions recorded (pricebooks.go).
+	books bookRecorder
 
 	// mu guards the open ledger (store.go): cur is nil until opened and
 	// after it is retired; fileID is the identity of the file cur was
@@ -312,7 +317,7 @@ func (s *Server) monthReportVersion(ctx context.Context, month string, now time.
 			var rep *report.Report
 			err := s.withStore(ctx, func(st ledger.Store) error {
 				var err error
-				rep, err = report.Build(ctx, st, book, from, to)
+				rep, err = s.buildReport(ctx, st, book, version, from, to, now)
 				return err
 			})
 			if err != nil {

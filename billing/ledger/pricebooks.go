@@ -68,10 +68,25 @@ const (
 	maxSourceLen      = 1024
 )
 
+// RefusedPriceBook is CheckPriceBook's error: the record breaks a rule
+// (a change never applies backwards, nor in a closed month), which no
+// retry mends.
+type RefusedPriceBook struct{ Err error }
+
+func (e *RefusedPriceBook) Error() string { return e.Err.Error() }
+func (e *RefusedPriceBook) Unwrap() error { return e.Err }
+
 // CheckPriceBook refuses a record that cannot be recorded after last (nil
 // when none is) in a ledger whose months are closed through closed (zero:
 // none), at now. Every error names the field.
 func CheckPriceBook(rec PriceBookRecord, last *PriceBookRecord, closed, now time.Time) error {
+	if err := checkPriceBook(rec, last, closed, now); err != nil {
+		return &RefusedPriceBook{err}
+	}
+	return nil
+}
+
+func checkPriceBook(rec PriceBookRecord, last *PriceBookRecord, closed, now time.Time) error {
 	sum := sha256.Sum256(rec.Body)
 	eff := rec.EffectiveFrom
 	switch {

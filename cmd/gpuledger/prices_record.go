@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/web"
+)
+
+const pricesUsageText = `usage: gpuledger prices record --ledger DSN --prices FILE [--effective T]
+       gpuledger prices list --ledger DSN
+
+Records price books in the ledger with the instant their rates hold from,
+so that a report prices each hour at the book in force then and a price
+change never reprices hours before it (docs/report.md, "Price books over
+time").
+
+  record       records the book: its bytes, SHA-256 and effective instant.
+               A book that is already the last recorded one is not recorded
+               again. Refused, naming the field, when it would take effect
+               before the last recorded book, in a closed month, or more
+               than 400 days from now
+  list         the recorded books in force order
+  --ledger     ledger DSN (env GPULEDGER_LEDGER): PATH, file:PATH or
+               clickhouse://user:password@host:9000/database
+  --prices     the price book (env GPULEDGER_PRICES)
+  --effective  the instant its rates hold from: RFC 3339 or YYYY-MM-DD (the
+               start of that day in the book's time zone), a whole hour;
+               default the book's effectiveFrom, else the next whole hour
+`
+
+func runPrices(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return &usageError{err: errors.New("prices needs a subcommand: record or list"), usage: pricesUsageText}
+	}
+	switch args[0] {
+	case "record":
+		return runPricesRecord(ctx, args[1:], stdout)
+	case "list":
+		return runPricesList(ctx, args[1:], stdout)
+	case "-h", "-help", "--help", "help":
+		return &helpRequested{usage: pricesUsageText}
+	}
+	return &usageError{err: fmt.Errorf("unknown prices subcommand %q (want record or list)", args[0]), usage: pricesUsageText}
+}
+
+// openPriceBooks opens the ledger at dsn as a store of price books.
+func openPriceBooks(ctx context.Context, dsn string) (ledger.Store, ledger.PriceBookStore, error) {
+	st, err := ledger.Open(ctx, dsn, storeOpeners)
+	if err != nil {
+		return nil, nil, err
+	}
+	pst, ok := st.(ledger.PriceBookStore)
+	if !ok {
+		st.Close()
+		return nil, nil, errors.New("this ledger records no price books")
+	}
+	return st, pst, nil
+}
+
+func runPricesRecord(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("prices record", flag.ContinueOnError)
+	dsn := fs.String("ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
+	path := fs.String("prices", envDefault("GPULEDGER_PRICES", ""), "price book (env GPULEDGER_PRICES)")
+	eff := fs.String("effective", "", "instant the book's rates hold from (RFC 3339 or YYYY-MM-DD)")
+	if err := parseFlags(fs, args, pricesUsageText); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("prices record: unexpected argument %q", fs.Arg(0))
+	case *dsn == "":
+		return errors.New("prices record needs --ledger DSN or GPULEDGER_LEDGER")
+	case *path == "":
+		return errors.New("prices record needs --prices FILE or GPULEDGER_PRICES")
+	}
+	book, err := pricebook.Load(*path)
+	if err != nil {
+		return err
+	}
+	var effective time.Time
+	if *eff != "" {
+		if effective, err = pricebook.ParseEffective(*eff, book.Location); err != nil {
+			return fmt.Errorf("prices record --effective: %w", err)
+		}
+	}
+	st, pst, err := openPriceBooks(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rec, recorded, err := report.RecordBook(ctx, pst, book, effective, now())
+	if err != nil {
+		return err
+	}
+	if !recorded {
+		_, err = fmt.Fprintf(stdout, "price book %s (%s) is already the last recorded one: nothing recorded\n", rec.Short(), book.Source)
+		return err
+	}
+	slog.Info("price book recorded", "prices", book.Source, "sha256", rec.Short(), "effective_from", ledger.FormatTime(rec.EffectiveFrom))
+	_, err = fmt.Fprintf(stdout, "recorded price book %s (%s), effective %s\n", rec.Short(), book.Source, ledger.FormatTime(rec.EffectiveFrom))
+	return err
+}
+
+func runPricesList(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("prices list", flag.ContinueOnError)
+	dsn := fs.String("ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
+	if err := parseFlags(fs, args, pricesUsageText); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("prices list: unexpected argument %q", fs.Arg(0))
+	case *dsn == "":
+		return errors.New("prices list needs --ledger DSN or GPULEDGER_LEDGER")
+	}
+	st, pst, err := openPriceBooks(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	books, err := pst.PriceBooks(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "EFFECTIVE FROM\tSHA-256\tRECORDED AT\tSOURCE")
+	for _, b := range books {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ledger.FormatTime(b.EffectiveFrom), b.Short(), ledger.FormatTime(b.RecordedAt), b.Source)
+	}
+	return tw.Flush()
+}
+
+// warnUnrecorded says, when the ledger records price books but not book,
+// that book prices no hour before it would take effect.
+func warnUnrecorded(ctx context.Context, st report.Source, book *pricebook.Book, at time.Time) {
+	pst, ok := st.(ledger.PriceBookStore)
+	if !ok {
+		return
+	}
+	books, err := pst.PriceBooks(ctx)
+	if err != nil || len(books) == 0 {
+		return // the report has read them already: an error there was its
+	}
+	for _, b := range books {
+		if b.SHA256 == book.SHA256 {
+			return
+		}
+	}
+	last := books[len(books)-1]
+	slog.Warn("the price book is not recorded in the ledger: the recorded books price the period, and it would price only hours from "+
+		ledger.FormatTime(report.UnrecordedFrom(at, last.EffectiveFrom))+"; record it with gpuledger prices record",
+		"prices", book.Source, "sha256", ledger.ShortSHA(book.SHA256), "last_recorded", last.Short())
+}
+
+// recordServedPrices records serve's price book at start: a book the
+// ledger refuses stops serve with the reason; a ledger not up yet is
+// retried by the first report.
+func recordServedPrices(ctx context.Context, srv *web.Server) error {
+	err := srv.RecordPrices(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case web.IsRefusedBook(err):
+		return fmt.Errorf("serve: %w", err)
+	}
+	slog.Warn("the price book is not recorded yet: the first report records it", "err", web.RedactURLs(err.Error()))
+	return nil
+}
