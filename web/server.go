@@ -124,9 +124,10 @@ type Config struct {
 	// (serve --quota's quota gauges and recorder health).
 	Collectors []prometheus.Collector
 	Log        *slog.Logger
-	// RecordPrices records each new price book in the ledger as it is
-	// loaded (gpuledger serve; pricebooks.go).
-	RecordPrices bool
+	// RecordPrices, when set, records each new price book in the ledger
+	// as it is loaded (gpuledger serve; pricebooks.go): report.RecordBook
+	// on a store it may write.
+	RecordPrices func(ctx context.Context, book *pricebook.Book, now time.Time) (ledger.PriceBookRecord, bool, error)
 }
 
 // Server serves the pages; Handler is its HTTP surface.

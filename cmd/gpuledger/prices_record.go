@@ -53,9 +53,39 @@ func runPrices(ctx context.Context, args []string, stdout io.Writer) error {
 	return &usageError{err: fmt.Errorf("unknown prices subcommand %q (want record or list)", args[0]), usage: pricesUsageText}
 }
 
-// openPriceBooks opens the ledger at dsn as a store of price books.
-func openPriceBooks(ctx context.Context, dsn string) (ledger.Store, ledger.PriceBookStore, error) {
-	st, err := ledger.Open(ctx, dsn, storeOpeners)
+// writableOpeners open a ledger to record in: an embedded file
+// writable (it must exist: recording never creates a ledger), else as
+// every command opens it.
+func writableOpeners() map[string]ledger.Opener {
+	out := map[string]ledger.Opener{}
+	for k, v := range storeOpeners {
+		out[k] = v
+	}
+	out[ledger.SchemeFile] = ledger.FileOpener(ledger.FileOptions{MustExist: true})
+	return out
+}
+
+// bookRecorder records a book in the ledger at dsn, opened for the one
+// record and closed: serve reads through a read-only open.
+func bookRecorder(dsn string) func(ctx context.Context, book *pricebook.Book, at time.Time) (ledger.PriceBookRecord, bool, error) {
+	return func(ctx context.Context, book *pricebook.Book, at time.Time) (ledger.PriceBookRecord, bool, error) {
+		st, pst, err := openPriceBooks(ctx, dsn, true)
+		if err != nil {
+			return ledger.PriceBookRecord{}, false, err
+		}
+		defer st.Close()
+		return report.RecordBook(ctx, pst, book, time.Time{}, at)
+	}
+}
+
+// openPriceBooks opens the ledger at dsn as a store of price books,
+// writable for recording.
+func openPriceBooks(ctx context.Context, dsn string, write bool) (ledger.Store, ledger.PriceBookStore, error) {
+	openers := storeOpeners
+	if write {
+		openers = writableOpeners()
+	}
+	st, err := ledger.Open(ctx, dsn, openers)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -93,7 +123,7 @@ func runPricesRecord(ctx context.Context, args []string, stdout io.Writer) error
 			return fmt.Errorf("prices record --effective: %w", err)
 		}
 	}
-	st, pst, err := openPriceBooks(ctx, *dsn)
+	st, pst, err := openPriceBooks(ctx, *dsn, true)
 	if err != nil {
 		return err
 	}
@@ -123,7 +153,7 @@ func runPricesList(ctx context.Context, args []string, stdout io.Writer) error {
 	case *dsn == "":
 		return errors.New("prices list needs --ledger DSN or GPULEDGER_LEDGER")
 	}
-	st, pst, err := openPriceBooks(ctx, *dsn)
+	st, pst, err := openPriceBooks(ctx, *dsn, false)
 	if err != nil {
 		return err
 	}

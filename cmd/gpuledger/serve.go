@@ -208,7 +208,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	prices := web.BookFile(f.prices)
-	opts := []func(*web.Config){func(c *web.Config) { c.MaxComputations, c.RecordPrices = f.maxComputations, true }}
+	opts := []func(*web.Config){func(c *web.Config) { c.MaxComputations, c.RecordPrices = f.maxComputations, bookRecorder(f.ledger) }}
 	if f.prometheus != "" {
 		o, err := withPrometheus(f.prometheus, f.promTimeout)
 		if err != nil {
