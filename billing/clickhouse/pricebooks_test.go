@@ -59,3 +59,33 @@ func TestPriceBooksClickHouse(t *testing.T) {
 		}
 	}
 }
+
+// TestBackupRestorePriceBooks: the recorded books are part of the record:
+// a backup carries them and a restore gives them back byte for byte.
+func TestBackupRestorePriceBooks(t *testing.T) {
+	harness.Require(t)
+	ctx := context.Background()
+	s, src := openTest(t)
+	now := time.Date(2026, 11, 15, 13, 27, 5, 0, time.UTC)
+	odd := pbRecord("currency: USD\n# tab\there, NUL \x00, not UTF-8 \xff\\n\n", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), now)
+	if _, err := s.RecordPriceBook(ctx, odd, now); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir() + "/b"
+	if _, err := Backup(ctx, src, Options{}, dir, "test"); err != nil {
+		t.Fatal(err)
+	}
+	dst := mustDSN(t, harness.DSN(t))
+	if _, err := Restore(ctx, dst, Options{}, dir, RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(ctx, dst, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	books, err := b.PriceBooks(ctx)
+	if err != nil || len(books) != 1 || !bytes.Equal(books[0].Body, odd.Body) || books[0].SHA256 != odd.SHA256 || !books[0].EffectiveFrom.Equal(odd.EffectiveFrom) {
+		t.Fatalf("restored books %+v (%v), want %+v", books, err, odd)
+	}
+}
