@@ -52,8 +52,8 @@ func (s *Store) RecordPriceBook(ctx context.Context, rec ledger.PriceBookRecord,
 	if err := ledger.CheckPriceBook(rec, last, closed, now); err != nil {
 		return false, fmt.Errorf("cannot record price book in %s: %w", s.table(tablePriceBooks), err)
 	}
-	if len(books) >= ledger.MaxPriceBooks {
-		return false, fmt.Errorf("cannot record price book %s in %s: it holds %d price books already, the most it may", rec.Source, s.table(tablePriceBooks), ledger.MaxPriceBooks)
+	if err := ledger.CheckPriceBookRoom(rec, books); err != nil {
+		return false, fmt.Errorf("cannot record price book in %s: %w", s.table(tablePriceBooks), err)
 	}
 	cols := []string{"effective_from", "recorded_ns", "sha256", "source", "body"}
 	vals := []any{[]time.Time{rec.EffectiveFrom.UTC()}, []uint64{uint64(rec.RecordedAt.UnixNano())},
@@ -70,6 +70,7 @@ func (s *Store) PriceBooks(ctx context.Context) ([]ledger.PriceBookRecord, error
 	q := fmt.Sprintf(`SELECT toUnixTimestamp(effective_from), recorded_ns, sha256, source, body FROM %s
 ORDER BY effective_from, recorded_ns LIMIT %d`, s.table(tablePriceBooks), ledger.MaxPriceBooks+1)
 	var out []ledger.PriceBookRecord
+	size := 0
 	err := s.query(ctx, "read the price books", q, func(rs driver.Rows) error {
 		if len(out) == ledger.MaxPriceBooks {
 			return fmt.Errorf("cannot read the price books of %s: more than %d", s.table(tablePriceBooks), ledger.MaxPriceBooks)
@@ -81,6 +82,9 @@ ORDER BY effective_from, recorded_ns LIMIT %d`, s.table(tablePriceBooks), ledger
 		)
 		if err := rs.Scan(&eff, &rec, &sum, &source, &body); err != nil {
 			return scanError{err}
+		}
+		if size += len(body); size > ledger.MaxPriceBooksBytes {
+			return fmt.Errorf("cannot read the price books of %s: more than %d MiB", s.table(tablePriceBooks), ledger.MaxPriceBooksBytes>>20)
 		}
 		out = append(out, ledger.PriceBookRecord{EffectiveFrom: time.Unix(int64(eff), 0).UTC(), RecordedAt: time.Unix(0, int64(rec)).UTC(),
 			SHA256: sum, Source: source, Body: []byte(body)})

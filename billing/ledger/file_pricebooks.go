@@ -53,8 +53,8 @@ func (s *FileStore) RecordPriceBook(ctx context.Context, rec PriceBookRecord, no
 	if err := CheckPriceBook(rec, last, closed, now); err != nil {
 		return false, fmt.Errorf("cannot record price book in ledger %s: %w", s.path, err)
 	}
-	if len(books) >= MaxPriceBooks {
-		return false, fmt.Errorf("cannot record price book %s in ledger %s: it holds %d price books already, the most it may", rec.Source, s.path, MaxPriceBooks)
+	if err := CheckPriceBookRoom(rec, books); err != nil {
+		return false, fmt.Errorf("cannot record price book in ledger %s: %w", s.path, err)
 	}
 	_, err = tx.ExecContext(ctx, "INSERT INTO price_books (effective_ns, recorded_ns, sha256, source, body) VALUES (?, ?, ?, ?, ?)",
 		rec.EffectiveFrom.UnixNano(), rec.RecordedAt.UnixNano(), rec.SHA256, rec.Source, rec.Body)
@@ -94,6 +94,7 @@ func scanPriceBooks(ctx context.Context, q queryer, path string) ([]PriceBookRec
 	}
 	defer rs.Close()
 	var out []PriceBookRecord
+	size := 0
 	for rs.Next() {
 		if len(out) == MaxPriceBooks {
 			return nil, fmt.Errorf("cannot read the price books of ledger %s: more than %d", path, MaxPriceBooks)
@@ -106,6 +107,9 @@ func scanPriceBooks(ctx context.Context, q queryer, path string) ([]PriceBookRec
 			return nil, fmt.Errorf("cannot read the price books of ledger %s: %w", path, err)
 		}
 		r.EffectiveFrom, r.RecordedAt = time.Unix(0, eff).UTC(), time.Unix(0, rec).UTC()
+		if size += len(r.Body); size > MaxPriceBooksBytes {
+			return nil, fmt.Errorf("cannot read the price books of ledger %s: more than %d MiB", path, MaxPriceBooksBytes>>20)
+		}
 		out = append(out, r)
 	}
 	if err := rs.Err(); err != nil {

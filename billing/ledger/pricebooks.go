@@ -61,8 +61,11 @@ const (
 	// MaxPriceBookLead is how far after the recording a book may take
 	// effect: further is a typo (a year for 2026), not a plan.
 	MaxPriceBookLead = 400 * 24 * time.Hour
-	// MaxPriceBooks bounds what a ledger holds and a report reads.
-	MaxPriceBooks = 10000
+	// MaxPriceBooks and MaxPriceBooksBytes bound what a ledger holds and
+	// a report reads: a change a week for twenty years, of books of 64
+	// KiB on average.
+	MaxPriceBooks      = 1000
+	MaxPriceBooksBytes = 64 << 20
 	// MaxPriceBookBytes is the price book's own size bound.
 	MaxPriceBookBytes = 1 << 20
 	maxSourceLen      = 1024
@@ -109,6 +112,20 @@ func checkPriceBook(rec PriceBookRecord, last *PriceBookRecord, closed, now time
 	case last != nil && eff.Before(last.EffectiveFrom):
 		return fmt.Errorf("price book %s: effective_from %s is before the last recorded price book's (%s, effective %s): a price change never applies backwards",
 			rec.Source, FormatTime(eff), last.Short(), FormatTime(last.EffectiveFrom))
+	}
+	return nil
+}
+
+// CheckPriceBookRoom refuses a record that would take the ledger holding
+// books past MaxPriceBooks or MaxPriceBooksBytes.
+func CheckPriceBookRoom(rec PriceBookRecord, books []PriceBookRecord) error {
+	n := len(rec.Body)
+	for _, b := range books {
+		n += len(b.Body)
+	}
+	if len(books) >= MaxPriceBooks || n > MaxPriceBooksBytes {
+		return &RefusedPriceBook{fmt.Errorf("price book %s: the ledger holds %d price books already, and may hold at most %d of %d MiB together",
+			rec.Source, len(books), MaxPriceBooks, MaxPriceBooksBytes>>20)}
 	}
 	return nil
 }

@@ -37,9 +37,11 @@ type PricedBy struct {
 // Short is the book's SHA-256's first 12 hex digits.
 func (p *PricedBy) Short() string { return ledger.ShortSHA(p.SHA256) }
 
-// dated is a book of the schedule, in force order.
+// dated is a book of the schedule, in force order; body is parsed into
+// book only when the book prices part of the period.
 type dated struct {
 	book *pricebook.Book
+	body []byte
 	by   PricedBy
 }
 
@@ -75,19 +77,15 @@ func schedule(ctx context.Context, src Source, book *pricebook.Book, now time.Ti
 	recorded := false
 	for _, rec := range recs {
 		by := PricedBy{SHA256: rec.SHA256, Source: rec.Source, EffectiveFrom: rec.EffectiveFrom, Recorded: true}
-		b := book
-		if rec.SHA256 != book.SHA256 {
-			if b, err = pricebook.Parse(rec.Source, rec.Body); err != nil {
-				return nil, fmt.Errorf("cannot read the price book recorded in the ledger as %s, effective %s: %w", rec.Short(), ledger.FormatTime(rec.EffectiveFrom), err)
-			}
-		} else {
-			recorded = true
+		d := dated{body: rec.Body, by: by}
+		if rec.SHA256 == book.SHA256 {
+			d.book, recorded = book, true
 		}
-		out = append(out, dated{b, by})
+		out = append(out, d)
 	}
 	if !recorded {
 		last := out[len(out)-1].by.EffectiveFrom
-		out = append(out, dated{book, PricedBy{SHA256: book.SHA256, Source: book.Source, EffectiveFrom: UnrecordedFrom(now, last)}})
+		out = append(out, dated{book: book, by: PricedBy{SHA256: book.SHA256, Source: book.Source, EffectiveFrom: UnrecordedFrom(now, last)}})
 	}
 	return out, nil
 }
@@ -119,6 +117,11 @@ func BuildDated(ctx context.Context, src Source, book *pricebook.Book, from, to,
 		}
 		if !start.Before(end) {
 			continue // not in force in the period, or replaced at once
+		}
+		if d.book == nil {
+			if d.book, err = pricebook.Parse(d.by.Source, d.body); err != nil {
+				return nil, fmt.Errorf("cannot read the price book recorded in the ledger as %s, effective %s: %w", ledger.ShortSHA(d.by.SHA256), ledger.FormatTime(d.by.EffectiveFrom), err)
+			}
 		}
 		if err := sameTerms(book, d); err != nil {
 			return nil, err

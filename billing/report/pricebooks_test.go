@@ -272,3 +272,23 @@ func TestChangeMidMonthInEveryFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestBooksOfOnePeriodAgree: a period whose books differ in currency is
+// refused naming the field, not billed in two currencies.
+func TestBooksOfOnePeriodAgree(t *testing.T) {
+	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	to := from.AddDate(0, 0, 2)
+	st := fileLedger(t, exactRows(rand.New(rand.NewSource(3)), from, to), nil)
+	usd := ratesBook(t, "UTC", "allocation", map[string]string{"L4": "0.50"})
+	eur := bookFor(t, "EUR", "UTC", "allocation", "platform", map[string]string{"L4": "0.45"}, "1.00")
+	record(t, st, usd, from, to)
+	record(t, st, eur, from.Add(24*time.Hour), to)
+	_, err := BuildDated(context.Background(), st, usd, from, to, to)
+	if err == nil || !strings.Contains(err.Error(), "has currency EUR, not USD") || !strings.Contains(err.Error(), eur.SHA256[:12]) {
+		t.Fatalf("%v", err)
+	}
+	// The day before the change is one currency: billed.
+	if _, err := BuildDated(context.Background(), st, usd, from, from.Add(24*time.Hour), to); err != nil {
+		t.Fatal(err)
+	}
+}
