@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"math/big"
 	"math/rand"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/focus"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 )
@@ -270,6 +272,43 @@ func TestChangeMidMonthInEveryFormat(t *testing.T) {
 				t.Errorf("%s lacks %q", f, w)
 			}
 		}
+		if f == FormatFOCUS {
+			if vs, err := focus.Validate(bytes.NewReader(b.Bytes())); err != nil || len(vs) > 0 {
+				t.Errorf("FOCUS file of two books: %v %v", err, vs)
+			}
+			checkFOCUSPieces(t, b.Bytes(), r.Total, change)
+		}
+	}
+}
+
+// checkFOCUSPieces: the rows' BilledCost adds up to the total, and each
+// book's rows have its part as their charge period.
+func checkFOCUSPieces(t *testing.T, data []byte, total int64, change time.Time) {
+	t.Helper()
+	recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, c := range recs[0] {
+		col[c] = i
+	}
+	var cents int64
+	starts := map[string]string{}
+	for _, r := range recs[1:] {
+		var whole, frac int64
+		fmt.Sscanf(r[col["BilledCost"]], "%d.%d", &whole, &frac)
+		cents += whole*100 + frac
+		if b := r[col["x_PriceBook"]]; b != "" {
+			starts[r[col["x_PriceBookEffectiveFrom"]]] = r[col["ChargePeriodStart"]] + "/" + r[col["ChargePeriodEnd"]]
+		}
+	}
+	if cents != total {
+		t.Errorf("FOCUS BilledCost adds up to %d, the total is %d", cents, total)
+	}
+	c := change.UTC().Format("2006-01-02T15:04:05Z")
+	if got := starts[c]; got != c+"/2026-11-03T00:00:00Z" {
+		t.Errorf("the second book's rows charge %q, want from the change to the end", got)
 	}
 }
 
