@@ -38,6 +38,16 @@ time").
                default the book's effectiveFrom, else the next whole hour
 `
 
+const pricesListUsageText = `usage: gpuledger prices list --ledger DSN
+
+Lists the price books recorded in the ledger in force order: the instant
+each took effect, its SHA-256's first 12 hex digits, when it was recorded
+and the file it was read from (docs/report.md, "Price books over time").
+
+  --ledger     ledger DSN (env GPULEDGER_LEDGER): PATH, file:PATH or
+               clickhouse://user:password@host:9000/database
+`
+
 func runPrices(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return &usageError{err: errors.New("prices needs a subcommand: record or list"), usage: pricesUsageText}
@@ -144,7 +154,7 @@ func runPricesRecord(ctx context.Context, args []string, stdout io.Writer) error
 func runPricesList(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("prices list", flag.ContinueOnError)
 	dsn := fs.String("ledger", envDefault("GPULEDGER_LEDGER", ""), "ledger DSN (env GPULEDGER_LEDGER)")
-	if err := parseFlags(fs, args, pricesUsageText); err != nil {
+	if err := parseFlags(fs, args, pricesListUsageText); err != nil {
 		return err
 	}
 	switch {
