@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/billing/clickhouse"
 	"github.com/gpuledger/gpuledger/billing/clickhouse/chtest"
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/web"
@@ -218,5 +217,3 @@ func TestServeRecordsPricesClickHouse(t *testing.T) {
 	copyLedger(t, db, dsn)
 	servePricesFlow(t, dsn)
 }
-
-var _ = clickhouse.SchemaVersion
