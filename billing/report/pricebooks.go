@@ -207,6 +207,7 @@ func combine(ctx context.Context, src Source, from, to time.Time, parts []*Repor
 	r.Rounding = rounding
 	r.Lines = append(r.Lines, Line{Type: LineRounding, Exact: new(big.Rat), Amount: rounding})
 	summarise(r)
+	teamEnergy(r)
 	for _, name := range sortedKeys(ms.models) {
 		m := ms.models[name]
 		if ms.mixed[name] && m.CapacityHours.Sign() > 0 {
@@ -318,4 +319,26 @@ func ratCopy(x *big.Rat) *big.Rat {
 		return nil
 	}
 	return new(big.Rat).Set(x)
+}
+
+// teamEnergy adds up each team's energy figures from its lines, which
+// each part worked out (energyFigures), when the book shows energy.
+func teamEnergy(r *Report) {
+	if !r.HasEnergy() {
+		return
+	}
+	teams := map[string]*TeamSummary{}
+	for i := range r.Teams {
+		teams[r.Teams[i].Team] = &r.Teams[i]
+		r.Teams[i].EnergyKWh = new(big.Rat)
+	}
+	for _, l := range r.Lines {
+		t := teams[l.Team]
+		if t == nil || l.Type == LinePlatform || l.Type == LineRounding || l.EnergyKWh == nil {
+			continue
+		}
+		t.EnergyKWh.Add(t.EnergyKWh, l.EnergyKWh)
+		t.EnergyCost += l.EnergyCost
+		t.Co2eGrams += l.Co2eGrams
+	}
 }

@@ -331,3 +331,32 @@ func TestBooksOfOnePeriodAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEnergyAcrossAChange: with an energy section, a period priced by two
+// books shows each team's energy as the sum of its lines', and the
+// period's energy figures as the parts' sums.
+func TestEnergyAcrossAChange(t *testing.T) {
+	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	to := from.AddDate(0, 0, 2)
+	var rows []attribution.Row
+	for s := from; s.Before(to); s = s.Add(time.Hour) {
+		rows = append(rows, attribution.Row{IntervalStart: s, IntervalEnd: s.Add(time.Hour), Node: "n", GPUUUID: "GPU-0", SliceID: "GPU-0",
+			GPUModel: "L4", SharingMode: "exclusive", Kind: attribution.KindContainer, Team: "search", Namespace: "ns", Pod: "p",
+			Container: "c", PodUID: "u", AllocatedGPUSeconds: 3600, UsedGPUSeconds: 3600, EnergyJoules: 3.6e6, Method: attribution.MethodMeasured})
+	}
+	st := fileLedger(t, rows, nil)
+	const energy = "energy:\n  rate: 0.10\n"
+	a := book(t, "currency: USD\npolicy: allocation\ndefaultRate: 1.00\n"+energy)
+	b := book(t, "currency: USD\npolicy: allocation\ndefaultRate: 2.00\n"+energy)
+	record(t, st, a, from, to)
+	record(t, st, b, from.Add(24*time.Hour), to)
+	r, err := BuildDated(context.Background(), st, b, from, to, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 48 kWh at 0.10: 4.80; 24 h at 1.00 and 24 h at 2.00: 72.00.
+	if r.Total != 7200 || r.Energy == nil || r.Energy.Cost != 480 || len(r.Teams) != 1 || r.Teams[0].EnergyCost != 480 ||
+		r.Teams[0].EnergyKWh.Cmp(big.NewRat(48, 1)) != 0 {
+		t.Fatalf("total %d, energy %+v, teams %+v", r.Total, r.Energy, r.Teams)
+	}
+}
