@@ -131,12 +131,18 @@ type Config struct {
 	// (serve --quota's quota gauges and recorder health).
 	Collectors []prometheus.Collector
 	Log        *slog.Logger
+	// RecordPrices, when set, records each new price book in the ledger
+	// as it is loaded (gpuledger serve; pricebooks.go): report.RecordBook
+	// on a store it may write.
+	RecordPrices func(ctx context.Context, book *pricebook.Book, now time.Time) (ledger.PriceBookRecord, bool, error)
 }
 
 // Server serves the pages; Handler is its HTTP surface.
 type Server struct {
 	cfg Config
 	log *slog.Logger
+	// books are the price book versions recorded (pricebooks.go).
+	books bookRecorder
 
 	// mu guards the open ledger (store.go): cur is nil until opened and
 	// after it is retired; fileID is the identity of the file cur was
@@ -342,7 +348,7 @@ func (s *Server) monthBuild(ctx context.Context, month string, now time.Time) (m
 			var rep *report.Report
 			err := s.withStore(ctx, func(st ledger.Store) error {
 				var err error
-				rep, err = report.Build(ctx, st, book, from, to)
+				rep, err = s.buildReport(ctx, st, book, version, from, to, now)
 				return err
 			})
 			if err != nil {

@@ -68,6 +68,14 @@ type Book struct {
 	Energy *Energy
 	// Quota is the quota section, set only under policy quota.
 	Quota *Quota
+	// EffectiveFrom is the book's effectiveFrom, the instant its rates
+	// hold from (zero when it names none: then the instant it is
+	// recorded in the ledger, effective.go).
+	EffectiveFrom time.Time
+	// SHA256 (hex) and Raw are the book's bytes as read: what the ledger
+	// records, and how a report names the book that priced it.
+	SHA256 string
+	Raw    []byte
 }
 
 // MemoryWeighted reports whether usage is blended with memory.

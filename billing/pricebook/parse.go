@@ -1,6 +1,9 @@
 package pricebook
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"regexp"
@@ -55,6 +58,9 @@ func Parse(name string, data []byte) (*Book, error) {
 	if err := p.err(); err != nil {
 		return nil, err
 	}
+	b.Raw = bytes.Clone(data)
+	sum := sha256.Sum256(data)
+	b.SHA256 = hex.EncodeToString(sum[:])
 	return b, nil
 }
 
@@ -98,7 +104,7 @@ const (
 )
 
 var knownFields = []string{fieldCurrency, fieldTimezone, fieldTeamLabel, fieldPolicy, fieldIdle, fieldRates, fieldDefaultRate,
-	fieldMemoryWeight, fieldMemoryMiB, fieldSlotRates, fieldEnergy, fieldQuota}
+	fieldMemoryWeight, fieldMemoryMiB, fieldSlotRates, fieldEnergy, fieldQuota, fieldEffectiveFrom}
 
 func (p *parser) book(root *yaml.Node) *Book {
 	root = resolve(root)
@@ -119,6 +125,7 @@ func (p *parser) book(root *yaml.Node) *Book {
 	b.MemoryMiB = p.memoryMiB(fields[fieldMemoryMiB])
 	b.Energy = p.energy(fields[fieldEnergy])
 	b.Quota = p.quotaSection(fields[fieldQuota])
+	b.EffectiveFrom = p.effectiveFrom(fields[fieldEffectiveFrom], b.Location)
 	p.policyFields(root, b, fields)
 	p.quotaPolicyFields(root, b, fields)
 	if v := fields[fieldDefaultRate]; v != nil {

@@ -48,6 +48,9 @@ func WriteCSV(w io.Writer, r *Report) error {
 	if r.HasEnergy() {
 		header = append(slices.Clip(CSVHeader), CSVEnergyColumns...)
 	}
+	if len(r.PriceBooks) > 0 {
+		header = append(slices.Clip(header), CSVPriceBookColumns...)
+	}
 	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("cannot write report CSV: %w", err)
 	}
@@ -75,6 +78,9 @@ func csvRow(r *Report, l Line) []string {
 		f.DataStart, f.DataEnd, f.Partial, f.Borrowed}
 	if r.HasEnergy() {
 		row = append(row, f.EnergyCost, f.Co2eKg)
+	}
+	if len(r.PriceBooks) > 0 {
+		row = append(row, priceBookCells(l)...)
 	}
 	return row
 }

@@ -138,7 +138,7 @@ func WriteFOCUS(w io.Writer, r *Report) error {
 	if err != nil {
 		return err
 	}
-	header = withEnergyColumns(r, header)
+	header = withPriceBookColumns(r, withEnergyColumns(r, header))
 	rows, err := focusRows(r, header)
 	if err != nil {
 		return err
@@ -158,6 +158,9 @@ func WriteFOCUS(w io.Writer, r *Report) error {
 func focusRows(r *Report, header []string) ([][]string, error) {
 	if r.Empty() {
 		return nil, fmt.Errorf("cannot write FOCUS file: the ledger has no data from %s to %s", r.From.Format(time.RFC3339), r.To.Format(time.RFC3339))
+	}
+	if len(r.pieces) > 0 {
+		return focusPieceRows(r, header)
 	}
 	capacity := map[string]*big.Rat{}
 	for _, m := range r.Models {
@@ -214,6 +217,7 @@ func focusCells(r *Report, l Line, capacity *big.Rat) (map[string]string, error)
 		"x_BorrowedGpuHours": f.Borrowed,
 	}
 	c["x_EnergyCost"], c["x_Co2eKg"] = f.EnergyCost, f.Co2eKg
+	focusPriceBookCells(c, l)
 	if l.Type == LineRounding {
 		// Not usage of any SKU or resource, and not split from a charge:
 		// the one adjustment that makes the file add up to its total
@@ -367,7 +371,7 @@ func WriteFOCUSJSONL(w io.Writer, r *Report) error {
 	if err != nil {
 		return err
 	}
-	header = withEnergyColumns(r, header)
+	header = withPriceBookColumns(r, withEnergyColumns(r, header))
 	rows, err := focusRows(r, header)
 	if err != nil {
 		return err

@@ -36,6 +36,11 @@ func LoadDevices(ctx context.Context, src Source, r *Report) error {
 		aggs = []ledger.Aggregate{}
 	}
 	r.Devices = aggs
+	for _, p := range r.pieces {
+		if err := LoadDevices(ctx, src, p); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -68,6 +68,9 @@ type page struct {
 	TokensUnavailable          string
 	Energy                     *energyPage // nil without an energy section
 	Gaps                       *gapsPage   // nil without coverage gaps
+	// PriceBooks name the books that priced the period when the ledger
+	// records books (pricebooks_render.go).
+	PriceBooks []string
 }
 
 // energyPage is the "Energy and carbon" section.
@@ -110,6 +113,7 @@ type lineRow struct {
 	Team, Namespace, Model, Mode, Type string
 	Allocated, Used, Eff, Energy       string
 	Rate, Amount                       string
+	Book                               string // the short SHA-256 of the book that priced it
 }
 
 func newPage(r *Report) page {
@@ -155,8 +159,9 @@ func newPage(r *Report) page {
 	for _, l := range r.Lines {
 		f := lineFields(r, l)
 		p.Lines = append(p.Lines, lineRow{Team: l.Team, Namespace: l.Namespace, Model: l.GPUModel, Mode: l.SharingMode, Type: string(l.Type),
-			Allocated: f.Allocated, Used: f.Used, Eff: f.Efficiency, Energy: f.Energy, Rate: f.Rate, Amount: money(l.Amount)})
+			Allocated: f.Allocated, Used: f.Used, Eff: f.Efficiency, Energy: f.Energy, Rate: f.Rate, Amount: money(l.Amount), Book: priceBookCells(l)[0]})
 	}
+	p.PriceBooks = priceBooksHTML(r)
 	for _, m := range r.UnknownModels() {
 		p.Unknown = append(p.Unknown, fmt.Sprintf("%s (%s GPU-hours, %d ledger rows) priced at the default rate %s",
 			m.Model, hoursText(m.CapacityHours), m.Rows, m.Rate.Format(b.Currency.MinorUnit)))

@@ -42,6 +42,9 @@ type jsonReport struct {
 	GeneratedAt     string        `json:"generated_at,omitempty"`
 	// Energy is there when the book has an energy section.
 	Energy *jsonEnergy `json:"energy,omitempty"`
+	// PriceBooks: the books that priced the period, when the ledger
+	// records books (pricebooks_render.go).
+	PriceBooks []jsonPriceBook `json:"price_books,omitempty"`
 }
 
 // jsonEnergy is the period's energy figures (informational: not in total).
@@ -93,6 +96,8 @@ type jsonLine struct {
 	SlotRate     *json.Number `json:"slot_rate_per_month,omitempty"`
 	EnergyCost   *json.Number `json:"energy_cost,omitempty"`
 	Co2eKg       *json.Number `json:"co2e_kg,omitempty"`
+	// PriceBook is the short SHA-256 of the book that priced the line.
+	PriceBook string `json:"price_book,omitempty"`
 }
 
 type jsonTeam struct {
@@ -199,8 +204,9 @@ func toJSON(r *Report) jsonReport {
 			BorrowedHours: optNum(f.Borrowed), EnergyKWh: optNum(f.Energy), Rate: optNum(f.Rate), Amount: num(f.Amount),
 			ChargedHours: optNum(decimal(l.Charged, hoursDecimals)), MemoryHours: optNum(decimal(l.MemoryHours, hoursDecimals)),
 			SlotMonths: optNum(decimal(l.SlotMonths, slotMonthDecimals)), SlotRate: optRate(l.SlotRate, r.Book.Currency.MinorUnit),
-			EnergyCost: optNum(f.EnergyCost), Co2eKg: optNum(f.Co2eKg)})
+			EnergyCost: optNum(f.EnergyCost), Co2eKg: optNum(f.Co2eKg), PriceBook: jsonLineBook(l)})
 	}
+	j.PriceBooks = priceBooksJSON(r)
 	for _, t := range r.Teams {
 		j.Teams = append(j.Teams, jsonTeam{Team: t.Team, Namespaces: t.Namespaces, AllocatedHours: hoursNum(t.AllocatedHours),
 			UsedHours: hoursNum(t.UsedHours), HeldIdleHours: hoursNum(t.HeldIdleHours), BorrowedHours: hoursNum(t.BorrowedHours), Efficiency: optNum(decimal(t.Efficiency, efficiencyDecimals)),

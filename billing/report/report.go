@@ -60,6 +60,10 @@ type Line struct {
 	// period's energy cost and CO2e (energy.go): set only when the book
 	// has an energy section, never part of Amount.
 	EnergyCost, Co2eGrams int64
+	// PricedBy is the price book that priced the line when the ledger
+	// records price books (pricebooks.go); nil otherwise, and on the
+	// rounding line.
+	PricedBy *PricedBy
 }
 
 // ChargedHours is the GPU-hours the line pays for under the policy: the
@@ -192,6 +196,12 @@ type Report struct {
 	// Energy is the period's energy cost and CO2e when the book has an
 	// energy section (energy.go); nil otherwise.
 	Energy *EnergyTotals
+	// PriceBooks are the price books that priced the period, in force
+	// order, when the ledger records price books (BuildDated); nil
+	// otherwise. pieces are the reports of the period's parts each book
+	// priced, when there are several (the FOCUS export writes theirs).
+	PriceBooks []*PricedBy
+	pieces     []*Report
 }
 
 // Empty reports whether the period had no ledger rows.

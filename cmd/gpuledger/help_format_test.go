@@ -26,9 +26,9 @@ func TestEveryCommandsHelpHasOneShape(t *testing.T) {
 	sets := map[string]*flag.FlagSet{}
 	flagSetParsed = func(fs *flag.FlagSet) { sets[fs.Name()] = fs }
 	t.Cleanup(func() { flagSetParsed = nil })
-	cmds := [][]string{{"ledger", "export"}, {"ledger", "migrate"}}
+	cmds := [][]string{{"ledger", "export"}, {"ledger", "migrate"}, {"prices", "record"}, {"prices", "list"}}
 	for _, c := range commands() {
-		if c.name != "ledger" {
+		if c.name != "ledger" && c.name != "prices" {
 			cmds = append(cmds, []string{c.name})
 		}
 	}

@@ -47,9 +47,10 @@ subcommands:
            create or upgrade the ledger schema; with --prices (ClickHouse
            only) also store the price book the dashboards price with
   backup   --out DIR [--ledger DSN]
-           copy the rows, findings, prices, quota changes and node labels
-           of a ClickHouse ledger into the new directory DIR: one gzipped
-           TSV per table and a manifest with each file's SHA-256
+           copy the rows, findings, prices, quota changes, node labels and
+           recorded price books of a ClickHouse ledger into the new
+           directory DIR: one gzipped TSV per table and a manifest with
+           each file's SHA-256
            (docs/ledger-format.md, "Backup and restore")
   restore  --from DIR [--ledger DSN] [--force] [--check]
            verify a backup, then load it into a database with no ledger

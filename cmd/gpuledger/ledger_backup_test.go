@@ -121,7 +121,7 @@ func TestLedgerBackupRestoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(strings.TrimSpace(out.String()))
-	if !strings.Contains(out.String(), "schema version 5, 5 tables") {
+	if !strings.Contains(out.String(), "schema version 7, 6 tables") {
 		t.Errorf("backup printed %q", out.String())
 	}
 	if err := runLedger(ctx, []string{"backup", "--ledger", dsn, "--out", backup}, io.Discard); err == nil || !strings.Contains(err.Error(), "it exists") {
@@ -174,7 +174,7 @@ func TestLedgerBackupRestoreRoundTrip(t *testing.T) {
 	if err := runLedger(ctx, []string{"restore", "--ledger", dsn, "--from", backup}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "rows of 5 tables restored") {
+	if !strings.Contains(out.String(), "rows of 6 tables restored") {
 		t.Errorf("restore printed %q", out.String())
 	}
 	before.equal(t, "after the restore", ledgerSnapshot(t, true, dsn, prices, quotaPrices))

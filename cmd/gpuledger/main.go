@@ -40,6 +40,7 @@ func commands() []command {
 		{"demo", "simulate a mixed GPU fleet, print a per-team summary, serve /metrics", runDemo},
 		{"report", "chargeback for a period: finance CSV, JSON, HTML or FOCUS from the ledger and a price book", runReport},
 		{"ledger", "ledger export (csv, jsonl) and migrate, on the embedded store or ClickHouse", runLedger},
+		{"prices", "record price books in the ledger with the instant they take effect; list them", runPrices},
 		{"whatif", "simulate MIG, MPS and time-slicing latency for tenants on one GPU", runWhatif},
 		{"advise", "sharing recommendations from the ledger: reclaim, right-size, consolidate, with savings", runAdvise},
 		{"serve", "the chargeback as a web app and an API: every month's report, files, advice and metrics", runServe},

@@ -266,10 +266,11 @@ func writeReportWith(ctx context.Context, st report.Source, book *pricebook.Book
 	if !from.Before(generated) {
 		return nil, fmt.Errorf("cannot report %s: the period has not started yet (it starts %s)", periodText(from, to, book), from.Format(time.RFC3339))
 	}
-	rep, err := report.Build(ctx, st, book, from, to)
+	rep, err := report.BuildDated(ctx, st, book, from, to, generated)
 	if err != nil {
 		return nil, err
 	}
+	warnUnrecorded(ctx, st, book, generated)
 	rep.GeneratedAt = generated
 	if unknown := rep.UnknownModels(); len(unknown) > 0 {
 		names := make([]string, len(unknown))

@@ -209,7 +209,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	prices := web.BookFile(f.prices)
-	opts := []func(*web.Config){func(c *web.Config) { c.MaxComputations = f.maxComputations }}
+	opts := []func(*web.Config){func(c *web.Config) { c.MaxComputations, c.RecordPrices = f.maxComputations, bookRecorder(f.ledger) }}
 	if f.prometheus != "" {
 		o, err := withPrometheus(f.prometheus, f.promTimeout)
 		if err != nil {
@@ -232,6 +232,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer srv.Close()
+	if err := recordServedPrices(ctx, srv); err != nil {
+		return err
+	}
 	if qs != nil {
 		qctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})

@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is the newest schema this binary knows. Open refuses a
 // database migrated by a newer binary.
-const SchemaVersion = 5
+const SchemaVersion = 7
 
 // Table names. In cluster mode these are the Distributed tables and the
 // replicated storage lives in <name>_local; the store reads and writes the
@@ -320,6 +320,19 @@ var migrations = []migration{
 		description: "node label changes",
 		statements: func(db, cluster string) []string {
 			return tableDDL(db, cluster, nodeLabelsTable)
+		},
+	},
+	{
+		// Reserved for the closed months, added on their own branch.
+		version:     6,
+		description: "reserved",
+		statements:  func(db, cluster string) []string { return nil },
+	},
+	{
+		version:     7,
+		description: "price books in force over time",
+		statements: func(db, cluster string) []string {
+			return tableDDL(db, cluster, priceBooksTable)
 		},
 	},
 }

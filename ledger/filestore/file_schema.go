@@ -10,7 +10,7 @@ import (
 
 // FileSchemaVersion is the schema version this build writes, kept in the
 // file's PRAGMA user_version.
-const FileSchemaVersion = 8
+const FileSchemaVersion = 10
 
 // fileMinReadVersion is the oldest schema a read-only open reads: version
 // 6 only adds the quota changes, which a version-5 file has none of
@@ -181,6 +181,10 @@ CREATE TABLE IF NOT EXISTS node_labels (
 	// are small and get theirs now; the raw rows already stored keep 0
 	// (not verified): computing theirs would rewrite the whole file.
 	{data: addChecksums},
+	// 9: reserved for the closed months, added on their own branch.
+	{},
+	// 10: the price books in force over time (file_pricebooks.go).
+	{sql: priceBooksDDL},
 }
 
 // chkTables are the tables that carry a checksum since version 8, with
