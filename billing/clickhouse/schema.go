@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is the newest schema this binary knows. Open refuses a
 // database migrated by a newer binary.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // Table names. In cluster mode these are the Distributed tables and the
 // replicated storage lives in <name>_local; the store reads and writes the
@@ -320,6 +320,13 @@ var migrations = []migration{
 		description: "node label changes",
 		statements: func(db, cluster string) []string {
 			return tableDDL(db, cluster, nodeLabelsTable)
+		},
+	},
+	{
+		version:     6,
+		description: "month closings, reopenings and posts",
+		statements: func(db, cluster string) []string {
+			return tableDDL(db, cluster, closingsTable)
 		},
 	},
 }

@@ -10,14 +10,15 @@ import (
 
 // FileSchemaVersion is the schema version this build writes, kept in the
 // file's PRAGMA user_version.
-const FileSchemaVersion = 8
+const FileSchemaVersion = 9
 
 // fileMinReadVersion is the oldest schema a read-only open reads: version
 // 6 only adds the quota changes, which a version-5 file has none of
 // (QuotaChanges returns nothing), version 7 the node labels (none:
 // NodeLabels returns none), and version 8 the row checksums (a file
 // without them is read unverified: FileStore.hasChk), so readers need no
-// migration for them.
+// migration for them; version 9 adds the closings (none: ClosingHistory
+// returns none).
 const fileMinReadVersion = 5
 
 // fileApplicationID marks a SQLite file as a gpuledger ledger ("GPUL").
@@ -181,6 +182,9 @@ CREATE TABLE IF NOT EXISTS node_labels (
 	// are small and get theirs now; the raw rows already stored keep 0
 	// (not verified): computing theirs would rewrite the whole file.
 	{data: addChecksums},
+	// 9: the append-only history of month closings, reopenings and
+	// posts (file_closing.go).
+	{sql: closingsDDL},
 }
 
 // chkTables are the tables that carry a checksum since version 8, with

@@ -69,6 +69,7 @@ type page struct {
 	Quota                      *quotaPage
 	TokensUnavailable          string
 	Energy                     *energyPage // nil without an energy section
+	Adjustments                *adjustmentsPage
 }
 
 // energyPage is the "Energy and carbon" section.
@@ -169,6 +170,7 @@ func newPage(r *Report) page {
 		p.TokensUnavailable = r.TokensUnavailable
 	}
 	p.Energy = energySection(r, money)
+	p.Adjustments = adjustmentsHTML(r)
 	return p
 }
 

@@ -189,6 +189,11 @@ type Report struct {
 	// Energy is the period's energy cost and CO2e when the book has an
 	// energy section (energy.go); nil otherwise.
 	Energy *EnergyTotals
+	// Adjustments are the corrections of closed months this open month
+	// bills (adjust.go), and AdjustmentNotes what could not be adjusted;
+	// not part of Total (AdjustmentsTotal).
+	Adjustments     []Adjustment
+	AdjustmentNotes []string
 }
 
 // Empty reports whether the period had no ledger rows.
