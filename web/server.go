@@ -312,7 +312,7 @@ func (s *Server) monthReportVersion(ctx context.Context, month string, now time.
 			var rep *report.Report
 			err := s.withStore(ctx, func(st ledger.Store) error {
 				var err error
-				rep, err = report.Build(ctx, st, book, from, to)
+				rep, err = report.BuildOpen(ctx, st, closingsOf(st), book, month, from, to)
 				return err
 			})
 			if err != nil {

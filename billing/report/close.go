@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -181,4 +182,49 @@ func Reopen(ctx context.Context, cs ledger.ClosingStore, month, reason string, n
 		return fmt.Errorf("cannot reopen %s without a reason (--reason)", month)
 	}
 	return cs.AppendClosing(ctx, ledger.Closing{Period: month, Action: ledger.ActionReopen, At: now, Reason: reason})
+}
+
+// StoredTotalsOf is what a closed month's stored JSON says it cost.
+type StoredTotalsOf struct {
+	Total, Other int64 // Other: the platform and rounding lines
+	ByTeam       map[string]int64
+}
+
+// StoredTotals reads a closing's total and per-team totals from its
+// stored JSON.
+func StoredTotals(c *ledger.Closing) (*StoredTotalsOf, error) {
+	var j struct {
+		MinorUnit int         `json:"minor_unit"`
+		Total     json.Number `json:"total"`
+		Platform  json.Number `json:"platform"`
+		Rounding  json.Number `json:"rounding"`
+		Teams     []struct {
+			Team  string      `json:"team"`
+			Total json.Number `json:"total"`
+		} `json:"teams"`
+	}
+	if err := json.Unmarshal(c.Files["json"], &j); err != nil {
+		return nil, fmt.Errorf("cannot read the bill stored when %s was closed: %w", c.Period, err)
+	}
+	out := &StoredTotalsOf{ByTeam: map[string]int64{}}
+	var err error
+	if out.Total, err = minorUnits(j.Total, j.MinorUnit); err != nil {
+		return nil, err
+	}
+	var p, r int64
+	if p, err = minorUnits(j.Platform, j.MinorUnit); err != nil {
+		return nil, err
+	}
+	if r, err = minorUnits(j.Rounding, j.MinorUnit); err != nil {
+		return nil, err
+	}
+	out.Other = p + r
+	for _, t := range j.Teams {
+		v, err := minorUnits(t.Total, j.MinorUnit)
+		if err != nil {
+			return nil, err
+		}
+		out.ByTeam[t.Team] = v
+	}
+	return out, nil
 }

@@ -1,0 +1,98 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/gpuledger/gpuledger/billing/ledger"
+	"github.com/gpuledger/gpuledger/billing/report"
+)
+
+// A closed month (gpuledger close, or serve --close-after-days) is served
+// from the files its closing stored, byte for byte, whatever the price
+// book says now; its bill on the index is the stored one, marked closed.
+
+// closedMonths are the months closed now (their closings, without files);
+// none when the ledger keeps no closings.
+func (s *Server) closedMonths(ctx context.Context) (map[string]*ledger.Closing, error) {
+	out := map[string]*ledger.Closing{}
+	err := s.withStore(ctx, func(st ledger.Store) error {
+		cs, ok := st.(ledger.ClosingStore)
+		if !ok {
+			return nil
+		}
+		h, err := cs.ClosingHistory(ctx, "", false)
+		if err != nil {
+			return err
+		}
+		byMonth := map[string][]ledger.Closing{}
+		for _, c := range h {
+			byMonth[c.Period] = append(byMonth[c.Period], c)
+		}
+		for m, mh := range byMonth {
+			if c := ledger.Closed(mh); c != nil {
+				out[m] = c
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// closedMonth is month's closing in force with its files, nil when the
+// month is open.
+func (s *Server) closedMonth(ctx context.Context, month string) (*ledger.Closing, error) {
+	var c *ledger.Closing
+	err := s.withStore(ctx, func(st ledger.Store) error {
+		cs, ok := st.(ledger.ClosingStore)
+		if !ok {
+			return nil
+		}
+		var err error
+		c, err = report.ClosedMonth(ctx, cs, month)
+		return err
+	})
+	return c, err
+}
+
+// closingsOf is the store's closings, nil when it keeps none.
+func closingsOf(st ledger.Store) ledger.ClosingStore {
+	cs, _ := st.(ledger.ClosingStore)
+	return cs
+}
+
+// serveClosed sends a closed month's stored file.
+func serveClosed(w http.ResponseWriter, c *ledger.Closing, suffix string) error {
+	b, err := report.StoredFile(c, fileFormats[suffix])
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("X-Gpuledger-Closed", ledger.FormatTime(c.At)+"; digest="+c.Digest)
+	h.Set("Content-Type", fileFormats[suffix].ContentType())
+	base := "gpuledger-chargeback-" + c.Period
+	switch suffix {
+	case fileHTML:
+	case fileJSON:
+		h.Set("Content-Disposition", `inline; filename="`+base+suffix+`"`)
+	default:
+		h.Set("Content-Disposition", `attachment; filename="`+base+suffix+`"`)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	_, _ = w.Write(b)
+	return nil
+}
+
+// withStoredTotals makes b's totals the ones c stored.
+func withStoredTotals(b *monthBill, c *ledger.Closing) error {
+	t, err := report.StoredTotals(c)
+	if err != nil {
+		return err
+	}
+	cp := *b.rep
+	cp.Total = t.Total
+	b.rep, b.byTeam, b.other, b.partial = &cp, t.ByTeam, t.Other, ""
+	b.closed = ledger.FormatTime(c.At)
+	return nil
+}
