@@ -32,6 +32,10 @@ func BuildOpen(ctx context.Context, src Source, cs ledger.ClosingStore, book *pr
 	return rep, nil
 }
 
+// ErrNoDataToClose is CloseMonth's answer for a month the ledger has no
+// data in: there is no bill to store.
+var ErrNoDataToClose = errors.New("the ledger has no data in it")
+
 // CloseMonth closes month: it builds the month's bill as the report
 // command would write it at now, priced with book (whose file's bytes are
 // bookBytes), with the adjustments it bills, writes it in every format
@@ -59,7 +63,7 @@ func CloseMonth(ctx context.Context, src Source, cs ledger.ClosingStore, book *p
 		return nil, err
 	}
 	if rep.Empty() {
-		return nil, fmt.Errorf("cannot close %s: the ledger has no data in it (%s)", month, NoUsageMessage)
+		return nil, fmt.Errorf("cannot close %s: %w (%s)", month, ErrNoDataToClose, NoUsageMessage)
 	}
 	rep.GeneratedAt = now
 	c := ledger.Closing{Period: month, Action: ledger.ActionClose, At: now, PriceBook: bookBytes,

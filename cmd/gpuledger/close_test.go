@@ -193,3 +193,32 @@ func jsonOrHTMLTotal(t *testing.T, format, s string) (string, error) {
 	}
 	return "?", nil
 }
+
+// TestServeClosesMonthsAfterDays: with --close-after-days 3 and the book
+// in UTC, October (it has data) closes from 4 November 00:00, not
+// before; September (no data) is skipped; a second pass changes nothing;
+// a reopened October is left open.
+func TestServeClosesMonthsAfterDays(t *testing.T) {
+	db, prices := closeFixture(t)
+	p := prices("2.40")
+	ctx := context.Background()
+	if got, err := autoCloseOnce(ctx, db, p, 3, time.Date(2026, 11, 3, 23, 59, 0, 0, time.UTC)); err != nil || len(got) != 0 {
+		t.Fatalf("3 November 23:59: closed %v, %v; want nothing (October closes 3 days after its end)", got, err)
+	}
+	got, err := autoCloseOnce(ctx, db, p, 3, time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC))
+	if err != nil || strings.Join(got, ",") != "2026-10" {
+		t.Fatalf("4 November: closed %v, %v; want 2026-10", got, err)
+	}
+	if got, err := autoCloseOnce(ctx, db, p, 3, time.Date(2026, 11, 5, 0, 0, 0, 0, time.UTC)); err != nil || len(got) != 0 {
+		t.Fatalf("second pass closed %v, %v", got, err)
+	}
+	now = func() time.Time { return time.Date(2026, 11, 6, 0, 0, 0, 0, time.UTC) }
+	t.Cleanup(func() { now = time.Now })
+	mustRun(t, "reopen", "--ledger", db, "--period", "2026-10", "--reason", "late node")
+	if got, err := autoCloseOnce(ctx, db, p, 3, time.Date(2026, 11, 7, 0, 0, 0, 0, time.UTC)); err != nil || len(got) != 0 {
+		t.Fatalf("a reopened month was closed again: %v, %v", got, err)
+	}
+	if _, err := parseServeFlags([]string{"--ledger", db, "--prices", p, "--close-after-days", "61"}); err == nil || !strings.Contains(err.Error(), "--close-after-days") {
+		t.Fatalf("--close-after-days 61: %v", err)
+	}
+}
