@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/gpuledger/gpuledger/billing/ledger"
 	"github.com/gpuledger/gpuledger/billing/report"
@@ -84,15 +85,47 @@ func serveClosed(w http.ResponseWriter, c *ledger.Closing, suffix string) error 
 	return nil
 }
 
-// withStoredTotals makes b's totals the ones c stored.
-func withStoredTotals(b *monthBill, c *ledger.Closing) error {
-	t, err := report.StoredTotals(c)
-	if err != nil {
-		return err
+// storedTotals caches what closed months' stored JSON says they cost,
+// by the closing's digest (which names its files' content, so the cache
+// is right for every server and ledger): the index reads each closed
+// month's files once, not on every request. Bounded by maxStoredTotals;
+// when full it starts again.
+var storedTotals = struct {
+	sync.Mutex
+	m map[string]*report.StoredTotalsOf
+}{m: map[string]*report.StoredTotalsOf{}}
+
+const maxStoredTotals = 4 * MaxMonths
+
+// closedTotals are the stored totals of month's closing c (read without
+// files): cached by digest, else read with the files.
+func (s *Server) closedTotals(ctx context.Context, month string, c *ledger.Closing) (*report.StoredTotalsOf, error) {
+	storedTotals.Lock()
+	t := storedTotals.m[c.Digest]
+	storedTotals.Unlock()
+	if t != nil {
+		return t, nil
 	}
+	full, err := s.closedMonth(ctx, month)
+	if err != nil || full == nil {
+		return nil, err
+	}
+	if t, err = report.StoredTotals(full); err != nil {
+		return nil, err
+	}
+	storedTotals.Lock()
+	if len(storedTotals.m) >= maxStoredTotals {
+		storedTotals.m = map[string]*report.StoredTotalsOf{}
+	}
+	storedTotals.m[full.Digest] = t
+	storedTotals.Unlock()
+	return t, nil
+}
+
+// withStoredTotals makes b's totals the ones closing c stored.
+func withStoredTotals(b *monthBill, c *ledger.Closing, t *report.StoredTotalsOf) {
 	cp := *b.rep
 	cp.Total = t.Total
 	b.rep, b.byTeam, b.other, b.partial = &cp, t.ByTeam, t.Other, ""
 	b.closed = ledger.FormatTime(c.At)
-	return nil
 }

@@ -133,14 +133,12 @@ func (s *Server) bills(ctx context.Context, book *pricebook.Book, now time.Time)
 			b.byTeam[t.Team] = t.Total
 		}
 		if c := closed[month]; c != nil {
-			full, err := s.closedMonth(ctx, month)
+			t, err := s.closedTotals(ctx, month, c)
 			if err != nil {
 				return nil, err
 			}
-			if full != nil {
-				if err := withStoredTotals(&b, full); err != nil {
-					return nil, err
-				}
+			if t != nil {
+				withStoredTotals(&b, c, t)
 			}
 		}
 		out = append(out, b)
