@@ -380,3 +380,83 @@ func TestClosedPlusAdjustmentsIsRecomputed(t *testing.T) {
 		})
 	}
 }
+
+// prunedSource is the ledger with the rows before cut gone, as retention
+// prunes them.
+type prunedSource struct {
+	Source
+	cut time.Time
+}
+
+func (p prunedSource) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
+	if q.From.Before(p.cut) {
+		q.From = p.cut
+	}
+	if !q.From.Before(q.To) {
+		return nil, nil
+	}
+	return p.Source.Aggregate(ctx, q)
+}
+
+// A closed month whose rows were pruned since is not refunded: no
+// adjustment, and a note says why. October is 10 h at 2.40 (24.00); with
+// the first 6 h gone a recomputation would say 9.60, a credit of 14.40.
+func TestPrunedRowsAreNoRefund(t *testing.T) {
+	ctx := context.Background()
+	loc := berlin(t)
+	oct := time.Date(2026, 10, 1, 0, 0, 0, 0, loc)
+	st := fileLedger(t, append(heldHours(oct, 10), heldHours(time.Date(2026, 11, 1, 0, 0, 0, 0, loc), 4)...), nil)
+	b240, book240 := closeBook(t, "2.40")
+	if _, err := CloseMonth(ctx, st, st, book240, b240, "2026-10", time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	set, err := Adjustments(ctx, prunedSource{st, oct.Add(6 * time.Hour)}, st, book240, "2026-11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Lines) != 0 || len(set.Notes) != 1 || !strings.Contains(set.Notes[0], "pruned") || !strings.Contains(set.Notes[0], "2026-10") {
+		t.Fatalf("adjustments after pruning: %+v", set)
+	}
+	// The note is in the JSON and the HTML of the month.
+	from, to, _ := Month("2026-11", loc)
+	rep := mustBuild(t, st, book240, from, to)
+	rep.AdjustmentNotes = set.Notes
+	for _, f := range []Format{FormatJSON, FormatHTML} {
+		var b bytes.Buffer
+		if err := Write(ctx, &b, nil, rep, f); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "fewer than the") {
+			t.Errorf("%s lacks the note", f)
+		}
+	}
+}
+
+// With an energy section the adjustment line fills the energy columns
+// with nothing and keeps adjusts_period and adjusts_line_type last.
+func TestAdjustmentColumnsAfterEnergy(t *testing.T) {
+	b := book(t, "currency: EUR\ntimezone: UTC\npolicy: allocation\nidle: shared\ndefaultRate: 1.00\nrates:\n  A100-SXM4-80GB: 2.40\nenergy:\n  rate: 0.15\n")
+	from, to, _ := Month("2026-11", time.UTC)
+	st := fileLedger(t, heldHours(from, 2), nil)
+	rep := mustBuild(t, st, b, from, to)
+	rep.Adjustments = []Adjustment{{Period: "2026-10", Team: "ml", Namespace: "ml", GPUModel: "A100-SXM4-80GB", SharingMode: "exclusive",
+		Type: LineCharge, AllocatedHours: big.NewRat(5, 1), UsedHours: big.NewRat(5, 2), Amount: 1200}}
+	recs := csvOf(t, rep, FormatCSV)
+	hdr := recs[0]
+	want := append(append(append([]string{}, CSVHeader...), CSVEnergyColumns...), CSVAdjustmentColumns...)
+	if strings.Join(hdr, ",") != strings.Join(want, ",") {
+		t.Fatalf("header %v", hdr)
+	}
+	for _, r := range recs[1:] {
+		if len(r) != len(hdr) {
+			t.Fatalf("row %v has %d cells, header %d", r, len(r), len(hdr))
+		}
+	}
+	last := recs[len(recs)-1]
+	if last[6] != "adjustment" || last[7] != "5.000000" || last[8] != "2.500000" || last[12] != "12.00" || last[18] != "" || last[20] != "2026-10" {
+		t.Fatalf("adjustment row %v", last)
+	}
+	if recs[1][20] != "" || recs[1][21] != "" {
+		t.Fatalf("a month's own line names a closed month: %v", recs[1])
+	}
+}
