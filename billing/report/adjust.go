@@ -81,6 +81,9 @@ type storedJSON struct {
 	Models      []struct {
 		Rows int64 `json:"ledger_rows"`
 	} `json:"gpu_models"`
+	Period struct {
+		DataStart string `json:"data_start"`
+	} `json:"period"`
 }
 
 type storedLine struct {
@@ -266,13 +269,31 @@ func adjustMonth(ctx context.Context, src Source, book *pricebook.Book, m string
 	for _, md := range j.Models {
 		storedRows += md.Rows
 	}
-	aggs, err := src.Aggregate(ctx, ledger.AggregateQuery{From: from, To: to, Location: tb.Location, Bucket: ledger.BucketNone})
+	// Day aggregates (the rollups: cheap): how many rows the month has
+	// now and the first day with any, against what it was billed from.
+	aggs, err := src.Aggregate(ctx, ledger.AggregateQuery{From: from, To: to, Location: tb.Location, Bucket: ledger.BucketDay})
 	if err != nil {
 		return nil, "", fmt.Errorf("cannot recompute closed month %s: %w", m, err)
 	}
-	var rows int64
+	var (
+		rows     int64
+		firstDay time.Time
+	)
 	for _, a := range aggs {
 		rows += a.Rows
+		if a.Rows > 0 && (firstDay.IsZero() || a.BucketStart.Before(firstDay)) {
+			firstDay = a.BucketStart
+		}
+	}
+	if was, err := time.Parse(time.RFC3339, j.Period.DataStart); err == nil && !firstDay.IsZero() {
+		w := was.In(tb.Location)
+		if wasDay := time.Date(w.Year(), w.Month(), w.Day(), 0, 0, 0, 0, tb.Location); firstDay.After(wasDay) {
+			// Retention prunes the oldest rows first: late rows may make
+			// up the count, but the month's data no longer starts where
+			// it did.
+			return nil, fmt.Sprintf("the ledger's rows of %s now start on %s, after the %s it was billed from (pruned): no adjustment",
+				m, firstDay.Format("2006-01-02"), j.Period.DataStart), nil
+		}
 	}
 	switch {
 	case rows < storedRows:
@@ -283,6 +304,15 @@ func adjustMonth(ctx context.Context, src Source, book *pricebook.Book, m string
 	rep, err := Build(ctx, src, tb, from, to)
 	if err != nil {
 		return nil, "", fmt.Errorf("cannot recompute closed month %s: %w", m, err)
+	}
+	if was, err := time.Parse(time.RFC3339, j.Period.DataStart); err == nil {
+		if start, _ := rep.DataBounds(); start.After(was) {
+			// Retention prunes the oldest rows first: late rows may make
+			// up the count, but the month's data no longer starts where
+			// it did.
+			return nil, fmt.Sprintf("the ledger's rows of %s now start %s, after the %s it was billed from (pruned): no adjustment",
+				m, start.Format(time.RFC3339), j.Period.DataStart), nil
+		}
 	}
 	unit := tb.Currency.MinorUnit
 	sums := map[adjKey]*lineSums{}

@@ -460,3 +460,28 @@ func TestAdjustmentColumnsAfterEnergy(t *testing.T) {
 		t.Fatalf("a month's own line names a closed month: %v", recs[1])
 	}
 }
+
+// Rows pruned and as many late rows arriving: the count matches, but the
+// month's data starts later than it was billed from; still no refund.
+func TestPrunedAndLateRowsAreNoRefund(t *testing.T) {
+	ctx := context.Background()
+	loc := berlin(t)
+	oct := time.Date(2026, 10, 1, 0, 0, 0, 0, loc)
+	rows := append(heldHours(oct, 10), heldHours(oct.Add(24*time.Hour), 10)...)
+	st := fileLedger(t, append(rows, heldHours(time.Date(2026, 11, 1, 0, 0, 0, 0, loc), 4)...), nil)
+	b240, book240 := closeBook(t, "2.40")
+	if _, err := CloseMonth(ctx, st, st, book240, b240, "2026-10", time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	// 1 October pruned (10 hours), 10 late hours of 3 October arrive.
+	if err := st.Append(ctx, heldHours(oct.Add(48*time.Hour), 10), nil); err != nil {
+		t.Fatal(err)
+	}
+	set, err := Adjustments(ctx, prunedSource{st, oct.Add(24 * time.Hour)}, st, book240, "2026-11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Lines) != 0 || len(set.Notes) != 1 || !strings.Contains(set.Notes[0], "pruned") {
+		t.Fatalf("adjustments after pruning and late rows: %+v", set)
+	}
+}
