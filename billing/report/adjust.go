@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gpuledger/gpuledger/billing/ledger"
@@ -105,6 +106,53 @@ func (l storedLine) key() adjKey {
 		t = LineType(l.AdjustsType)
 	}
 	return adjKey{l.Team, l.Namespace, l.GPUModel, l.SharingMode, t}
+}
+
+// storedClosing is a closing (without its files) and its stored JSON.
+type storedClosing struct {
+	c *ledger.Closing
+	j *storedJSON
+}
+
+// storedJSONs caches closings' parsed JSON by digest, which names the
+// files' content, so the cache is right for every ledger: an open month
+// rebuilt every few seconds (serve's running month) reads the closed
+// months' files once, not on every build. Bounded by maxStoredJSONs;
+// when full it starts again.
+var storedJSONs = struct {
+	sync.Mutex
+	m map[string]*storedJSON
+}{m: map[string]*storedJSON{}}
+
+const maxStoredJSONs = 256
+
+// storedJSONOf is closing c's stored JSON: from the cache, else read
+// with the month's files (their digest verified) and parsed.
+func storedJSONOf(ctx context.Context, cs ledger.ClosingStore, c *ledger.Closing) (*storedJSON, error) {
+	storedJSONs.Lock()
+	j := storedJSONs.m[c.Digest]
+	storedJSONs.Unlock()
+	if j != nil {
+		return j, nil
+	}
+	h, err := cs.ClosingHistory(ctx, c.Period, true)
+	if err != nil {
+		return nil, err
+	}
+	full := ledger.Closed(h)
+	if full == nil || full.Digest != c.Digest {
+		return nil, fmt.Errorf("cannot read the bill stored for %s: its closing changed while being read; try again", c.Period)
+	}
+	if j, err = parseStored(full); err != nil {
+		return nil, err
+	}
+	storedJSONs.Lock()
+	if len(storedJSONs.m) >= maxStoredJSONs {
+		storedJSONs.m = map[string]*storedJSON{}
+	}
+	storedJSONs.m[c.Digest] = j
+	storedJSONs.Unlock()
+	return j, nil
 }
 
 // parseStored reads a closing's JSON.
@@ -215,16 +263,14 @@ func Adjustments(ctx context.Context, src Source, cs ledger.ClosingStore, book *
 		}
 		closed = append(closed, m)
 	}
-	stored := map[string]*ledger.Closing{}
+	stored := map[string]*storedClosing{}
 	for _, m := range closed {
-		h, err := cs.ClosingHistory(ctx, m, true)
+		c := ledger.Closed(byMonth[m])
+		j, err := storedJSONOf(ctx, cs, c)
 		if err != nil {
 			return nil, err
 		}
-		stored[m] = ledger.Closed(h)
-		if stored[m] == nil {
-			return nil, fmt.Errorf("cannot compute adjustments for %s: %s was reopened while being read; try again", month, m)
-		}
+		stored[m] = &storedClosing{c, j}
 	}
 	for _, m := range closed {
 		lines, note, err := adjustMonth(ctx, src, book, m, stored, ledger.LastPost(byMonth[m]))
@@ -244,12 +290,8 @@ func Adjustments(ctx context.Context, src Source, cs ledger.ClosingStore, book *
 }
 
 // adjustMonth computes closed month m's adjustment lines.
-func adjustMonth(ctx context.Context, src Source, book *pricebook.Book, m string, stored map[string]*ledger.Closing, post *ledger.Closing) ([]Adjustment, string, error) {
-	c := stored[m]
-	j, err := parseStored(c)
-	if err != nil {
-		return nil, "", err
-	}
+func adjustMonth(ctx context.Context, src Source, book *pricebook.Book, m string, stored map[string]*storedClosing, post *ledger.Closing) ([]Adjustment, string, error) {
+	c, j := stored[m].c, stored[m].j
 	target := c.PriceBook
 	if post != nil {
 		target = post.PriceBook
@@ -328,13 +370,10 @@ func adjustMonth(ctx context.Context, src Source, book *pricebook.Book, m string
 		return nil, "", fmt.Errorf("cannot read the bill stored for %s: %w", m, err)
 	}
 	for k, other := range stored {
-		if k == m || !other.At.After(c.At) {
+		if k == m || !other.c.At.After(c.At) {
 			continue
 		}
-		oj, err := parseStored(other)
-		if err != nil {
-			return nil, "", err
-		}
+		oj := other.j
 		var billed []storedLine
 		for _, a := range oj.Adjustments {
 			if a.Period == m {
