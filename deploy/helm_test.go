@@ -1066,7 +1066,7 @@ func checkServe(t *testing.T, objs []object, secret string) {
 	d := named[*appsv1.Deployment](t, objs, "gpuledger-serve")
 	pod := d.Spec.Template.Spec
 	c := pod.Containers[0]
-	want := []string{"serve", "--ledger=$(GPULEDGER_LEDGER)", "--prices=/etc/gpuledger/prices/prices.yaml", "--listen=:8080", "--quota"}
+	want := []string{"serve", "--ledger=$(GPULEDGER_LEDGER)", "--prices=/etc/gpuledger/prices/prices.yaml", "--listen=:8080", "--quota", "--close-after-days=3"}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("serve args %q, want %q", c.Args, want)
 	}

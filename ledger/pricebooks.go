@@ -48,14 +48,6 @@ type PriceBookStore interface {
 	PriceBooks(ctx context.Context) ([]PriceBookRecord, error)
 }
 
-// MonthCloser is a ledger that closes months: ClosedThrough is the end of
-// its last closed month, zero when none is closed. No price book may take
-// effect before it (a closed month never changes). Stores that do not
-// close months do not implement it: then nothing is closed.
-type MonthCloser interface {
-	ClosedThrough(ctx context.Context) (time.Time, error)
-}
-
 // Bounds of recorded price books.
 const (
 	// MaxPriceBookLead is how far after the recording a book may take
@@ -138,16 +130,38 @@ func LastInForce(books []PriceBookRecord) *PriceBookRecord {
 	return &books[len(books)-1]
 }
 
-// ClosedThroughOf asks st for the end of its last closed month
-// (MonthCloser); zero when it closes none or none is closed.
+// ClosedThroughOf is the end of st's last closed month (its closings,
+// ClosingStore), zero when none is closed: no price book may take effect
+// before it, since a closed month never changes. A month is named in the
+// price book's time zone, which the ledger does not keep, so its end is
+// taken at the latest instant it ends anywhere (00:00 of the next month
+// at UTC-12): a book is refused rather than allowed into a closed month.
 func ClosedThroughOf(ctx context.Context, st any) (time.Time, error) {
-	c, ok := st.(MonthCloser)
+	cs, ok := st.(ClosingStore)
 	if !ok {
-		return time.Time{}, nil
+		return time.Time{}, fmt.Errorf("cannot read the closed months: ledger %s keeps no closings", kind(st))
 	}
-	t, err := c.ClosedThrough(ctx)
+	history, err := cs.ClosingHistory(ctx, "", false)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("cannot read the ledger's closed months: %w", err)
 	}
-	return t, nil
+	byPeriod := map[string][]Closing{}
+	for _, c := range history {
+		byPeriod[c.Period] = append(byPeriod[c.Period], c)
+	}
+	var through time.Time
+	latest := time.FixedZone("UTC-12", -12*3600)
+	for p, h := range byPeriod {
+		if Closed(h) == nil {
+			continue
+		}
+		m, err := time.ParseInLocation("2006-01", p, latest)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("cannot read the ledger's closed months: period %q: %w", p, err)
+		}
+		if end := m.AddDate(0, 1, 0).UTC(); end.After(through) {
+			through = end
+		}
+	}
+	return through, nil
 }

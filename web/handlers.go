@@ -256,6 +256,16 @@ func splitFile(name string) (month, suffix string) {
 func (s *Server) serveReport(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	month, suffix := splitFile(r.PathValue("file"))
 	now := s.cfg.Now()
+	if book, _, err := s.book(); err != nil {
+		return err
+	} else if _, _, err := s.period(month, book, now); err != nil {
+		return err
+	}
+	if c, err := s.closedMonth(ctx, month); err != nil {
+		return err
+	} else if c != nil {
+		return serveClosed(w, c, suffix)
+	}
 	mb, err := s.monthBuild(ctx, month, now)
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ var teamPalette = []string{"s-charge", "s-used", "s-unattr", "s-share", "s-held"
 
 type monthRow struct {
 	Month, Title, Total, Partial string
+	Closed                       string   // when it closed; "" while open
 	Teams                        []string // per team column, "—" where none
 	Platform                     string
 }
@@ -58,6 +59,7 @@ type monthBill struct {
 	byTeam  map[string]int64
 	other   int64 // platform and rounding lines
 	partial string
+	closed  string // when the month closed, "" while open
 }
 
 // serveIndex lists the months the ledger covers, newest first, with their
@@ -80,7 +82,7 @@ func (s *Server) serveIndex(ctx context.Context, w http.ResponseWriter, _ *http.
 	p.TeamNames = teams
 	money := func(r *report.Report, x int64) string { return grouped(r.Money(x)) }
 	for _, b := range bills {
-		row := monthRow{Month: b.month, Title: b.start.Format("January 2006"), Total: money(b.rep, b.rep.Total), Partial: b.partial}
+		row := monthRow{Month: b.month, Title: b.start.Format("January 2006"), Total: money(b.rep, b.rep.Total), Partial: b.partial, Closed: b.closed}
 		var other int64
 		named := map[string]bool{}
 		for _, t := range teams {
@@ -119,6 +121,10 @@ func (s *Server) bills(ctx context.Context, book *pricebook.Book, now time.Time)
 	if err != nil {
 		return nil, err
 	}
+	closed, err := s.closedMonths(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []monthBill
 	for month, start := range months {
 		rep, err := s.monthReport(ctx, month, now)
@@ -132,6 +138,15 @@ func (s *Server) bills(ctx context.Context, book *pricebook.Book, now time.Time)
 		b := monthBill{month: month, start: start, rep: rep, byTeam: map[string]int64{}, other: rep.Platform + rep.Rounding, partial: rep.PartialNote()}
 		for _, t := range rep.Teams {
 			b.byTeam[t.Team] = t.Total
+		}
+		if c := closed[month]; c != nil {
+			t, err := s.closedTotals(ctx, month, c)
+			if err != nil {
+				return nil, err
+			}
+			if t != nil {
+				withStoredTotals(&b, c, t)
+			}
 		}
 		out = append(out, b)
 	}

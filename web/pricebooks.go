@@ -38,11 +38,15 @@ const (
 // buildReport builds a month's report from st: with Config.RecordPrices
 // it first records the book (recordBook), and either way prices each
 // hour at the book the ledger has in force then (report.BuildDated).
-func (s *Server) buildReport(ctx context.Context, st ledger.Store, book *pricebook.Book, version string, from, to, now time.Time) (*report.Report, error) {
+func (s *Server) buildReport(ctx context.Context, st ledger.Store, book *pricebook.Book, version, month string, from, to, now time.Time) (*report.Report, error) {
 	if err := s.recordBook(ctx, book, version, now); IsRefusedBook(err) {
 		return nil, err
 	}
-	return report.BuildDated(ctx, st, book, from, to, now)
+	cs, err := ledger.Closings(st)
+	if err != nil {
+		return nil, err
+	}
+	return report.BuildOpen(ctx, st, cs, book, month, from, to, now)
 }
 
 // recordBook records book (of version) once, logging it. A book the

@@ -146,6 +146,7 @@ type fullStore interface {
 	ledger.QuotaReader
 	ledger.NodeLabelReader
 	ledger.CoverageReader
+	ledger.ClosingStore
 }
 
 // full is st with the abilities a report requires.
@@ -153,7 +154,7 @@ func full(st ledger.Store) (fullStore, error) {
 	f, ok := st.(fullStore)
 	if !ok {
 		st.Close()
-		return nil, fmt.Errorf("ledger %T lacks quota changes, node labels or coverage", st)
+		return nil, fmt.Errorf("ledger %T lacks quota changes, node labels, coverage or closings", st)
 	}
 	return f, nil
 }

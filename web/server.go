@@ -348,7 +348,7 @@ func (s *Server) monthBuild(ctx context.Context, month string, now time.Time) (m
 			var rep *report.Report
 			err := s.withStore(ctx, func(st ledger.Store) error {
 				var err error
-				rep, err = s.buildReport(ctx, st, book, version, from, to, now)
+				rep, err = s.buildReport(ctx, st, book, version, month, from, to, now)
 				return err
 			})
 			if err != nil {

@@ -51,11 +51,17 @@ func WriteCSV(w io.Writer, r *Report) error {
 	if len(r.PriceBooks) > 0 {
 		header = append(slices.Clip(header), CSVPriceBookColumns...)
 	}
+	header = withAdjustmentColumns(r, header)
 	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("cannot write report CSV: %w", err)
 	}
 	for _, l := range r.Lines {
-		if err := cw.Write(csvRow(r, l)); err != nil {
+		if err := cw.Write(withAdjustmentCells(r, csvRow(r, l))); err != nil {
+			return fmt.Errorf("cannot write report CSV: %w", err)
+		}
+	}
+	for _, a := range r.Adjustments {
+		if err := cw.Write(csvAdjustmentRow(r, a)); err != nil {
 			return fmt.Errorf("cannot write report CSV: %w", err)
 		}
 	}

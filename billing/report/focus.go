@@ -169,7 +169,11 @@ func focusRows(r *Report, header []string) ([][]string, error) {
 	if r.Devices != nil && r.Book.Policy != pricebook.PolicyQuota {
 		// Quota lines are what a team was promised, not what a device
 		// did: under policy quota the file has a row per line.
-		return focusDeviceRows(r, header)
+		rows, err := focusDeviceRows(r, header)
+		if err != nil {
+			return nil, err
+		}
+		return append(rows, focusAdjustmentRows(r, header)...), nil
 	}
 	rows := make([][]string, 0, len(r.Lines))
 	for _, l := range r.Lines {
@@ -179,7 +183,7 @@ func focusRows(r *Report, header []string) ([][]string, error) {
 		}
 		rows = append(rows, focusOrder(c, header))
 	}
-	return rows, nil
+	return append(rows, focusAdjustmentRows(r, header)...), nil
 }
 
 // focusOrder puts cells in header's order. An empty cell is null.

@@ -70,7 +70,8 @@ type page struct {
 	Gaps                       *gapsPage   // nil without coverage gaps
 	// PriceBooks name the books that priced the period when the ledger
 	// records books (pricebooks_render.go).
-	PriceBooks []string
+	PriceBooks  []string
+	Adjustments *adjustmentsPage
 }
 
 // energyPage is the "Energy and carbon" section.
@@ -174,6 +175,7 @@ func newPage(r *Report) page {
 		p.TokensUnavailable = r.TokensUnavailable
 	}
 	p.Energy = energySection(r, money)
+	p.Adjustments = adjustmentsHTML(r)
 	return p
 }
 

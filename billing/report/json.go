@@ -45,6 +45,11 @@ type jsonReport struct {
 	// PriceBooks: the books that priced the period, when the ledger
 	// records books (pricebooks_render.go).
 	PriceBooks []jsonPriceBook `json:"price_books,omitempty"`
+	// The adjustments of closed months (adjust.go), when there are any.
+	Adjustments          []jsonAdjustment `json:"adjustments,omitempty"`
+	AdjustmentsTotal     *json.Number     `json:"adjustments_total,omitempty"`
+	TotalWithAdjustments *json.Number     `json:"total_with_adjustments,omitempty"`
+	AdjustmentNotes      []string         `json:"adjustment_notes,omitempty"`
 }
 
 // jsonEnergy is the period's energy figures (informational: not in total).
@@ -238,6 +243,7 @@ func toJSON(r *Report) jsonReport {
 			Team: f.Team, Node: f.Node, GPUs: orEmpty(f.GPUs), Episodes: f.Episodes, Seconds: f.Duration.Seconds(),
 			First: f.First.UTC().Format(time.RFC3339), Last: f.Last.UTC().Format(time.RFC3339), Related: orEmpty(f.Related)})
 	}
+	adjustmentsJSON(r, &j)
 	return j
 }
 

@@ -202,6 +202,11 @@ type Report struct {
 	// priced, when there are several (the FOCUS export writes theirs).
 	PriceBooks []*PricedBy
 	pieces     []*Report
+	// Adjustments are the corrections of closed months this open month
+	// bills (adjust.go), and AdjustmentNotes what could not be adjusted;
+	// not part of Total (AdjustmentsTotal).
+	Adjustments     []Adjustment
+	AdjustmentNotes []string
 }
 
 // Empty reports whether the period had no ledger rows.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -108,6 +109,18 @@ func TestLedgerBackupRestoreRoundTrip(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// A closed month (August: none of the reports below), its stored
+	// files to come back byte for byte.
+	aug := ledger.Closing{Period: "2026-08", Action: ledger.ActionClose, At: time.Date(2026, 9, 3, 0, 0, 0, 0, time.UTC),
+		PriceBook: []byte("currency: USD\n"), Files: map[string][]byte{}}
+	aug.PriceBookSHA256 = ledger.PriceBookDigest(aug.PriceBook)
+	for _, name := range ledger.ClosedFiles {
+		aug.Files[name] = []byte("a,b\n\"quoted\ttab\"\n\x00 " + name)
+	}
+	aug.Digest = ledger.FilesDigest(aug.Files)
+	if err := st.(ledger.ClosingStore).AppendClosing(ctx, aug); err != nil {
+		t.Fatal(err)
+	}
 	st.Close()
 
 	before := ledgerSnapshot(t, true, dsn, prices, quotaPrices)
@@ -121,7 +134,7 @@ func TestLedgerBackupRestoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(strings.TrimSpace(out.String()))
-	if !strings.Contains(out.String(), "schema version 7, 6 tables") {
+	if !strings.Contains(out.String(), "schema version 7, 7 tables") {
 		t.Errorf("backup printed %q", out.String())
 	}
 	if err := runLedger(ctx, []string{"backup", "--ledger", dsn, "--out", backup}, io.Discard); err == nil || !strings.Contains(err.Error(), "it exists") {
@@ -190,6 +203,7 @@ func TestLedgerBackupRestoreRoundTrip(t *testing.T) {
 // snapshot is everything a restore must give back.
 type snapshot struct {
 	reports       map[string][]byte
+	closings      []ledger.Closing
 	quota         []quota.Change
 	labels        map[string]map[string]string
 	stored, final map[string]uint64
@@ -230,8 +244,11 @@ func ledgerSnapshot(t *testing.T, full bool, dsn string, books ...string) snapsh
 		}
 		s.labels[at.Format(time.DateOnly)] = m
 	}
+	if s.closings, err = st.(ledger.ClosingStore).ClosingHistory(ctx, "", true); err != nil {
+		t.Fatal(err)
+	}
 	conn, name := rawConn(t, dsn)
-	for _, table := range []string{"ledger_rows", "ledger_findings", "gpuledger_prices", "quota_changes", "node_labels"} {
+	for _, table := range []string{"ledger_rows", "ledger_findings", "gpuledger_prices", "quota_changes", "node_labels", "month_closings", "price_books"} {
 		var n, f uint64
 		if err := conn.QueryRow(ctx, "SELECT count() FROM "+name+"."+table).Scan(&n); err != nil {
 			t.Fatal(err)
@@ -262,6 +279,9 @@ func (s snapshot) equal(t *testing.T, when string, got snapshot) {
 		if want := s.reports[name]; !bytes.Equal(report, want) || len(want) == 0 {
 			t.Errorf("%s: report %s differs (%d bytes, was %d)", when, name, len(report), len(want))
 		}
+	}
+	if len(s.closings) != 1 || !reflect.DeepEqual(got.closings, s.closings) {
+		t.Errorf("%s: month closings %+v, want the 1 of %+v", when, got.closings, s.closings)
 	}
 	if fmt.Sprint(got.stored) != fmt.Sprint(s.stored) || fmt.Sprint(got.final) != fmt.Sprint(s.final) {
 		t.Errorf("%s: stored rows %v (FINAL %v), were %v (FINAL %v)", when, got.stored, got.final, s.stored, s.final)

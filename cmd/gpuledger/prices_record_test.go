@@ -24,7 +24,7 @@ var pricesNow = time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
 
 // heldA100 is one A100 held whole by team search for every hour of
 // 30 October to 1 November (72 hours), written to a new file ledger.
-func heldA100(t *testing.T) (rows []attribution.Row, db string) {
+func heldA100Ledger(t *testing.T) (rows []attribution.Row, db string) {
 	t.Helper()
 	from := time.Date(2026, 10, 30, 0, 0, 0, 0, time.UTC)
 	for s := from; s.Before(from.Add(72 * time.Hour)); s = s.Add(time.Hour) {
@@ -54,13 +54,6 @@ func priceBookFile(t *testing.T, dir, name, rate, extra string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func runOut(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	var out bytes.Buffer
-	err := run(context.Background(), args, &out)
-	return out.String(), err
 }
 
 // csvTotal is the finance CSV's amounts summed, in cents, and its price
@@ -148,7 +141,7 @@ func pricesFlow(t *testing.T, dsn string) {
 
 func TestPricesRecordFileLedger(t *testing.T) {
 	fixNow(t, pricesNow)
-	_, db := heldA100(t)
+	_, db := heldA100Ledger(t)
 	pricesFlow(t, db)
 }
 
@@ -157,7 +150,7 @@ func TestPricesRecordClickHouse(t *testing.T) {
 	h := chtest.Setup()
 	t.Cleanup(h.Close)
 	h.Require(t)
-	_, db := heldA100(t)
+	_, db := heldA100Ledger(t)
 	dsn := h.DSN(t)
 	if err := runLedger(context.Background(), []string{"migrate", "--ledger", dsn}, io.Discard); err != nil {
 		t.Fatal(err)
@@ -200,7 +193,7 @@ func servePricesFlow(t *testing.T, dsn string) {
 
 func TestServeRecordsPricesFileLedger(t *testing.T) {
 	fixNow(t, pricesNow)
-	_, db := heldA100(t)
+	_, db := heldA100Ledger(t)
 	servePricesFlow(t, db)
 }
 
@@ -209,7 +202,7 @@ func TestServeRecordsPricesClickHouse(t *testing.T) {
 	h := chtest.Setup()
 	t.Cleanup(h.Close)
 	h.Require(t)
-	_, db := heldA100(t)
+	_, db := heldA100Ledger(t)
 	dsn := h.DSN(t)
 	if err := runLedger(context.Background(), []string{"migrate", "--ledger", dsn}, io.Discard); err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ const (
 const reportUsageText = `usage: gpuledger report (--period YYYY-MM | --from T --to T) --prices FILE
                         [--format csv|json|html|focus|focus-jsonl] [--out FILE] [--ledger DSN]
                         [--advice [--pods FILE]] [--focus-version 1.3|1.4]
-                        [--prometheus URL [--prometheus-timeout D]]
+                        [--prometheus URL [--prometheus-timeout D]] [--recompute]
 
 Writes the chargeback for one period from the ledger and a price book
 (docs/report.md): the finance CSV, the same numbers as JSON, a
@@ -54,6 +54,12 @@ self-contained HTML report, or a FOCUS 1.3 (or 1.4) cost and usage file
   --prometheus-timeout  bound on all of the token queries together (default 60s)
   --focus-version  focus and focus-jsonl: the FOCUS version, 1.3 (default)
              or 1.4 (no ProviderName or PublisherName columns)
+  --recompute  a closed month: write it as it would be billed today, and
+             the difference per team from its stored bill on stderr
+
+A closed month (gpuledger close) is written as stored when it closed, byte
+for byte, whatever the price book says now; an open month bills the
+adjustments of the closed months before it (docs/report.md).
 
 A period the ledger covers only in part (the current month, a collector
 installed mid-month) is partial: every file says so (the finance CSV's partial, data_start and
@@ -72,6 +78,8 @@ type reportFlags struct {
 	promTimeout time.Duration
 	// focusVersion: the FOCUS version of focus and focus-jsonl.
 	focusVersion string
+	// recompute: a closed month as it would be billed today.
+	recompute bool
 }
 
 // periodFlags are what every command that prices a period of the ledger
@@ -115,6 +123,7 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	fs.StringVar(&f.prometheus, "prometheus", "", "Prometheus URL for the cost per token section (json, html)")
 	fs.DurationVar(&f.promTimeout, "prometheus-timeout", tokencost.DefaultTimeout, "bound on all of the token queries together")
 	fs.StringVar(&f.focusVersion, "focus-version", report.FOCUSVersion13, "FOCUS version of focus and focus-jsonl: 1.3 or 1.4")
+	fs.BoolVar(&f.recompute, "recompute", false, "a closed month as it would be billed today, and the difference")
 	if err := parseFlags(fs, args, reportUsageText); err != nil {
 		return f, err
 	}
@@ -204,11 +213,16 @@ func runReport(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer st.Close()
 	began := time.Now()
-	var attach func(*report.Report) error
+	handled, attach, err := reportMonth(ctx, st, book, f, stdout)
+	if handled || err != nil {
+		return err
+	}
 	if f.advice {
-		if attach, err = adviceAttacher(ctx, st, book, f.advicePods); err != nil {
+		advice, err := adviceAttacher(ctx, st, book, f.advicePods)
+		if err != nil {
 			return err
 		}
+		attach = chainAttach(attach, advice)
 	}
 	if f.prometheus != "" {
 		prom, err := tokencost.NewClient(f.prometheus, f.promTimeout)

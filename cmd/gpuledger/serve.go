@@ -24,6 +24,7 @@ const serveUsageText = `usage: gpuledger serve --ledger DSN --prices FILE [--lis
                        [--max-computations 4] [--drain-timeout 30s]
                        [--prometheus URL [--prometheus-timeout D]]
                        [--quota [--quota-interval 1m] [--kubeconfig FILE]]
+                       [--close-after-days N]
 
 Serves the chargeback as a web app and an API, from the ledger and a price
 book (docs/serve.md):
@@ -71,6 +72,11 @@ book (docs/serve.md):
                ledger (default 1m, 10s to 1h)
   --kubeconfig  kubeconfig for --quota (env KUBECONFIG); empty means the
                in-cluster config
+  --close-after-days  close each month this many days after it ends in the
+               price book's time zone (1 to 60; default 0, never): its bill
+               is stored in the ledger and served as stored from then on, as
+               gpuledger close does (docs/report.md); checked at start and
+               hourly; a month ever reopened is left to gpuledger close
 `
 
 type serveFlags struct {
@@ -91,6 +97,8 @@ type serveFlags struct {
 	quota         bool
 	quotaInterval time.Duration
 	kubeconfig    string
+	// closeAfterDays: serve closes months this long after their end.
+	closeAfterDays int
 }
 
 func parseServeFlags(args []string) (serveFlags, error) {
@@ -112,6 +120,7 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	fs.BoolVar(&f.quota, "quota", false, "record the cluster's GPU quota into the ledger")
 	fs.DurationVar(&f.quotaInterval, "quota-interval", time.Minute, "how often quota objects are compared with the ledger")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", envDefault("KUBECONFIG", ""), "kubeconfig for --quota; empty means in-cluster config")
+	fs.IntVar(&f.closeAfterDays, "close-after-days", 0, "close each month this many days after it ends (0: never)")
 	if err := parseFlags(fs, args, serveUsageText); err != nil {
 		return f, err
 	}
@@ -134,6 +143,8 @@ func parseServeFlags(args []string) (serveFlags, error) {
 		return f, fmt.Errorf("serve: --advice-refresh %s: want 0 (never) or at least 1m", f.adviceRefresh)
 	case f.promTimeout <= 0 || f.promTimeout > 10*time.Minute:
 		return f, fmt.Errorf("serve: --prometheus-timeout %s: want more than 0 and at most 10m", f.promTimeout)
+	case f.closeAfterDays < 0 || f.closeAfterDays > maxCloseAfterDays:
+		return f, fmt.Errorf("serve: --close-after-days %d: want 0 (never) to %d", f.closeAfterDays, maxCloseAfterDays)
 	case f.quotaInterval < quota.MinRecordInterval || f.quotaInterval > quota.MaxRecordInterval:
 		return f, fmt.Errorf("serve: --quota-interval %s: want %s to %s", f.quotaInterval, quota.MinRecordInterval, quota.MaxRecordInterval)
 	}
@@ -239,6 +250,12 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		qctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); qs.Run(qctx) }()
+		defer func() { cancel(); <-done }()
+	}
+	if f.closeAfterDays > 0 {
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); runAutoClose(cctx, f.ledger, f.prices, f.closeAfterDays) }()
 		defer func() { cancel(); <-done }()
 	}
 	return serveWebDrain(ctx, srv, f.listen, f.webConfig, f.drain, stdout)

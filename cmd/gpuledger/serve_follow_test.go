@@ -205,6 +205,7 @@ type fullStore interface {
 	ledger.QuotaReader
 	ledger.NodeLabelReader
 	ledger.CoverageReader
+	ledger.ClosingStore
 }
 
 func (s slowStore) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {

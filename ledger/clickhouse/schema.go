@@ -323,10 +323,11 @@ var migrations = []migration{
 		},
 	},
 	{
-		// Reserved for the closed months, added on their own branch.
 		version:     6,
-		description: "reserved",
-		statements:  func(db, cluster string) []string { return nil },
+		description: "month closings, reopenings and posts",
+		statements: func(db, cluster string) []string {
+			return tableDDL(db, cluster, closingsTable)
+		},
 	},
 	{
 		version:     7,

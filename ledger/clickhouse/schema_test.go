@@ -39,6 +39,10 @@ func TestClusterDDL(t *testing.T) {
 			"ORDER BY (key, node, at)",
 		"CREATE TABLE IF NOT EXISTS gpuledger.node_labels ON CLUSTER `prod-1` AS gpuledger.node_labels_local " +
 			"ENGINE = Distributed('prod-1', 'gpuledger', 'node_labels_local', cityHash64(node))",
+		"ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/gpuledger/month_closings_local', '{replica}')\n" +
+			"ORDER BY (period, seq)",
+		"CREATE TABLE IF NOT EXISTS gpuledger.month_closings ON CLUSTER `prod-1` AS gpuledger.month_closings_local " +
+			"ENGINE = Distributed('prod-1', 'gpuledger', 'month_closings_local', cityHash64(period))",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("cluster DDL lacks:\n%s", want)
@@ -46,7 +50,7 @@ func TestClusterDDL(t *testing.T) {
 	}
 	// Every table (the migrations table, migration 1's tables and the
 	// prices table of migration 2, the quota table of migration 4, the
-	// node labels table of migration 5, the price books of migration 7):
+	// node labels table of migration 5, the month closings of migration 6, the price books of migration 7):
 	// one replicated local table and one distributed table; migration 3
 	// alters the first and creates the second again.
 	if n, want := len(stmts), 1+2*(5+len(tables))+3; n != want {

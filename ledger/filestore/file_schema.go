@@ -17,7 +17,8 @@ const FileSchemaVersion = 10
 // (QuotaChanges returns nothing), version 7 the node labels (none:
 // NodeLabels returns none), and version 8 the row checksums (a file
 // without them is read unverified: FileStore.hasChk), so readers need no
-// migration for them.
+// migration for them; version 9 adds the closings (none: ClosingHistory
+// returns none).
 const fileMinReadVersion = 5
 
 // fileApplicationID marks a SQLite file as a gpuledger ledger ("GPUL").
@@ -181,8 +182,9 @@ CREATE TABLE IF NOT EXISTS node_labels (
 	// are small and get theirs now; the raw rows already stored keep 0
 	// (not verified): computing theirs would rewrite the whole file.
 	{data: addChecksums},
-	// 9: reserved for the closed months, added on their own branch.
-	{},
+	// 9: the append-only history of month closings, reopenings and
+	// posts (file_closing.go).
+	{sql: closingsDDL},
 	// 10: the price books in force over time (file_pricebooks.go).
 	{sql: priceBooksDDL},
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"github.com/gpuledger/gpuledger/ledger"
 	"math"
 	"os"
 	"strconv"
@@ -17,8 +18,10 @@ import (
 )
 
 // ErrCorrupt marks errors caused by a damaged ledger file: SQLite found it
-// malformed, or it is not a database at all.
-var ErrCorrupt = errors.New("the ledger file is damaged")
+// malformed, or it is not a database at all. It is the contract's
+// ledger.ErrCorrupt, so a damaged stored bill reads the same in both
+// stores.
+var ErrCorrupt = ledger.ErrCorrupt
 
 // SQLite's primary result codes that matter here.
 const (
