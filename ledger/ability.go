@@ -45,46 +45,36 @@ type RollupBuilder interface {
 }
 
 // Rows asks s for its rows: an error naming s when it has none to stream.
-func Rows(s any) (RowReader, error) {
-	if r, ok := s.(RowReader); ok {
-		return r, nil
-	}
-	return nil, fmt.Errorf("ledger %s does not stream its rows", kind(s))
-}
+func Rows(s any) (RowReader, error) { return need[RowReader](s, "does not stream its rows") }
 
 // Quota asks s for its quota changes: an error naming s when it does not
 // keep them.
-func Quota(s any) (QuotaReader, error) {
-	if r, ok := s.(QuotaReader); ok {
-		return r, nil
-	}
-	return nil, fmt.Errorf("ledger %s does not keep quota changes", kind(s))
-}
+func Quota(s any) (QuotaReader, error) { return need[QuotaReader](s, "does not keep quota changes") }
 
 // QuotaStore asks s to record quota changes (serve's quota recorder).
 func QuotaStore(s any) (quota.Store, error) {
-	if r, ok := s.(quota.Store); ok {
-		return r, nil
-	}
-	return nil, fmt.Errorf("ledger %s does not keep quota changes", kind(s))
+	return need[quota.Store](s, "does not keep quota changes")
 }
 
 // NodeLabels asks s for its recorded node labels: an error naming s when
 // it does not keep them.
 func NodeLabels(s any) (NodeLabelReader, error) {
-	if r, ok := s.(NodeLabelReader); ok {
-		return r, nil
-	}
-	return nil, fmt.Errorf("ledger %s does not keep node labels", kind(s))
+	return need[NodeLabelReader](s, "does not keep node labels")
 }
 
 // NodeLabelStore asks s to record node labels (serve's node label
 // recorder).
 func NodeLabelStore(s any) (nodelabel.Store, error) {
-	if r, ok := s.(nodelabel.Store); ok {
-		return r, nil
+	return need[nodelabel.Store](s, "does not keep node labels")
+}
+
+// need asks s for the ability T: an error naming s and what it lacks.
+func need[T any](s any, lacks string) (T, error) {
+	r, ok := s.(T)
+	if !ok {
+		return r, fmt.Errorf("ledger %s %s", kind(s), lacks)
 	}
-	return nil, fmt.Errorf("ledger %s does not keep node labels", kind(s))
+	return r, nil
 }
 
 // kind names a store in an error: its Go type, which says which store (or

@@ -206,9 +206,4 @@ func LastPost(history []Closing) *Closing {
 // Closings asks s for its history of closings: an error naming s when it
 // keeps none. Every reader of a bill requires it: a wrapped store that
 // forgot the method would otherwise recompute a closed month as if open.
-func Closings(s any) (ClosingStore, error) {
-	if r, ok := s.(ClosingStore); ok {
-		return r, nil
-	}
-	return nil, fmt.Errorf("ledger %s keeps no closed months", kind(s))
-}
+func Closings(s any) (ClosingStore, error) { return need[ClosingStore](s, "keeps no closed months") }

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -55,8 +54,5 @@ type CoverageReader interface {
 // its holes. The report requires it, so a wrapped store that forgets the
 // method fails loudly instead of billing a short month as whole.
 func Covered(s any) (CoverageReader, error) {
-	if r, ok := s.(CoverageReader); ok {
-		return r, nil
-	}
-	return nil, fmt.Errorf("ledger %s does not list its coverage", kind(s))
+	return need[CoverageReader](s, "does not list its coverage")
 }

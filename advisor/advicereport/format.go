@@ -1,10 +1,9 @@
 package advicereport
 
 import (
-	"fmt"
 	"io"
-	"slices"
-	"strings"
+
+	"github.com/gpuledger/gpuledger/support/outformat"
 )
 
 // Format is one way the advice is written: gpuledger advise, its exporter
@@ -24,49 +23,18 @@ const (
 	FormatProm Format = "prom"
 )
 
-// formatSpec is a format and its writer.
-type formatSpec struct {
-	f     Format
-	write func(io.Writer, *Advice) error
-}
-
-var formats = []formatSpec{
-	{FormatText, WriteText},
-	{FormatJSON, WriteJSON},
-	{FormatHTML, WriteHTML},
-	{FormatProm, WriteProm},
-}
-
-func (f Format) writer() func(io.Writer, *Advice) error {
-	i := slices.IndexFunc(formats, func(s formatSpec) bool { return s.f == f })
-	if i < 0 {
-		return nil
-	}
-	return formats[i].write
-}
+var formats = outformat.Table[Format, *Advice]{Kind: "advice", What: "advice", Specs: []outformat.Spec[Format, *Advice]{
+	{Name: FormatText, Write: WriteText},
+	{Name: FormatJSON, Write: WriteJSON},
+	{Name: FormatHTML, Write: WriteHTML},
+	{Name: FormatProm, Write: WriteProm},
+}}
 
 // FormatNames lists the formats for a message: "text, json, html or prom".
-func FormatNames() string {
-	names := make([]string, len(formats))
-	for i, s := range formats {
-		names[i] = string(s.f)
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
+func FormatNames() string { return formats.Names() }
 
 // ParseFormat is the format a name names.
-func ParseFormat(name string) (Format, error) {
-	if Format(name).writer() == nil {
-		return "", fmt.Errorf("unknown advice format %q: want %s", name, FormatNames())
-	}
-	return Format(name), nil
-}
+func ParseFormat(name string) (Format, error) { return formats.Parse(name) }
 
 // Write writes a in format f to w.
-func Write(w io.Writer, a *Advice, f Format) error {
-	write := f.writer()
-	if write == nil {
-		return fmt.Errorf("cannot write advice: unknown format %q: want %s", f, FormatNames())
-	}
-	return write(w, a)
-}
+func Write(w io.Writer, a *Advice, f Format) error { return formats.Write(w, a, f) }

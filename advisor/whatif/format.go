@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/gpuledger/gpuledger/support/outformat"
 )
 
 // Result is a comparison as gpuledger whatif writes it: the settings it
@@ -37,47 +37,18 @@ const (
 	FormatJSON Format = "json"
 )
 
-// formatSpec is a format and its writer.
-type formatSpec struct {
-	f     Format
-	write func(io.Writer, *Result) error
-}
-
-var formats = []formatSpec{{FormatText, writeText}, {FormatJSON, writeJSON}}
-
-func (f Format) writer() func(io.Writer, *Result) error {
-	i := slices.IndexFunc(formats, func(s formatSpec) bool { return s.f == f })
-	if i < 0 {
-		return nil
-	}
-	return formats[i].write
-}
+var formats = outformat.Table[Format, *Result]{Kind: "whatif", What: "whatif result", Specs: []outformat.Spec[Format, *Result]{
+	{Name: FormatText, Write: writeText}, {Name: FormatJSON, Write: writeJSON},
+}}
 
 // FormatNames lists the formats for a message: "text or json".
-func FormatNames() string {
-	names := make([]string, len(formats))
-	for i, s := range formats {
-		names[i] = string(s.f)
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
+func FormatNames() string { return formats.Names() }
 
 // ParseFormat is the format a name names.
-func ParseFormat(name string) (Format, error) {
-	if Format(name).writer() == nil {
-		return "", fmt.Errorf("unknown whatif format %q: want %s", name, FormatNames())
-	}
-	return Format(name), nil
-}
+func ParseFormat(name string) (Format, error) { return formats.Parse(name) }
 
 // Write writes r in format f to w.
-func Write(w io.Writer, r *Result, f Format) error {
-	write := f.writer()
-	if write == nil {
-		return fmt.Errorf("cannot write whatif result: unknown format %q: want %s", f, FormatNames())
-	}
-	return write(w, r)
-}
+func Write(w io.Writer, r *Result, f Format) error { return formats.Write(w, r, f) }
 
 // docMode is one mechanism in the JSON output; latencies in ms, means
 // over the runs, null where no request was served.
