@@ -6,10 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/gpuledger/gpuledger/calendar"
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/gpuledger/gpuledger/calendar"
 )
 
 // What a month's history of closings records: a closing stores the

@@ -2,11 +2,12 @@ package web
 
 import (
 	"context"
-	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/pricebook"

@@ -2,12 +2,13 @@ package web
 
 import (
 	"context"
-	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/ledger"

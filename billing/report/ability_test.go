@@ -2,10 +2,11 @@ package report
 
 import (
 	"context"
-	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 
 	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/quota"

@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/gpuledger/gpuledger/dashboards/dashprices"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/gpuledger/gpuledger/dashboards/dashprices"
 
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/ledger"

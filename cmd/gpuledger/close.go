@@ -5,12 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"io"
 	"log/slog"
 	"maps"
 	"os"
 	"text/tabwriter"
+
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 
 	"github.com/gpuledger/gpuledger/attribution"
 )

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"io"
 	"log/slog"
 	"text/tabwriter"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/billing/report"

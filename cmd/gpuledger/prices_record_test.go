@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
-	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/ledger/clickhouse/chtest"

@@ -3,10 +3,11 @@ package chcheck_test
 import (
 	"context"
 	"fmt"
-	"github.com/gpuledger/gpuledger/dashboards/dashprices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/dashboards/dashprices"
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/dashboards/chcheck"

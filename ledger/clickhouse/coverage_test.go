@@ -3,12 +3,13 @@ package clickhouse
 import (
 	"context"
 	"fmt"
-	"github.com/gpuledger/gpuledger/ledger/filestore"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/pricebook"

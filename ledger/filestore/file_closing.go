@@ -4,9 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/gpuledger/gpuledger/ledger"
 	"strings"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 var _ ledger.ClosingStore = (*FileStore)(nil)

@@ -3,11 +3,12 @@ package filestore
 import (
 	"context"
 	"errors"
-	"github.com/gpuledger/gpuledger/ledger"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // testClosing is a closing of period with small files.

@@ -5,10 +5,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/gpuledger/gpuledger/ledger"
 	"math"
 	"slices"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // The file ledger's coverage search reads raw rows only where it must.

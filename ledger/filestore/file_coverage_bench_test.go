@@ -2,11 +2,12 @@ package filestore
 
 import (
 	"context"
-	"github.com/gpuledger/gpuledger/ledger"
 	"os"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // BenchmarkCoverage times the coverage search a report runs on the file

@@ -3,11 +3,12 @@ package filestore
 import (
 	"context"
 	"fmt"
-	"github.com/gpuledger/gpuledger/ledger"
 	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger"
 
 	"github.com/gpuledger/gpuledger/attribution"
 )

@@ -4,8 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/gpuledger/gpuledger/ledger"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 var _ ledger.PriceBookStore = (*FileStore)(nil)

@@ -5,11 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/gpuledger/gpuledger/ledger"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // pbRecord is a price book record of body, effective at eff.
@@ -120,5 +121,41 @@ func TestCheckPriceBookClosedMonth(t *testing.T) {
 	r.EffectiveFrom = closed
 	if err := ledger.CheckPriceBook(r, nil, closed, closed.AddDate(0, 0, 3)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A book that would take effect in a closed month is refused by the
+// store, from the ledger's own history of closings: October closed, a
+// book effective on 31 October 12:00 UTC (still October at UTC-12) is
+// refused; one effective at 1 November 12:00 UTC, after October ended
+// everywhere, is recorded; after a reopening, October takes books again.
+func TestFileRefusesABookInAClosedMonth(t *testing.T) {
+	ctx := context.Background()
+	st, err := OpenFile(ctx, filepath.Join(t.TempDir(), "ledger.db"), FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
+	if err := st.AppendClosing(ctx, testClosing("2026-10", now)); err != nil {
+		t.Fatal(err)
+	}
+	in := pbRecord("currency: USD\n", time.Date(2026, 10, 31, 12, 0, 0, 0, time.UTC))
+	in.RecordedAt = now
+	if _, err := st.RecordPriceBook(ctx, in, now); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("a book effective in closed October: err %v, want a refusal naming the closed month", err)
+	}
+	after := pbRecord("currency: EUR\n", time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	after.RecordedAt = now
+	if ok, err := st.RecordPriceBook(ctx, after, now); err != nil || !ok {
+		t.Fatalf("a book effective after October ended everywhere: recorded %v, err %v", ok, err)
+	}
+	reopen := ledger.Closing{Period: "2026-10", Action: ledger.ActionReopen, At: now.Add(time.Hour), Reason: "late rows"}
+	if err := st.AppendClosing(ctx, reopen); err != nil {
+		t.Fatal(err)
+	}
+	through, err := ledger.ClosedThroughOf(ctx, st)
+	if err != nil || !through.IsZero() {
+		t.Fatalf("after reopening October: closed through %v (%v), want none", through, err)
 	}
 }

@@ -6,13 +6,14 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"github.com/gpuledger/gpuledger/ledger"
 	"math"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger"
 
 	"modernc.org/sqlite"
 )
