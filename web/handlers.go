@@ -261,12 +261,20 @@ func (s *Server) serveReport(ctx context.Context, w http.ResponseWriter, r *http
 	} else if _, _, err := s.period(month, book, now); err != nil {
 		return err
 	}
-	if c, err := s.closedMonth(ctx, month); err != nil {
+	// A closed month is its stored files. Only where the ledger cannot
+	// be reached does the month's report kept in memory answer (as for
+	// any ended month), or the build's own error: a month closed since
+	// was closed from the same rows. Any other failure (a damaged stored
+	// bill, a store that keeps no closings) is the answer.
+	var ue *errUnavailable
+	c, err := s.closedMonth(ctx, month)
+	switch {
+	case err != nil && !errors.As(err, &ue):
 		return err
-	} else if c != nil {
+	case c != nil:
 		return serveClosed(w, c, suffix)
 	}
-	mb, err := s.monthBuild(ctx, month, now)
+	mb, err := s.monthBuildOr(ctx, month, now, err)
 	if err != nil {
 		return err
 	}

@@ -323,6 +323,13 @@ type monthBuild struct {
 
 // monthBuild is monthReportVersion's work.
 func (s *Server) monthBuild(ctx context.Context, month string, now time.Time) (monthBuild, error) {
+	return s.monthBuildOr(ctx, month, now, nil)
+}
+
+// monthBuildOr is monthBuild, but with a non-nil orErr it only answers
+// from memory: a month not kept (or no longer fresh) is orErr, and the
+// ledger is not read.
+func (s *Server) monthBuildOr(ctx context.Context, month string, now time.Time, orErr error) (monthBuild, error) {
 	book, version, err := s.book()
 	if err != nil {
 		return monthBuild{}, err
@@ -343,6 +350,8 @@ func (s *Server) monthBuild(ctx context.Context, month string, now time.Time) (m
 	var rep *report.Report
 	if fresh(c, ok, ended, s.cfg.RunningTTL) {
 		rep = c.v
+	} else if orErr != nil {
+		return monthBuild{}, orErr
 	} else {
 		v, err := s.shared(ctx, "report|"+key.String(), pageTimeout, func(ctx context.Context) (any, error) {
 			var rep *report.Report

@@ -19,8 +19,8 @@ import (
 // did (an interval inside a longer one) a hole could be declared that the
 // file ledger would not declare; a declared hole is never billed.
 // Only the holes and each GPU's bounds come back, never its intervals.
-const coverageSQL = `SELECT node, gpu_uuid, min(s), max(e),
-	arrayFilter(h -> h.1 < h.2, arrayMap(i -> (iv[i - 1].2, iv[i].1), arraySlice(arrayEnumerate(arraySort(groupArray((s, e))) AS iv), 2)))
+const coverageSQL = `SELECT node, gpu_uuid, min(s) AS first_ns, max(e) AS last_ns,
+	arrayFilter(h -> h.1 < h.2, arrayMap(i -> (iv[i - 1].2, iv[i].1), arraySlice(arrayEnumerate(arraySort(groupArray((s, e))) AS iv), 2))) AS holes
 FROM (
 	SELECT node, gpu_uuid, toUInt64(interval_start) * 1000000000 + interval_start_ns AS s,
 		max(toUInt64(interval_end) * 1000000000 + interval_end_ns) AS e
