@@ -70,10 +70,11 @@ const exampleBannerHTML = `<p id="example-prices" role="note" style="margin:0 0 
 	`Example prices: this bill is priced with the example price book shipped with gpuledger (<code>example: true</code>), not with your rates. Set your own price book (docs/report.md).</p>
 `
 
-// ExampleBanner is the banner for a page showing r, or nothing when no
-// example book priced it.
-func ExampleBanner(r *Report) template.HTML {
-	if r == nil || !r.ExamplePrices() {
+// ExampleBanner is the banner for a page of a bill with example prices
+// (Report.ExamplePrices), or nothing. It ends in a newline, to stand on
+// its own line right after <main>.
+func ExampleBanner(example bool) template.HTML {
+	if !example {
 		return ""
 	}
 	return template.HTML(exampleBannerHTML)

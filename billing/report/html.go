@@ -124,7 +124,7 @@ func newPage(r *Report) page {
 		Title:     "GPU chargeback " + r.PeriodLabel() + partialSuffix(r),
 		Partial:   r.PartialNote(),
 		Gaps:      newGapsPage(r),
-		Example:   ExampleBanner(r),
+		Example:   ExampleBanner(r.ExamplePrices()),
 		Period:    periodTitle(r),
 		Range:     r.From.Format("Mon 2 Jan 2006 15:04") + " – " + r.To.Format("Mon 2 Jan 2006 15:04 MST"),
 		Zone:      b.Timezone,
