@@ -5,7 +5,8 @@
 #   make image-test   build the Dockerfile with buildah and smoke-test the image
 #   make image        build the image the chart deploys by default
 #   make image-push   build it and push it (IMAGE_REPOSITORY=your registry)
-.PHONY: tools manifests chart-test image-test image image-push
+#   make actionlint   check .github/workflows with the pinned actionlint
+.PHONY: tools manifests chart-test image-test image image-push actionlint
 
 # The image `make image` builds is the chart's default: values.yaml's
 # image.repository, tagged with Chart.yaml's appVersion (image.tag is empty,
@@ -38,3 +39,10 @@ chart-test: tools
 
 image-test:
 	$(GO) test -count=1 -v -timeout 30m ./deploy/image/
+
+# actionlint checks the workflows (.github/workflows/release.yml); go run
+# builds the pinned version once into Go's cache. deploy/workflow_test.go
+# runs the same version.
+ACTIONLINT_VERSION ?= v1.7.12
+actionlint:
+	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) .github/workflows/*.yml
