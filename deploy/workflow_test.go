@@ -68,7 +68,9 @@ func TestReleaseWorkflow(t *testing.T) {
 		t.Errorf("no step that %s", what)
 		return -1
 	}
-	run := func(s string) func(int) bool { return func(i int) bool { return strings.Contains(job.Steps[i].Run, s) } }
+	run := func(s string) func(int) bool {
+		return func(i int) bool { return strings.Contains(job.Steps[i].Run, s) }
+	}
 	build := at("runs make image", run("make image "))
 	scan := at("scans with trivy and fails on findings", func(i int) bool {
 		s := job.Steps[i]
