@@ -97,7 +97,7 @@ contract: build
 	$(SCORECARD) $(BIN) testdata/scenarios out/contract/scenarios
 	$(SCORECARD) $(BIN) testdata/review out/contract/review
 
-lint: fmt vet arch
+lint: fmt vet arch actionlint
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./...; \
 	else echo "golangci-lint not installed; ran gofmt and go vet only"; fi
 

@@ -370,7 +370,11 @@ func (s *Server) serveAdvice(ctx context.Context, w http.ResponseWriter, r *http
 	if err := advicereport.Write(&b, a, adviceFormats[suffix]); err != nil {
 		return err
 	}
-	writeFile(w, a.Report, "gpuledger-advice-"+month, suffix, b.Bytes())
+	body := b.Bytes()
+	if suffix == fileHTML {
+		body = withExampleBanner(body, a.Report.ExamplePrices())
+	}
+	writeFile(w, a.Report, "gpuledger-advice-"+month, suffix, body)
 	return nil
 }
 

@@ -49,6 +49,8 @@ type indexPage struct {
 	Empty                  bool
 	// Gaps are the months' coverage gaps sections (web/gaps.go).
 	Gaps []monthGaps
+	// Example is the example prices banner, or "" (web/example.go).
+	Example template.HTML
 }
 
 // monthBill is one month's total and per-team totals.
@@ -105,6 +107,7 @@ func (s *Server) serveIndex(ctx context.Context, w http.ResponseWriter, _ *http.
 		return err
 	}
 	p.Chart, p.Legend = trendChart(bills, teams, book, now)
+	p.Example = indexExample(book.Example, bills)
 	var buf bytes.Buffer
 	if err := indexTemplate.Execute(&buf, p); err != nil {
 		return fmt.Errorf("cannot write the index page: %w", err)

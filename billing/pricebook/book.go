@@ -72,6 +72,10 @@ type Book struct {
 	// hold from (zero when it names none: then the instant it is
 	// recorded in the ledger, effective.go).
 	EffectiveFrom time.Time
+	// Example is the book's example field: its rates are placeholders
+	// (the shipped deploy/prices.yaml), and every bill it prices is marked
+	// "example prices" (docs/report.md).
+	Example bool
 	// SHA256 (hex) and Raw are the book's bytes as read: what the ledger
 	// records, and how a report names the book that priced it.
 	SHA256 string

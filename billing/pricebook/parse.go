@@ -104,7 +104,7 @@ const (
 )
 
 var knownFields = []string{fieldCurrency, fieldTimezone, fieldTeamLabel, fieldPolicy, fieldIdle, fieldRates, fieldDefaultRate,
-	fieldMemoryWeight, fieldMemoryMiB, fieldSlotRates, fieldEnergy, fieldQuota, fieldEffectiveFrom}
+	fieldMemoryWeight, fieldMemoryMiB, fieldSlotRates, fieldEnergy, fieldQuota, fieldEffectiveFrom, fieldExample}
 
 func (p *parser) book(root *yaml.Node) *Book {
 	root = resolve(root)
@@ -126,6 +126,7 @@ func (p *parser) book(root *yaml.Node) *Book {
 	b.Energy = p.energy(fields[fieldEnergy])
 	b.Quota = p.quotaSection(fields[fieldQuota])
 	b.EffectiveFrom = p.effectiveFrom(fields[fieldEffectiveFrom], b.Location)
+	b.Example = p.example(fields[fieldExample])
 	p.policyFields(root, b, fields)
 	p.quotaPolicyFields(root, b, fields)
 	if v := fields[fieldDefaultRate]; v != nil {

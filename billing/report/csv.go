@@ -65,7 +65,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 			return fmt.Errorf("cannot write report CSV: %w", err)
 		}
 	}
-	for _, rec := range csvGapRecords(r, len(header)) {
+	for _, rec := range append(csvGapRecords(r, len(header)), csvExampleRecords(r, len(header))...) {
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("cannot write report CSV: %w", err)
 		}

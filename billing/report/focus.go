@@ -143,6 +143,7 @@ func WriteFOCUS(w io.Writer, r *Report) error {
 	if err != nil {
 		return err
 	}
+	header, rows = withExampleColumn(r, header, rows)
 	cw := csv.NewWriter(w)
 	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("cannot write FOCUS file: %w", err)
@@ -380,6 +381,7 @@ func WriteFOCUSJSONL(w io.Writer, r *Report) error {
 	if err != nil {
 		return err
 	}
+	header, rows = withExampleColumn(r, header, rows)
 	var b []byte
 	for _, row := range rows {
 		b = append(b[:0], '{')
@@ -392,7 +394,7 @@ func WriteFOCUSJSONL(w io.Writer, r *Report) error {
 			switch v := row[i]; {
 			case v == "":
 				b = append(b, "null"...)
-			case focusJSONColumns[col] || focusNumberColumns[col]:
+			case focusJSONColumns[col] || focusNumberColumns[col] || col == focusExampleColumn:
 				b = append(b, v...)
 			default:
 				s, err := json.Marshal(v)

@@ -66,8 +66,9 @@ type page struct {
 	Tokens                     *tokensPage
 	Quota                      *quotaPage
 	TokensUnavailable          string
-	Energy                     *energyPage // nil without an energy section
-	Gaps                       *gapsPage   // nil without coverage gaps
+	Energy                     *energyPage   // nil without an energy section
+	Gaps                       *gapsPage     // nil without coverage gaps
+	Example                    template.HTML // the example prices banner, or "" (example.go)
 	// PriceBooks name the books that priced the period when the ledger
 	// records books (pricebooks_render.go).
 	PriceBooks  []string
@@ -123,6 +124,7 @@ func newPage(r *Report) page {
 		Title:     "GPU chargeback " + r.PeriodLabel() + partialSuffix(r),
 		Partial:   r.PartialNote(),
 		Gaps:      newGapsPage(r),
+		Example:   ExampleBanner(r.ExamplePrices()),
 		Period:    periodTitle(r),
 		Range:     r.From.Format("Mon 2 Jan 2006 15:04") + " – " + r.To.Format("Mon 2 Jan 2006 15:04 MST"),
 		Zone:      b.Timezone,

@@ -15,6 +15,7 @@ import (
 
 type jsonReport struct {
 	Period          jsonPeriod    `json:"period"`
+	ExamplePrices   bool          `json:"example_prices,omitempty"` // an example book priced the period (example.go)
 	Currency        string        `json:"currency"`
 	MinorUnit       int           `json:"minor_unit"`
 	Policy          string        `json:"policy"`
@@ -185,10 +186,11 @@ func toJSON(r *Report) jsonReport {
 		Total: num(r.Money(r.Total)), Platform: num(r.Money(r.Platform)), Rounding: num(r.Money(r.Rounding)),
 		Lines: []jsonLine{}, Teams: []jsonTeam{}, SharingModes: []jsonMode{}, Models: []jsonModel{},
 		UnknownModels: []string{}, Findings: []jsonFinding{}, FindingsDropped: r.FindingsDropped,
-		Savings:      savingsJSON(r),
-		Tokens:       tokensJSON(r),
-		Quota:        quotaJSON(r),
-		CoverageGaps: coverageJSON(r),
+		Savings:       savingsJSON(r),
+		Tokens:        tokensJSON(r),
+		Quota:         quotaJSON(r),
+		CoverageGaps:  coverageJSON(r),
+		ExamplePrices: r.ExamplePrices(),
 	}
 	if r.Book.MemoryWeight != nil {
 		j.MemoryWeight = optNum(exactDecimal(r.Book.MemoryWeight))

@@ -30,6 +30,8 @@ type PricedBy struct {
 	// taken to apply from (UnrecordedFrom).
 	EffectiveFrom time.Time
 	Recorded      bool
+	// Example is the book's example field (pricebook.Book.Example).
+	Example bool
 	// From and To bound the part of the period this book priced.
 	From, To time.Time
 }
@@ -131,7 +133,7 @@ func BuildDated(ctx context.Context, src Source, book *pricebook.Book, from, to,
 			return nil, fmt.Errorf("price book %s (effective %s): %w", ledger.ShortSHA(d.by.SHA256), ledger.FormatTime(d.by.EffectiveFrom), err)
 		}
 		by := d.by
-		by.From, by.To = rep.From, rep.To
+		by.From, by.To, by.Example = rep.From, rep.To, d.book.Example
 		rep.PriceBooks = []*PricedBy{&by}
 		for i := range rep.Lines {
 			if rep.Lines[i].Type != LineRounding {

@@ -233,3 +233,15 @@ nodeSelector:
   nvidia.com/gpu.present: "true"
 {{- end -}}
 {{- end -}}
+
+{{/*
+"true" when the price book the chart installs is an example one (a
+top-level `example: true`, as billing/pricebook reads it): by default the
+chart's copy of deploy/prices.yaml. A ConfigMap of the user's
+(prices.existingConfigMap) is theirs to vouch for.
+*/}}
+{{- define "gpuledger.examplePrices" -}}
+{{- if not .Values.prices.existingConfigMap -}}
+{{- if regexMatch "(?m)^example:[ \t]*true[ \t]*(#.*)?$" (default (.Files.Get "files/prices.yaml") .Values.prices.book) -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
