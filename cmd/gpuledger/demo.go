@@ -444,12 +444,21 @@ func serveLiveDemo(ctx context.Context, scs []*scenario.Scenario, ln net.Listene
 		}()
 	}
 	mux := metricsMux(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	// The app's refreshes read the ledger: the demo returns once they are
+	// done, so nothing opens its files after the demo closed them.
+	appDone := make(chan struct{})
 	if app != nil {
 		mux.Handle("/", app.Handler())
-		go app.Run(ctx)
+		go func() { defer close(appDone); app.Run(ctx) }()
+	} else {
+		close(appDone)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// Serve returns as Shutdown begins; Shutdown returns once the requests
+	// in flight (which may read the ledger) are done.
+	shut := make(chan struct{})
 	go func() {
+		defer close(shut)
 		<-ctx.Done()
 		_ = srv.Shutdown(context.WithoutCancel(ctx))
 	}()
@@ -458,11 +467,13 @@ func serveLiveDemo(ctx context.Context, scs []*scenario.Scenario, ln net.Listene
 		fmt.Fprintf(stdout, "The chargeback, month by month, as gpuledger serve shows it: http://%s/\n", ln.Addr())
 	}
 	err := srv.Serve(ln)
-	wg.Wait()
-	close(errc)
 	if errors.Is(err, http.ErrServerClosed) {
+		<-shut
 		err = nil
 	}
+	wg.Wait()
+	<-appDone
+	close(errc)
 	return errors.Join(append([]error{err}, drain(errc)...)...)
 }
 
