@@ -385,7 +385,9 @@ func backfill(ctx context.Context, store *filestore.FileStore, from time.Time, d
 		until = until.Add(backfillSlice)
 		for _, n := range nodes {
 			err := n.runUntil(ctx, until, cycled)
-			if err != nil && ctx.Err() != nil {
+			// runUntil returns ctx's own error when interrupted; any other
+			// is a failure, not a stop.
+			if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				return sum, stopBackfill(ctx, nodes)
 			}
 			if err != nil {
