@@ -3,16 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/big"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/ledger/filestore"
-
 	"github.com/gpuledger/gpuledger/billing/report"
 	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/ledger/filestore"
 )
 
 // The interrupted demo: the demo's own fleet backfilled over three days
@@ -80,5 +81,84 @@ func TestInterruptedDemoSaysWhichNodesStoppedSending(t *testing.T) {
 	}
 	if !strings.Contains(csvOut.String(), "# coverage_gap node=demo-timeslicing gpus=2 from=2026-11-02T06:00:00Z to=2026-11-04T00:00:00Z gpu_hours=84.000000") {
 		t.Errorf("the CSV lacks demo-timeslicing's gap:\n%s", csvOut.String())
+	}
+}
+
+// TestDemoInterruptedBackfill interrupts the demo itself, as SIGINT does:
+// the context main gets from signal.NotifyContext is cancelled, here from
+// the backfill's cycle callback when a node reaches a simulated instant
+// (deterministic, no sleeping). Three days from 2026-11-01 (the clock is
+// fixed at 11-04 12:00); the nodes take turns an hour at a time in the
+// order demo-mig, demo-timeslicing, demo-mps, demo-hami, so by hand:
+//
+//   - demo-mig reaching 11-02 06:00: it has its rows to 06:00, the other
+//     three to 05:00 (their turn for 05:00-06:00 had not come); demo-
+//     timeslicing (2 GPUs), demo-mps (1) and demo-hami (1) miss one hour
+//     each: 3 gaps, 4 GPU-hours.
+//   - demo-mps reaching 11-02 06:30: demo-mig and demo-timeslicing reached
+//     07:00, demo-mps stops at 06:30 (its collector closes the half hour),
+//     demo-hami stayed at 06:00: 2 gaps, 0.5 + 1 = 1.5 GPU-hours.
+//
+// Node-major (the old backfill) left the later nodes unseen, and the
+// report had nothing to say about them.
+func TestDemoInterruptedBackfill(t *testing.T) {
+	cases := []struct {
+		node, at             string
+		stopped, gaps, where string
+		csvGap               string
+	}{
+		{node: "demo-mig", at: "2026-11-02T06:00:00Z",
+			stopped: "3 nodes stopped sending on 2026-11-02 (demo-hami, demo-mps, demo-timeslicing)",
+			gaps:    "3 gaps without data (4.00 GPU-hours), not billed",
+			where:   "demo-mig 2026-11-02 06:00 UTC, demo-timeslicing 2026-11-02 05:00 UTC, demo-mps 2026-11-02 05:00 UTC, demo-hami 2026-11-02 05:00 UTC",
+			csvGap:  "# coverage_gap node=demo-timeslicing gpus=2 from=2026-11-02T05:00:00Z to=2026-11-02T06:00:00Z gpu_hours=2.000000"},
+		{node: "demo-mps", at: "2026-11-02T06:30:00Z",
+			stopped: "2 nodes stopped sending on 2026-11-02 (demo-hami, demo-mps)",
+			gaps:    "2 gaps without data (1.50 GPU-hours), not billed",
+			where:   "demo-mig 2026-11-02 07:00 UTC, demo-timeslicing 2026-11-02 07:00 UTC, demo-mps 2026-11-02 06:30 UTC, demo-hami 2026-11-02 06:00 UTC",
+			csvGap:  "# coverage_gap node=demo-mps gpus=1 from=2026-11-02T06:30:00Z to=2026-11-02T07:00:00Z gpu_hours=0.500000"},
+	}
+	now = func() time.Time { return time.Date(2026, 11, 4, 12, 0, 0, 0, time.UTC) }
+	t.Cleanup(func() { now, backfillCycled = time.Now, nil })
+	for _, c := range cases {
+		t.Run(c.node, func(t *testing.T) {
+			at, err := time.Parse(time.RFC3339, c.at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			backfillCycled = func(node string, t time.Time) {
+				if node == c.node && t.Equal(at) {
+					cancel()
+				}
+			}
+			dir := t.TempDir()
+			var stdout bytes.Buffer
+			err = run(ctx, []string{"demo", "--out", dir, "--days", "3", "--listen", ""}, &stdout)
+			out := stdout.String()
+			if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "backfill was interrupted") {
+				t.Fatalf("demo returned %v, want the interrupt\n%s", err, out)
+			}
+			for _, want := range []string{"Backfill interrupted", "the nodes stopped at " + c.where, c.stopped, c.gaps, "search", "total billed"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the demo's summary does not say %q:\n%s", want, out)
+				}
+			}
+			html, err := os.ReadFile(filepath.Join(dir, "chargeback.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(html), c.stopped) {
+				t.Errorf("chargeback.html does not say %q", c.stopped)
+			}
+			csvOut, err := os.ReadFile(filepath.Join(dir, "chargeback.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(csvOut), c.csvGap) {
+				t.Errorf("chargeback.csv lacks %q:\n%s", c.csvGap, csvOut)
+			}
+		})
 	}
 }

@@ -63,7 +63,8 @@ cost: what the chargeback bills the team (chargeback.csv: its charge and idle_sh
 )
 
 // print writes the per-team table, with each team's cost from rep (the
-// chargeback of the same period), and the capacity outside containers.
+// chargeback of the same period), the capacity outside containers and,
+// for a partial period, the report's note of what it covers.
 func (s *teamSummary) print(w io.Writer, rep *report.Report) {
 	cost := map[string]int64{}
 	for _, t := range rep.Teams {
@@ -91,5 +92,10 @@ func (s *teamSummary) print(w io.Writer, rep *report.Report) {
 		rep.Money(rep.Total-rep.Platform-rep.Rounding), rep.Money(rep.Platform), rep.Money(rep.Rounding))
 	fmt.Fprintf(w, "capacity outside containers: never allocated %.3f GPU-h; idle device time %.3f GPU-h; unattributed busy time %.3f GPU-h\n",
 		s.uncharged[attribution.KindUnallocated]/3600, s.uncharged[attribution.KindIdle]/3600, s.uncharged[attribution.KindUnattributed]/3600)
+	// What the chargeback lacks (an interrupted backfill: the nodes that
+	// stopped sending, the gap GPU-hours) in the report's own words.
+	if note := rep.PartialNote(); note != "" {
+		fmt.Fprintf(w, "%s\n", note)
+	}
 	fmt.Fprint(w, summaryLegend)
 }
