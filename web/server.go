@@ -151,6 +151,10 @@ type Server struct {
 	cur    *storeRef
 	fileID os.FileInfo
 	gen    uint64
+	// inUse counts the stores acquired and not yet released; shut is set
+	// by Close, after which nothing opens the ledger again.
+	inUse int
+	shut  bool
 
 	cacheMu sync.Mutex
 	reports map[cacheKey]cached[*report.Report]

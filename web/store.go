@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/gpuledger/gpuledger/ledger"
 )
@@ -22,6 +23,14 @@ type storeRef struct {
 // errLedgerGone is the answer while the embedded ledger's file is missing:
 // a file that was there and is gone is not billed from its old copy.
 var errLedgerGone = errors.New("the ledger file is missing (deleted or being replaced)")
+
+// errShutDown answers a read that starts after Close: a computation still
+// running in the background never opens the ledger again.
+var errShutDown = errors.New("the server is shutting down")
+
+// closeWait bounds how long Close waits for the reads in flight to let go
+// of the ledger.
+const closeWait = 30 * time.Second
 
 // ledgerGen checks the embedded ledger's file (Config.LedgerFile) by its
 // identity (device and inode, os.SameFile), not its modification time:
@@ -72,6 +81,9 @@ func (s *Server) retireLocked() {
 func (s *Server) acquire(ctx context.Context) (*storeRef, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.shut {
+		return nil, &errUnavailable{errShutDown}
+	}
 	if s.cur == nil {
 		// The file's identity is taken before the open: a file replaced
 		// between the two is then noticed by the next request.
@@ -98,6 +110,7 @@ func (s *Server) acquire(ctx context.Context) (*storeRef, error) {
 		s.cur, s.fileID = &storeRef{st: st}, id
 	}
 	s.cur.refs++
+	s.inUse++
 	return s.cur, nil
 }
 
@@ -107,6 +120,7 @@ func (s *Server) release(ref *storeRef, failed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ref.refs--
+	s.inUse--
 	if failed && s.cur == ref {
 		s.cur = nil
 		ref.retired = true
@@ -156,10 +170,26 @@ func (s *Server) withStore(ctx context.Context, fn func(ledger.Store) error) err
 	return &errUnavailable{err}
 }
 
-// Close closes the ledger once no request reads it.
+// Close closes the ledger and waits (at most closeWait) until no read
+// holds it: the reads in flight, background computations among them,
+// finish on the store they hold, and nothing opens the ledger after
+// Close, so its files are closed when Close returns.
 func (s *Server) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.shut = true
 	s.retireLocked()
-	return nil
+	s.mu.Unlock()
+	deadline := time.Now().Add(closeWait)
+	for {
+		s.mu.Lock()
+		n := s.inUse
+		s.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cannot close the ledger: %d reads still hold it after %s", n, closeWait)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
