@@ -140,6 +140,9 @@ func runPricesRecord(ctx context.Context, args []string, stdout io.Writer) error
 		return err
 	}
 	defer st.Close()
+	if err := checkFirstBook(ctx, st, pst, effective); err != nil {
+		return err
+	}
 	rec, recorded, err := report.RecordBook(ctx, pst, book, effective, now())
 	if err != nil {
 		return err
@@ -216,5 +219,35 @@ func recordServedPrices(ctx context.Context, srv *web.Server) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	slog.Warn("the price book is not recorded yet: the first report records it", "err", web.RedactURLs(err.Error()))
+	return nil
+}
+
+// firstBookLookBack is how far before a first book's effective instant
+// checkFirstBook looks for rows: longer than a year of retention.
+const firstBookLookBack = 400 * 24 * time.Hour
+
+// checkFirstBook refuses a first recorded book dated after rows the
+// ledger holds: the first book also prices every hour before it, so a
+// change dated today would reprice the open month's past. The book in
+// force then is recorded first (dated at or before the ledger's first
+// row, or without --effective), the change after it.
+func checkFirstBook(ctx context.Context, st ledger.Store, pst ledger.PriceBookStore, effective time.Time) error {
+	if effective.IsZero() {
+		return nil // takes effect from the next hour: it is the book in force
+	}
+	books, err := pst.PriceBooks(ctx)
+	if err != nil || len(books) > 0 {
+		return err
+	}
+	aggs, err := st.Aggregate(ctx, ledger.AggregateQuery{From: effective.Add(-firstBookLookBack), To: effective, Bucket: ledger.BucketNone})
+	if err != nil {
+		return fmt.Errorf("cannot check the ledger's rows before %s: %w", ledger.FormatTime(effective), err)
+	}
+	for _, a := range aggs {
+		if a.Rows > 0 {
+			return fmt.Errorf("prices record --effective %s: the ledger records no price book yet and holds rows before that instant, which the first book recorded would price too; "+
+				"record the book that priced them first (with --effective at or before the ledger's first row), then this one", ledger.FormatTime(effective))
+		}
+	}
 	return nil
 }

@@ -99,6 +99,12 @@ func pricesFlow(t *testing.T, dsn string) {
 	if oct, books := report("2026-10"); oct != 14400 || len(books) != 0 {
 		t.Fatalf("October without recorded books: %d cents, books %v; want 14400 (48 h x 3.00), none", oct, books)
 	}
+	// A change dated after rows the ledger holds cannot be its first
+	// book: it would price those rows too.
+	if _, err := runOut(t, "prices", "record", "--ledger", dsn, "--prices", v2, "--effective", "2026-11-01T12:00:00Z"); err == nil ||
+		!strings.Contains(err.Error(), "records no price book yet and holds rows before that instant") {
+		t.Fatalf("a first book dated after the ledger's rows: %v, want a refusal", err)
+	}
 	out, err := runOut(t, "prices", "record", "--ledger", dsn, "--prices", v1, "--effective", "2026-10-01")
 	if err != nil || !strings.Contains(out, "recorded price book") || !strings.Contains(out, "effective 2026-10-01T00:00:00Z") {
 		t.Fatalf("prices record v1: %q %v", out, err)
