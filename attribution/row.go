@@ -48,6 +48,12 @@ const (
 	FindingIdleAllocation = "idle_allocation"
 	FindingNoisyNeighbour = "noisy_neighbour"
 	FindingStarved        = "starved"
+	// FindingNodeLeft is appended by a collector that stops on a signal
+	// (a drain): its node left cleanly at the finding's Start, so the
+	// time until its rows resume is not a coverage gap. It travels
+	// through Append like any finding: recording a leave needs no
+	// schema change.
+	FindingNodeLeft = "node_left"
 )
 
 // Finding is one detector episode (flags.csv row).

@@ -1,16 +1,15 @@
 package ledger
 
 import (
+	"github.com/gpuledger/gpuledger/attribution"
+
 	"context"
 	"time"
 )
 
-// FindingNodeLeft is the kind of the finding a collector appends when it
-// stops on a signal (a SIGTERM drain): its node left cleanly at the
-// finding's Start, so the time after its last row until rows resume is not
-// a coverage gap. It travels through Append like any finding, so recording
-// a leave needs no schema change.
-const FindingNodeLeft = "node_left"
+// FindingNodeLeft is the kind of the finding a collector appends when
+// it stops on a signal (attribution.FindingNodeLeft): no gap follows it.
+const FindingNodeLeft = attribution.FindingNodeLeft
 
 // MaxCoverageHoles bounds the holes one Coverage call returns, whatever
 // the range: a collector that crash-loops every minute for a month would

@@ -194,7 +194,7 @@ func runCollector(ctx context.Context, f collectFlags, boot *exposition.Startup,
 	if len(pins) > 0 {
 		log.Info("restored annotation pins from the node's ledger", "pins", len(pins))
 	}
-	mark := &leaveMark{}
+	mark := &collector.LeaveMark{}
 	c := collector.New(collector.Config{Node: f.node, Outbox: outboxStatus(out)}, collector.WallClock{}, collector.Sources{
 		NVML: nv, DCGM: dcgm, Pods: pods, Meta: meta, Procs: procfs.NewResolver(f.procRoot),
 	}, engine, exp, []collector.Sink{out, mark}, log)
@@ -205,7 +205,7 @@ func runCollector(ctx context.Context, f collectFlags, boot *exposition.Startup,
 	if ctx.Err() != nil {
 		// Stopped by a signal: the node leaves cleanly, and says so before
 		// the drain ships it.
-		err = errors.Join(err, recordLeave(ctx, f.node, mark, []collector.Sink{out}, log))
+		err = errors.Join(err, collector.RecordLeave(ctx, f.node, mark, []collector.Sink{out}, log))
 	}
 	return errors.Join(err, drainOutbox(ctx, out, f.shutdownTimeout, log))
 }

@@ -141,7 +141,7 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	started := time.Now()
 	opt := simOptions{TeamLabel: *teamLabel, IgnorePodTeamLabel: !*teamFromPod, Speed: *speed, Pins: pins}
-	mark := &leaveMark{}
+	mark := &collector.LeaveMark{}
 	err = simulateScenario(ctx, sc, opt, append(sinks, mark), exp)
 	stopped := err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
 	if err != nil && !stopped {
@@ -152,7 +152,7 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		// ship it and stop as a collector does.
 		slog.Info("simulation stopped by signal", "scenario", sc.Name)
 		// And records the clean leave in its ledgers, not in flags.csv.
-		if err := recordLeave(ctx, sc.Node.Name, mark, sinks[1:], slog.Default()); err != nil {
+		if err := collector.RecordLeave(ctx, sc.Node.Name, mark, sinks[1:], slog.Default()); err != nil {
 			return err
 		}
 	}

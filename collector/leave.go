@@ -1,4 +1,4 @@
-package main
+package collector
 
 import (
 	"context"
@@ -9,22 +9,20 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/collector"
-	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // leaveTimeout bounds writing the leave: the node file is local, and the
 // drain after it has its own deadline.
 const leaveTimeout = 5 * time.Second
 
-// leaveMark is a collector sink that remembers where the rows written so
+// LeaveMark is a sink that remembers where the rows written so
 // far end: a collector stopped by a signal left cleanly at that instant.
-type leaveMark struct {
+type LeaveMark struct {
 	mu  sync.Mutex
 	end time.Time
 }
 
-func (m *leaveMark) Write(_ context.Context, rows []attribution.Row, _ []attribution.Finding) error {
+func (m *LeaveMark) Write(_ context.Context, rows []attribution.Row, _ []attribution.Finding) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i := range rows {
@@ -35,26 +33,26 @@ func (m *leaveMark) Write(_ context.Context, rows []attribution.Row, _ []attribu
 	return nil
 }
 
-func (m *leaveMark) last() time.Time {
+func (m *LeaveMark) Last() time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.end
 }
 
-// recordLeave appends the node's clean leave (a ledger.FindingNodeLeft
+// RecordLeave appends the node's clean leave (an attribution.FindingNodeLeft
 // finding at the end of its last row) to the ledger sinks, through the
 // same Append as every finding, so that the time until the node's rows
 // resume is not a coverage gap. It runs on the shutdown path after the
 // last cycle closed the open interval, and before the drain ships it. A
 // collector that crashes never gets here: its silence stays a gap.
-func recordLeave(ctx context.Context, node string, mark *leaveMark, sinks []collector.Sink, log *slog.Logger) error {
-	at := mark.last()
+func RecordLeave(ctx context.Context, node string, mark *LeaveMark, sinks []Sink, log *slog.Logger) error {
+	at := mark.Last()
 	if at.IsZero() {
 		return nil // no row written: nothing for a gap to start from
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
 	defer cancel()
-	f := []attribution.Finding{{Kind: ledger.FindingNodeLeft, Node: node, Start: at, End: at}}
+	f := []attribution.Finding{{Kind: attribution.FindingNodeLeft, Node: node, Start: at, End: at}}
 	var errs []error
 	for _, s := range sinks {
 		if err := s.Write(wctx, nil, f); err != nil {
