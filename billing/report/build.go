@@ -65,16 +65,17 @@ func Build(ctx context.Context, src Source, book *pricebook.Book, from, to time.
 		return nil, err
 	}
 	dataStart, dataEnd := r.DataBounds()
-	if r.Coverage, err = buildCoverage(ctx, src, from, to, dataEnd, book.Location); err != nil {
+	var leaves map[string][]time.Time
+	if r.Findings, r.FindingsDropped, leaves, err = collectFindings(ctx, src, from, to); err != nil {
+		return nil, err
+	}
+	if r.Coverage, err = buildCoverage(ctx, src, from, to, dataEnd, book.Location, leaves); err != nil {
 		return nil, err
 	}
 	if r.Quota, err = buildQuota(ctx, src, book, from, to, dataStart, dataEnd); err != nil {
 		return nil, err
 	}
 	if err := b.finish(r); err != nil {
-		return nil, err
-	}
-	if r.Findings, r.FindingsDropped, err = collectFindings(ctx, src, from, to); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -41,14 +41,19 @@ type findingKey struct{ kind, namespace, pod, container string }
 
 // collectFindings groups the period's findings per container and kind, and
 // links noisy neighbours to the pods they starved.
-// dropped counts the episodes of containers past maxFindingGroups.
-func collectFindings(ctx context.Context, src Source, from, to time.Time) (out []FindingSummary, dropped int, err error) {
+// dropped counts the episodes of containers past maxFindingGroups; leaves
+// are the nodes' clean leaves in the period (buildCoverage's), read in the
+// same pass.
+func collectFindings(ctx context.Context, src Source, from, to time.Time) (out []FindingSummary, dropped int, leaves map[string][]time.Time, err error) {
+	leaves = map[string][]time.Time{}
 	groups := map[findingKey]*FindingSummary{}
 	gpus := map[findingKey]map[string]bool{}
 	related := map[findingKey]map[string]bool{}
 	err = src.Findings(ctx, from, to, func(f attribution.Finding) error {
 		if f.Kind == ledger.FindingNodeLeft {
-			return nil // a clean leave, not an episode: it closes a gap (gaps.go)
+			// A clean leave, not an episode: it closes a gap (gaps.go).
+			leaves[f.Node] = append(leaves[f.Node], f.Start)
+			return nil
 		}
 		k := findingKey{f.Kind, f.Namespace, f.Pod, f.Container}
 		g := groups[k]
@@ -79,7 +84,7 @@ func collectFindings(ctx context.Context, src Source, from, to time.Time) (out [
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("cannot read findings: %w", err)
+		return nil, 0, nil, fmt.Errorf("cannot read findings: %w", err)
 	}
 	// A noisy pod's victims are the starved containers that name it.
 	noisy := map[string][]findingKey{}
@@ -108,7 +113,7 @@ func collectFindings(ctx context.Context, src Source, from, to time.Time) (out [
 		return cmp.Or(strings.Compare(a.Kind, b.Kind), cmp.Compare(b.Duration, a.Duration),
 			strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Pod, b.Pod), strings.Compare(a.Container, b.Container))
 	})
-	return out, dropped, nil
+	return out, dropped, leaves, nil
 }
 
 // clipped is the part of [s, e) inside [from, to).

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/ledger"
 )
 
@@ -65,8 +64,8 @@ func (c *Coverage) Empty() bool { return c == nil || c.Count == 0 }
 // holes (both ledgers can; a source must say it can, ledger.Covered). dataEnd is the
 // end of the period's data: a GPU whose rows stop before it has a gap to
 // it, unless its node left cleanly (a ledger.FindingNodeLeft finding at
-// the end of its last row).
-func buildCoverage(ctx context.Context, src Source, from, to, dataEnd time.Time, loc *time.Location) (*Coverage, error) {
+// the end of its last row: leaves, per node, from collectFindings).
+func buildCoverage(ctx context.Context, src Source, from, to, dataEnd time.Time, loc *time.Location, leaves map[string][]time.Time) (*Coverage, error) {
 	if dataEnd.IsZero() {
 		return nil, nil
 	}
@@ -77,16 +76,6 @@ func buildCoverage(ctx context.Context, src Source, from, to, dataEnd time.Time,
 	cov, err := cr.Coverage(ctx, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("cannot find the period's coverage gaps: %w", err)
-	}
-	leaves := map[string][]time.Time{}
-	err = src.Findings(ctx, from, to, func(f attribution.Finding) error {
-		if f.Kind == ledger.FindingNodeLeft {
-			leaves[f.Node] = append(leaves[f.Node], f.Start)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the nodes' clean leaves: %w", err)
 	}
 	// A leave at L excuses the hole it opened: the one from the node's
 	// last row at or before L to the next row.

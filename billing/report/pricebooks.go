@@ -231,7 +231,7 @@ func combine(ctx context.Context, src Source, from, to time.Time, parts []*Repor
 	if r.Quota, err = buildQuota(ctx, src, r.Book, from, to, dataStart, dataEnd); err != nil {
 		return nil, err
 	}
-	if r.Findings, r.FindingsDropped, err = collectFindings(ctx, src, from, to); err != nil {
+	if r.Findings, r.FindingsDropped, _, err = collectFindings(ctx, src, from, to); err != nil {
 		return nil, err
 	}
 	return r, nil
