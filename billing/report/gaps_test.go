@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuledger/gpuledger/internal/coveragetest"
+
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/ledger"
 )
@@ -57,54 +59,6 @@ func gapDay() (rows []attribution.Row, findings []attribution.Finding, from, to 
 	return rows, findings, from, to
 }
 
-// walkGapSeconds is the ground truth: a second-by-second walk over every
-// GPU's rows from its first row to the data's end (the latest row end). A
-// second no row of the GPU covers is a gap second unless the node left
-// cleanly since the GPU's last covered second.
-func walkGapSeconds(rows []attribution.Row, findings []attribution.Finding) map[string]int64 {
-	type dev struct{ node, gpu string }
-	covered := map[dev]map[int64]bool{}
-	first := map[dev]int64{}
-	var end int64
-	for _, r := range rows {
-		d := dev{r.Node, r.GPUUUID}
-		if covered[d] == nil {
-			covered[d], first[d] = map[int64]bool{}, r.IntervalStart.Unix()
-		}
-		first[d] = min(first[d], r.IntervalStart.Unix())
-		for t := r.IntervalStart.Unix(); t < r.IntervalEnd.Unix(); t++ {
-			covered[d][t] = true
-		}
-		end = max(end, r.IntervalEnd.Unix())
-	}
-	leftAt := map[string]map[int64]bool{}
-	for _, f := range findings {
-		if f.Kind == ledger.FindingNodeLeft {
-			if leftAt[f.Node] == nil {
-				leftAt[f.Node] = map[int64]bool{}
-			}
-			leftAt[f.Node][f.Start.Unix()] = true
-		}
-	}
-	out := map[string]int64{}
-	for d, c := range covered {
-		left := false
-		for t := first[d]; t < end; t++ {
-			if c[t] {
-				left = false
-				continue
-			}
-			if leftAt[d.node][t] {
-				left = true
-			}
-			if !left {
-				out[d.node]++
-			}
-		}
-	}
-	return out
-}
-
 func TestCoverageGapsMatchAWalkAndAreNeverBilled(t *testing.T) {
 	rows, findings, from, to := gapDay()
 	b := bookFor(t, "USD", "UTC", "allocation", "platform", map[string]string{"A100-SXM4-80GB": "2.00"}, "2.00")
@@ -114,7 +68,7 @@ func TestCoverageGapsMatchAWalkAndAreNeverBilled(t *testing.T) {
 	if c == nil {
 		t.Fatal("no coverage on the file ledger")
 	}
-	walk := walkGapSeconds(rows, findings)
+	walk := coveragetest.WalkGapSeconds(rows, findings)
 	got := map[string]int64{}
 	for _, g := range c.Gaps {
 		got[g.Node] += int64(g.GPUs) * int64(g.To.Sub(g.From)/time.Second)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuledger/gpuledger/internal/coveragetest"
+
 	"github.com/gpuledger/gpuledger/ledger/filestore"
 
 	"github.com/gpuledger/gpuledger/attribution"
@@ -41,7 +43,7 @@ func TestCoverageInTheServerMatchesASecondBySecondWalk(t *testing.T) {
 		{start, start.Add(3 * time.Hour)},
 		{start.Add(30 * time.Minute), start.Add(90 * time.Minute)},
 	} {
-		want := walkHoles(rows, r.from, r.to)
+		want := coveragetest.WalkHoles(rows, r.from, r.to)
 		for name, st := range map[string]ledger.CoverageReader{"clickhouse": ch, "file": file} {
 			cov, err := st.Coverage(ctx, r.from, r.to)
 			if err != nil {
@@ -112,58 +114,6 @@ func gappyRows(seed uint64, start time.Time, nested bool) []attribution.Row {
 	return rows
 }
 
-// walkHoles is the ground truth of Coverage: a second-by-second walk over
-// the rows of [from, to). For every (node, GPU), a second is covered when a
-// row's interval contains it; the GPU's holes are the runs of uncovered
-// seconds between its first covered second and its last; its bounds are
-// its rows' earliest start and latest end.
-func walkHoles(rows []attribution.Row, from, to time.Time) map[string]ledger.DeviceCoverage {
-	covered := map[string]map[int64]bool{}
-	out := map[string]ledger.DeviceCoverage{}
-	for _, r := range rows {
-		if r.IntervalStart.Before(from) || !r.IntervalStart.Before(to) {
-			continue
-		}
-		k := r.Node + "/" + r.GPUUUID
-		if covered[k] == nil {
-			covered[k] = map[int64]bool{}
-			out[k] = ledger.DeviceCoverage{Node: r.Node, GPUUUID: r.GPUUUID, First: r.IntervalStart, Last: r.IntervalEnd}
-		}
-		d := out[k]
-		if r.IntervalStart.Before(d.First) {
-			d.First = r.IntervalStart
-		}
-		if r.IntervalEnd.After(d.Last) {
-			d.Last = r.IntervalEnd
-		}
-		out[k] = d
-		for t := r.IntervalStart.Unix(); t < r.IntervalEnd.Unix(); t++ {
-			covered[k][t] = true
-		}
-	}
-	for k, c := range covered {
-		lo, hi := int64(1<<62), int64(-1)
-		for t := range c {
-			lo, hi = min(lo, t), max(hi, t)
-		}
-		holes := []ledger.Hole{}
-		for t := lo; t <= hi; t++ {
-			if c[t] {
-				continue
-			}
-			if n := len(holes); n > 0 && holes[n-1].To.Unix() == t {
-				holes[n-1].To = time.Unix(t+1, 0).UTC()
-			} else {
-				holes = append(holes, ledger.Hole{From: time.Unix(t, 0).UTC(), To: time.Unix(t+1, 0).UTC()})
-			}
-		}
-		d := out[k]
-		d.Holes = holes
-		out[k] = d
-	}
-	return out
-}
-
 // TestReportGapsOnClickHouseMatchAWalk: the report's coverage gaps from
 // ClickHouse (holes found in the server, a clean leave read back as a
 // finding) are the file ledger's and a second-by-second walk's, node by
@@ -193,7 +143,7 @@ func TestReportGapsOnClickHouseMatchAWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	from, to := start, start.Add(3*time.Hour)
-	want := walkGapSeconds(rows, findings)
+	want := coveragetest.WalkGapSeconds(rows, findings)
 	if want["node-0"] == 0 || want["node-1"] == 0 {
 		t.Fatalf("the walk finds no gaps on a node: %v", want)
 	}
@@ -213,50 +163,4 @@ func TestReportGapsOnClickHouseMatchAWalk(t *testing.T) {
 			t.Errorf("%s: gap GPU-seconds per node %v, the walk %v", name, got, want)
 		}
 	}
-}
-
-// walkGapSeconds is the report's ground truth, second by second: from each
-// GPU's first row to the data's end (the latest row end), a second no row
-// of the GPU covers is a gap second unless the node left cleanly since the
-// GPU's last covered second.
-func walkGapSeconds(rows []attribution.Row, findings []attribution.Finding) map[string]int64 {
-	type dev struct{ node, gpu string }
-	covered := map[dev]map[int64]bool{}
-	first := map[dev]int64{}
-	var end int64
-	for _, r := range rows {
-		d := dev{r.Node, r.GPUUUID}
-		if covered[d] == nil {
-			covered[d], first[d] = map[int64]bool{}, r.IntervalStart.Unix()
-		}
-		first[d] = min(first[d], r.IntervalStart.Unix())
-		for t := r.IntervalStart.Unix(); t < r.IntervalEnd.Unix(); t++ {
-			covered[d][t] = true
-		}
-		end = max(end, r.IntervalEnd.Unix())
-	}
-	leftAt := map[string]map[int64]bool{}
-	for _, f := range findings {
-		if leftAt[f.Node] == nil {
-			leftAt[f.Node] = map[int64]bool{}
-		}
-		leftAt[f.Node][f.Start.Unix()] = true
-	}
-	out := map[string]int64{}
-	for d, c := range covered {
-		gone := false
-		for t := first[d]; t < end; t++ {
-			if c[t] {
-				gone = false
-				continue
-			}
-			if leftAt[d.node][t] {
-				gone = true
-			}
-			if !gone {
-				out[d.node]++
-			}
-		}
-	}
-	return out
 }

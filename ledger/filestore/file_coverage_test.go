@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuledger/gpuledger/internal/coveragetest"
+
 	"github.com/gpuledger/gpuledger/ledger"
 
 	"github.com/gpuledger/gpuledger/attribution"
@@ -64,58 +66,6 @@ func gappyRows(seed uint64, start time.Time, nested bool) []attribution.Row {
 	return rows
 }
 
-// walkHoles is the ground truth of Coverage: a second-by-second walk over
-// the rows of [from, to). For every (node, GPU), a second is covered when a
-// row's interval contains it; the GPU's holes are the runs of uncovered
-// seconds between its first covered second and its last; its bounds are
-// its rows' earliest start and latest end.
-func walkHoles(rows []attribution.Row, from, to time.Time) map[string]ledger.DeviceCoverage {
-	covered := map[string]map[int64]bool{}
-	out := map[string]ledger.DeviceCoverage{}
-	for _, r := range rows {
-		if r.IntervalStart.Before(from) || !r.IntervalStart.Before(to) {
-			continue
-		}
-		k := r.Node + "/" + r.GPUUUID
-		if covered[k] == nil {
-			covered[k] = map[int64]bool{}
-			out[k] = ledger.DeviceCoverage{Node: r.Node, GPUUUID: r.GPUUUID, First: r.IntervalStart, Last: r.IntervalEnd}
-		}
-		d := out[k]
-		if r.IntervalStart.Before(d.First) {
-			d.First = r.IntervalStart
-		}
-		if r.IntervalEnd.After(d.Last) {
-			d.Last = r.IntervalEnd
-		}
-		out[k] = d
-		for t := r.IntervalStart.Unix(); t < r.IntervalEnd.Unix(); t++ {
-			covered[k][t] = true
-		}
-	}
-	for k, c := range covered {
-		lo, hi := int64(1<<62), int64(-1)
-		for t := range c {
-			lo, hi = min(lo, t), max(hi, t)
-		}
-		holes := []ledger.Hole{}
-		for t := lo; t <= hi; t++ {
-			if c[t] {
-				continue
-			}
-			if n := len(holes); n > 0 && holes[n-1].To.Unix() == t {
-				holes[n-1].To = time.Unix(t+1, 0).UTC()
-			} else {
-				holes = append(holes, ledger.Hole{From: time.Unix(t, 0).UTC(), To: time.Unix(t+1, 0).UTC()})
-			}
-		}
-		d := out[k]
-		d.Holes = holes
-		out[k] = d
-	}
-	return out
-}
-
 func TestFileCoverageMatchesASecondBySecondWalk(t *testing.T) {
 	ctx := context.Background()
 	start := time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
@@ -132,7 +82,7 @@ func TestFileCoverageMatchesASecondBySecondWalk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := walkHoles(rows, r.from, r.to)
+		want := coveragetest.WalkHoles(rows, r.from, r.to)
 		got := map[string]ledger.DeviceCoverage{}
 		for _, d := range cov.Devices {
 			if d.Holes == nil {
@@ -202,7 +152,7 @@ func TestFileCoverageReadsAroundWholeSlots(t *testing.T) {
 			}
 			got[d.Node+"/"+d.GPUUUID] = d
 		}
-		if want := walkHoles(rows, r.from, r.to); !reflect.DeepEqual(got, want) {
+		if want := coveragetest.WalkHoles(rows, r.from, r.to); !reflect.DeepEqual(got, want) {
 			t.Errorf("[%s, %s):\n got %v\nwant %v", r.from, r.to, got, want)
 		}
 	}
