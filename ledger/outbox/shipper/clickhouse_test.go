@@ -125,7 +125,7 @@ func TestKillClickHouseWhileShipping(t *testing.T) {
 	findings := genFindings(20, t0)
 	src := newFakeOutbox(rows, findings)
 	src.failMarks = 1 // the first batch is stored but not marked: it is sent twice
-	sh := New(src, store, Options{BatchSize: 500, Interval: 5 * time.Millisecond,
+	sh := New(src, store, Options{BatchSize: 500, Interval: 5 * time.Millisecond, MinInterval: -1, WakeJitter: -1,
 		RetryBase: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond, RollupDelay: -1})
 
 	killed := make(chan struct{}, 2)

@@ -50,6 +50,16 @@ func newFakeOutbox(rows []attribution.Row, findings []attribution.Finding) *fake
 	return o
 }
 
+// add appends rows as a collector's commit would.
+func (o *fakeOutbox) add(rows []attribution.Row) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range rows {
+		o.next++
+		o.rows, o.rowSeq = append(o.rows, r), append(o.rowSeq, o.next)
+	}
+}
+
 func (o *fakeOutbox) NextBatch(ctx context.Context, sink string, max int) (filestore.OutboxBatch, error) {
 	o.mu.Lock()
 	o.calls++
@@ -146,7 +156,8 @@ type memSink struct {
 	rows     map[string]attribution.Row
 	findings map[string]attribution.Finding
 	appends  int
-	fail     int // Append calls left to fail
+	at       []time.Time // when each stored Append came
+	fail     int         // Append calls left to fail
 	rebuilds [][2]time.Time
 }
 
@@ -166,6 +177,7 @@ func (m *memSink) Append(ctx context.Context, rows []attribution.Row, fs []attri
 		return errors.New("injected: sink down")
 	}
 	m.appends++
+	m.at = append(m.at, time.Now())
 	for _, r := range rows {
 		m.rows[rowKey(r)] = r
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
@@ -53,8 +54,20 @@ type Options struct {
 	// steps that keep stats and rollups fresh (default 100).
 	MaxBatches int
 	// Interval is how long Run waits when the outbox is drained
-	// (default 10s); Wake cuts it short.
+	// (default 10s); Wake cuts it short, but never below MinInterval.
 	Interval time.Duration
+	// MinInterval is the least time between the starts of two shipping
+	// rounds while less than a full batch is pending (default 30s;
+	// negative: none). Each round is at least one insert into each
+	// ClickHouse table it writes, so this bounds a node's inserts, and a
+	// fleet's are nodes / MinInterval at most, however often collectors
+	// commit; a full batch (a backlog) ships at once.
+	MinInterval time.Duration
+	// WakeJitter delays the round a Wake asks for by a random time in
+	// [0, WakeJitter) (default 20s; negative: none). Ledger intervals close
+	// on the same minute on every node, so without it a cluster's
+	// collectors would all insert in the same second.
+	WakeJitter time.Duration
 	// RetryBase and RetryMax bound Run's exponential backoff after a
 	// failed round (defaults 1s and 1m), jittered.
 	RetryBase, RetryMax time.Duration
@@ -79,6 +92,16 @@ func (o *Options) defaults() {
 	}
 	if o.Interval <= 0 {
 		o.Interval = 10 * time.Second
+	}
+	if o.MinInterval < 0 {
+		o.MinInterval = 0
+	} else if o.MinInterval == 0 {
+		o.MinInterval = 30 * time.Second
+	}
+	if o.WakeJitter < 0 {
+		o.WakeJitter = 0
+	} else if o.WakeJitter == 0 {
+		o.WakeJitter = 20 * time.Second
 	}
 	if o.RetryBase <= 0 {
 		o.RetryBase = time.Second
@@ -161,11 +184,14 @@ func (s *Shipper) Wake() {
 }
 
 // Run ships until ctx is done: drained outbox, wait Interval (or Wake);
-// failed round, wait a growing, jittered backoff. It returns nil when ctx
-// ends.
+// failed round, wait a growing, jittered backoff. A round starts no sooner
+// than MinInterval after the previous one unless a full batch is pending,
+// and a Wake's round is delayed by up to WakeJitter. It returns nil when
+// ctx ends.
 func (s *Shipper) Run(ctx context.Context) error {
 	failures := 0
 	for {
+		started := time.Now()
 		n, err := s.ShipOnce(ctx)
 		if ctx.Err() != nil {
 			return nil
@@ -173,45 +199,74 @@ func (s *Shipper) Run(ctx context.Context) error {
 		if n > 0 {
 			failures = 0 // progress: back off from scratch
 		}
-		wait := s.opts.Interval
-		switch {
+		notBefore := started.Add(s.opts.MinInterval)
+		wait, wakeable := s.opts.Interval, true
+		switch pending := s.Stats().RowsPending; {
 		case err != nil:
-			wait = backoff.Jittered(failures, s.opts.RetryBase, s.opts.RetryMax)
+			wait, wakeable = backoff.Jittered(failures, s.opts.RetryBase, s.opts.RetryMax), false
 			failures++
 			s.log.Warn("ledger shipping failed, will retry", "attempt", failures, "wait", wait, "err", err)
-		case s.Stats().RowsPending > 0:
-			if failures > 0 {
-				s.log.Info("ledger shipping recovered", "after_failures", failures)
-			}
+		case pending >= int64(s.opts.BatchSize):
+			// A backlog: ship the next full batch at once.
+			s.recovered(failures)
 			failures, wait = 0, 0
+		case pending > 0:
+			// Rows came in during the round: they wait for the next one.
+			s.recovered(failures)
+			failures, wait, wakeable = 0, max(time.Until(notBefore), 0)+s.jitter(), false
 		default:
-			if failures > 0 {
-				s.log.Info("ledger shipping recovered", "after_failures", failures)
-			}
+			s.recovered(failures)
 			failures = 0
 		}
-		if wait > 0 && !s.sleep(ctx, wait, err == nil) {
+		if wait > 0 && !s.sleep(ctx, wait, wakeable, notBefore) {
 			return nil
 		}
 	}
 }
 
-// sleep waits d, or less when woken (only when wakeable). It returns false
+func (s *Shipper) recovered(failures int) {
+	if failures > 0 {
+		s.log.Info("ledger shipping recovered", "after_failures", failures)
+	}
+}
+
+// jitter is a random delay in [0, WakeJitter).
+func (s *Shipper) jitter() time.Duration {
+	if s.opts.WakeJitter <= 0 {
+		return 0
+	}
+	return rand.N(s.opts.WakeJitter)
+}
+
+// sleep waits d, or less when woken (only when wakeable): a Wake ends the
+// wait at notBefore plus a jitter, or a jitter from now when notBefore
+// has passed, whichever is later, and never after d. It returns false
 // when ctx is done.
-func (s *Shipper) sleep(ctx context.Context, d time.Duration, wakeable bool) bool {
+func (s *Shipper) sleep(ctx context.Context, d time.Duration, wakeable bool, notBefore time.Time) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
+	deadline := time.Now().Add(d)
 	var wake <-chan struct{}
 	if wakeable {
 		wake = s.wake
 	}
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-	case <-wake:
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		case <-wake:
+			wake = nil // one Wake sets the time; later ones change nothing
+			at := time.Now().Add(s.jitter())
+			if nb := notBefore.Add(s.jitter()); nb.After(at) {
+				at = nb
+			}
+			if at.Before(deadline) {
+				t.Reset(time.Until(at))
+			}
+		}
 	}
-	return true
 }
 
 // ShipOnce ships pending batches (at most MaxBatches) and returns how many
