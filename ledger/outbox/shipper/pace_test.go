@@ -125,3 +125,43 @@ func TestWakeJitterSpreadsANodesInserts(t *testing.T) {
 		t.Errorf("inserts spread over %v (first %v, last %v after the Wake), want over %v", last-first, first, last, jitter/2)
 	}
 }
+
+// Forty collectors ship rows of the same hour. With a RollupDelay of 5
+// minutes and a RollupJitter of 10, each asks for the hour's rollup
+// between 5 and 15 minutes after it closed: 10 minutes after, about half
+// have (all forty did at 5 minutes before RollupJitter); 15 minutes
+// after, all have.
+func TestRollupJitterSpreadsRebuilds(t *testing.T) {
+	const nodes = 40
+	ctx := context.Background()
+	now := t0.Add(70 * time.Minute)
+	clock := func() time.Time { return now }
+	var sinks []rollupSink
+	var shippers []*Shipper
+	for i := range nodes {
+		dst := rollupSink{newMemSink()}
+		sh := New(newFakeOutbox(genRows(uint64(i), 1, 60, t0), nil), dst,
+			Options{RollupDelay: 5 * time.Minute, RollupJitter: 10 * time.Minute, Now: clock})
+		sinks, shippers = append(sinks, dst), append(shippers, sh)
+	}
+	rebuilt := func() int {
+		n := 0
+		for i, sh := range shippers {
+			if _, err := sh.ShipOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if len(sinks[i].rebuilds) > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	// Binomial(40, 1/2): outside [5, 35] once in about 10^5 runs.
+	if n := rebuilt(); n < 5 || n > 35 {
+		t.Errorf("10 minutes after the hour closed %d of %d collectors asked for its rollup, want about half", n, nodes)
+	}
+	now = t0.Add(75 * time.Minute)
+	if n := rebuilt(); n != nodes {
+		t.Errorf("15 minutes after the hour closed %d of %d collectors asked for its rollup, want all", n, nodes)
+	}
+}

@@ -75,6 +75,13 @@ type Options struct {
 	// so rows still in flight from other nodes are usually in by then
 	// (default 5m). A late row only costs a second rebuild.
 	RollupDelay time.Duration
+	// RollupJitter adds to RollupDelay this shipper's own random share of
+	// it, drawn once in [0, RollupJitter) (default 5m; none when negative
+	// or when RollupDelay is). Every collector of a cluster ships rows of
+	// every hour and asks for its rollup: spread out, the first rebuilds
+	// it and the others find it current after one cheap read of its
+	// state, where at the same minute they would all rebuild it at once.
+	RollupJitter time.Duration
 	// Now is the clock for rollup delays and pending age (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -108,6 +115,11 @@ func (o *Options) defaults() {
 	}
 	if o.RetryMax <= 0 {
 		o.RetryMax = time.Minute
+	}
+	if o.RollupJitter < 0 || o.RollupDelay < 0 {
+		o.RollupJitter = 0
+	} else if o.RollupJitter == 0 {
+		o.RollupJitter = 5 * time.Minute
 	}
 	if o.RollupDelay < 0 {
 		o.RollupDelay = 0
@@ -143,8 +155,10 @@ type Shipper struct {
 	dst  Sink
 	rb   RollupBuilder // dst, when it has rollups
 	opts Options
-	log  *slog.Logger
-	wake chan struct{}
+	// rollupWait is RollupDelay plus this shipper's share of RollupJitter.
+	rollupWait time.Duration
+	log        *slog.Logger
+	wake       chan struct{}
 
 	round sync.Mutex // one ShipOnce at a time
 
@@ -160,7 +174,11 @@ func New(src Outbox, dst Sink, opts Options) *Shipper {
 	// rollups in step with its writes (or has none, as a test's) has
 	// nothing to refresh, so a sink without RollupBuilder ships all the same.
 	rb, _ := dst.(RollupBuilder)
-	return &Shipper{src: src, dst: dst, rb: rb, opts: opts, log: opts.Logger.With("sink", opts.Sink),
+	wait := opts.RollupDelay
+	if opts.RollupJitter > 0 {
+		wait += rand.N(opts.RollupJitter)
+	}
+	return &Shipper{src: src, dst: dst, rb: rb, opts: opts, rollupWait: wait, log: opts.Logger.With("sink", opts.Sink),
 		wake: make(chan struct{}, 1), touched: map[int64]bool{}}
 }
 
@@ -329,12 +347,13 @@ func (s *Shipper) shipBatch(ctx context.Context) (int, error) {
 }
 
 // rebuildRollups refreshes the rollups of touched hours that closed more
-// than RollupDelay ago, one call per run of consecutive hours.
+// than RollupDelay (plus this shipper's share of RollupJitter) ago, one
+// call per run of consecutive hours.
 func (s *Shipper) rebuildRollups(ctx context.Context) {
 	if s.rb == nil {
 		return
 	}
-	cutoff := s.opts.Now().Add(-s.opts.RollupDelay).Unix()
+	cutoff := s.opts.Now().Add(-s.rollupWait).Unix()
 	s.mu.Lock()
 	var due []int64
 	for h := range s.touched {

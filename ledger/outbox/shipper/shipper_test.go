@@ -139,7 +139,7 @@ func TestRollupsOfClosedHoursOnly(t *testing.T) {
 	src := newFakeOutbox(rows, nil)
 	dst := rollupSink{newMemSink()}
 	now := t0.Add(3*time.Hour + 4*time.Minute) // hour 2 closed 4 minutes ago
-	sh := New(src, dst, Options{BatchSize: 50, RollupDelay: 5 * time.Minute, Now: func() time.Time { return now }})
+	sh := New(src, dst, Options{BatchSize: 50, RollupDelay: 5 * time.Minute, RollupJitter: -1, Now: func() time.Time { return now }})
 	if _, err := sh.ShipOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
