@@ -27,11 +27,12 @@ func runInBackground(t *testing.T, sh *Shipper) {
 // A collector that commits (and wakes the shipper) every 5 ms for 1.2 s
 // gets at most one insert per MinInterval (200 ms): 1.2 / 0.2 + the first
 // round and the one after the last commit = 8. Shipping on every Wake,
-// as before MinInterval, made about 240.
+// as before MinInterval, made about 240. The idle poll (Interval, shorter
+// than MinInterval here as in the defaults) does not get round it.
 func TestMinIntervalBoundsInserts(t *testing.T) {
 	src := newFakeOutbox(nil, nil)
 	dst := newMemSink()
-	sh := New(src, dst, Options{BatchSize: 10000, Interval: time.Hour, MinInterval: 200 * time.Millisecond, WakeJitter: -1})
+	sh := New(src, dst, Options{BatchSize: 10000, Interval: 20 * time.Millisecond, MinInterval: 200 * time.Millisecond, WakeJitter: -1})
 	runInBackground(t, sh)
 	rows := genRows(11, 1, 240, t0)
 	start := time.Now()

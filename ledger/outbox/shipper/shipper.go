@@ -54,7 +54,8 @@ type Options struct {
 	// steps that keep stats and rollups fresh (default 100).
 	MaxBatches int
 	// Interval is how long Run waits when the outbox is drained
-	// (default 10s); Wake cuts it short, but never below MinInterval.
+	// (default 10s, or MinInterval when longer); Wake cuts it short, but
+	// never below MinInterval.
 	Interval time.Duration
 	// MinInterval is the least time between the starts of two shipping
 	// rounds while less than a full batch is pending (default 30s;
@@ -218,7 +219,8 @@ func (s *Shipper) Run(ctx context.Context) error {
 			failures = 0 // progress: back off from scratch
 		}
 		notBefore := started.Add(s.opts.MinInterval)
-		wait, wakeable := s.opts.Interval, true
+		// The idle poll ships too: it waits out MinInterval like a Wake.
+		wait, wakeable := max(s.opts.Interval, time.Until(notBefore)), true
 		switch pending := s.Stats().RowsPending; {
 		case err != nil:
 			wait, wakeable = backoff.Jittered(failures, s.opts.RetryBase, s.opts.RetryMax), false
@@ -258,8 +260,8 @@ func (s *Shipper) jitter() time.Duration {
 
 // sleep waits d, or less when woken (only when wakeable): a Wake ends the
 // wait at notBefore plus a jitter, or a jitter from now when notBefore
-// has passed, whichever is later, and never after d. It returns false
-// when ctx is done.
+// has passed, whichever is later, and never after d (Run's d is never
+// shorter than the time to notBefore). It returns false when ctx is done.
 func (s *Shipper) sleep(ctx context.Context, d time.Duration, wakeable bool, notBefore time.Time) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
