@@ -200,7 +200,7 @@ func (f faultyRemote) Append(ctx context.Context, rows []attribution.Row, fs []a
 // fleetResult is what a run measured.
 type fleetResult struct {
 	rows                 int64
-	wall, shipWall       time.Duration
+	wall                 time.Duration
 	rowsPerSec           float64
 	peakRowsPerSec       float64        // the fastest 10 s of arrivals in ledger_rows
 	maxParts, finalParts map[string]int // most active parts in one partition, per table
@@ -238,25 +238,12 @@ func serverCPU() time.Duration {
 	return d
 }
 
-func fleetDSN(tb testing.TB) string {
-	tb.Helper()
-	dsn := harness.DSN(tb)
-	d, err := ledger.ParseDSN(dsn)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := clickhouse.Migrate(context.Background(), d, ""); err != nil {
-		tb.Fatal(err)
-	}
-	return dsn
-}
-
 // runFleet runs cfg against a fresh database and checks that ClickHouse
 // holds every row once, with every GPU's minute closing at 60 s.
 func runFleet(tb testing.TB, cfg fleetConfig) fleetResult {
 	tb.Helper()
 	ctx := context.Background()
-	dsn := fleetDSN(tb)
+	dsn := migrated(tb)
 	d, err := ledger.ParseDSN(dsn)
 	if err != nil {
 		tb.Fatal(err)

@@ -61,15 +61,15 @@ func openRemote(t *testing.T, dsn string) ledger.Store {
 	return st
 }
 
-func migrated(t *testing.T) string {
-	t.Helper()
-	dsn := harness.DSN(t)
+func migrated(tb testing.TB) string {
+	tb.Helper()
+	dsn := harness.DSN(tb)
 	d, err := ledger.ParseDSN(dsn)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := clickhouse.Migrate(context.Background(), d, ""); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return dsn
 }
