@@ -263,11 +263,16 @@ func runFleet(tb testing.TB, cfg fleetConfig) fleetResult {
 	var calls, cut, unsure, resent atomic.Int64
 	dir := tb.TempDir()
 	outs := make([]*Outbox, cfg.nodes)
+	var clients []*clickhouse.Store
 	defer func() {
+		// The outboxes stop their shippers before the clients they share close.
 		for _, o := range outs {
 			if o != nil {
 				o.Close()
 			}
+		}
+		for _, c := range clients {
+			c.Close()
 		}
 	}()
 	so := cfg.ship
@@ -284,7 +289,7 @@ func runFleet(tb testing.TB, cfg fleetConfig) fleetResult {
 				RetryBase: 50 * time.Millisecond, RetryMax: time.Second}); err != nil {
 				tb.Fatalf("node %d: %v", n, err)
 			}
-			defer st.Close()
+			clients = append(clients, st)
 		}
 		remote := faultyRemote{Store: st, rb: st, calls: &calls, every: int64(cfg.faultEvery), cut: &cut, unsure: &unsure, resent: &resent}
 		outs[n], err = Open(ctx, Options{Path: filepath.Join(dir, fmt.Sprintf("node-%04d.db", n)), Remote: remote,
