@@ -159,7 +159,8 @@ func movedWhere(idle pricebook.Idle) string {
 // the page finance reads (the text and JSON keep the advisor's own).
 var engineerPhrases = strings.NewReplacer(
 	"idle_allocation findings", "held-but-unused findings",
-	"replica-minutes", "minutes its replicas ran",
+	"its replica-minutes", "the minutes its replicas ran",
+	"replica-minutes", "minutes of replicas",
 	"per-replica usage", "use of one replica",
 )
 

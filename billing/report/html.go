@@ -247,9 +247,9 @@ func cards(r *Report, money func(int64) string) []card {
 	}
 	return []card{
 		{"Total charged", money(r.Total) + " " + r.Book.Currency.Code, fmt.Sprintf("%d teams, %d GPU models", len(r.Teams), len(r.Models))},
-		{"GPU capacity", hoursText(capH) + " h", fmt.Sprintf("%s h allocated, %s h never allocated", hoursText(alloc), hoursText(unalloc))},
+		{"GPU capacity", hoursText(capH) + " h", fmt.Sprintf("%s h held, %s h never allocated", hoursText(alloc), hoursText(unalloc))},
 		{"Efficiency", percent(ratio(used, alloc)), efficiencyNote(r, used, alloc)},
-		{"Capacity nobody paid for directly", money(unbilled) + " " + r.Book.Currency.Code, note},
+		{"Unused capacity", money(unbilled) + " " + r.Book.Currency.Code, note},
 	}
 }
 
@@ -262,7 +262,7 @@ func efficiencyNote(r *Report, used, alloc *big.Rat) string {
 	for _, t := range r.Teams {
 		lent.Add(lent, t.BorrowedHours)
 	}
-	note := fmt.Sprintf("%s of %s allocated GPU-hours used", hoursText(used), hoursText(alloc))
+	note := fmt.Sprintf("%s of %s held GPU-hours used", hoursText(used), hoursText(alloc))
 	if lent.Sign() > 0 {
 		within := new(big.Rat).Sub(used, lent)
 		note += fmt.Sprintf("; %s h of the use was borrowed (beyond the held share, on time others left unused): %s within the held share", hoursText(lent), percent(ratio(within, alloc)))

@@ -176,12 +176,12 @@ func TestServeMatchesReport(t *testing.T) {
 		if err := json.Unmarshal(cliReport(t, db, prices, month, "json"), &doc); err != nil {
 			t.Fatal(err)
 		}
-		row := regexp.MustCompile(`href="reports/` + month + `"><b>[^<]+</b></a>.*?<td class="num"><b>([^<]+)</b>`).FindSubmatch(index)
+		row := regexp.MustCompile(`href="reports/` + month + `"><b>[^<]+</b></a>.*?<td class="num"[^>]*><b>([^<]+)</b>`).FindSubmatch(index)
 		if row == nil || string(row[1]) != grouped(doc.Total.String()) {
 			t.Errorf("index total of %s: %q, the report's %s", month, row, doc.Total)
 		}
 	}
-	if !bytes.Contains(index, []byte(`<svg class="chart"`)) || !bytes.Contains(index, []byte(`<rect class="s-charge"`)) {
+	if !bytes.Contains(index, []byte(`<svg class="chart"`)) || !bytes.Contains(index, []byte(`<rect class="s-t1"`)) {
 		t.Error("the index has no cost-per-team chart")
 	}
 	crawl(t, hs.URL)
