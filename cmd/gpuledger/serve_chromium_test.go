@@ -122,10 +122,12 @@ var servePages = []struct{ name, path string }{
 // and every cell of the months table: each team's total of each month)
 // right or left of the window's edge; a box that scrolls sideways
 // without the scroll cue (class "scroll": shadows at the edges that hide
-// more); and, on a laptop, a header line that wraps.
+// more); a chart's text drawn under 10 px high (about 8 px type: a
+// chart scaled down to a phone); and, on a laptop, a header line that
+// wraps.
 const layoutProbe = `(() => {
   const vw = document.documentElement.clientWidth;
-  const out = {vw, page: Math.max(document.documentElement.scrollWidth, document.body.scrollWidth), offscreen: [], uncued: [], wrapped: []};
+  const out = {vw, page: Math.max(document.documentElement.scrollWidth, document.body.scrollWidth), offscreen: [], uncued: [], tiny: [], wrapped: []};
   const check = (el, what) => {
     const r = el.getBoundingClientRect();
     if (r.width === 0 || r.right > vw + 0.5 || r.left < -0.5) out.offscreen.push(what + ' ' + el.textContent.trim() + ' at ' + Math.round(r.left) + '..' + Math.round(r.right));
@@ -145,6 +147,10 @@ const layoutProbe = `(() => {
       out.uncued.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + ' (' + el.scrollWidth + ' in ' + el.clientWidth + ' px)');
     }
   }
+  for (const el of document.querySelectorAll('svg.chart text')) {
+    const r = el.getBoundingClientRect();
+    if (r.height > 0 && r.height < 10) out.tiny.push(el.textContent.trim() + ' (' + r.height.toFixed(1) + ' px)');
+  }
   for (const el of document.querySelectorAll('header .meta > div, nav.site ul.tabs > li')) {
     const lh = parseFloat(getComputedStyle(el).lineHeight) || 20;
     if (el.getBoundingClientRect().height > 1.5 * lh) out.wrapped.push(el.textContent.trim().replace(/\s+/g, ' '));
@@ -157,6 +163,7 @@ type layout struct {
 	Page      float64  `json:"page"`
 	Offscreen []string `json:"offscreen"`
 	Uncued    []string `json:"uncued"`
+	Tiny      []string `json:"tiny"`
 	Wrapped   []string `json:"wrapped"`
 }
 
@@ -225,6 +232,9 @@ func TestServePagesFitThePhoneAndPassAxe(t *testing.T) {
 			}
 			for _, u := range l.Uncued {
 				t.Errorf("%s: %s scrolls sideways without a cue", where, u)
+			}
+			if len(l.Tiny) > 0 {
+				t.Errorf("%s: %d chart labels too small to read, such as %s", where, len(l.Tiny), l.Tiny[0])
 			}
 			if size.suffix == "" {
 				for _, w := range l.Wrapped {
