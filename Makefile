@@ -15,7 +15,7 @@ PKGS      := ./...
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: screenshot all build demo install chdb deps test test-fresh unit race contract lint arch fmt vet bench fuzz dashboards clean
+.PHONY: screenshot all build demo install chdb axe deps test test-fresh unit race contract lint arch fmt vet bench fuzz dashboards clean
 
 all: build
 
@@ -62,7 +62,7 @@ vet:
 ## test that was skipped and how to bring what it lacked (make deps).
 ## The 30-minute limit per package is a guard for a loaded machine (the
 ## end-to-end packages start real servers); go test's default is 10.
-unit: kube-tools tools chdb
+unit: kube-tools tools chdb axe
 	$(GO) build -o bin/testsummary ./internal/testsummary
 	GO=$(GO) bin/testsummary -count=1 -timeout 30m $(PKGS)
 
@@ -71,6 +71,11 @@ unit: kube-tools tools chdb
 ## tests comparing the ClickHouse SQL on 18.16 and 26.7 load it.
 chdb:
 	GO=$(GO) scripts/deps.sh --chdb
+
+## axe: the pinned axe-core script in the tool cache (scripts/deps.sh
+## --axe, no root): the serve pages' Chromium test runs it on every page.
+axe:
+	GO=$(GO) scripts/deps.sh --axe
 
 ## deps: install the Debian packages the integration tests use (the one
 ## list, scripts/deps.sh; CI runs it too). Needs root or sudo.

@@ -16,11 +16,21 @@
 #   ${GPULEDGER_TOOLS_DIR:-$(go env GOCACHE)/../gpuledger-tools}/chdb-<version>/
 # once (178 MB download, 566 MB unpacked). `deps.sh --chdb` does only that,
 # without root (make unit runs it, so that a fresh tool cache gets it).
+#
+# axe-core, the accessibility checker the serve pages' Chromium test
+# injects through the DevTools protocol (cmd/gpuledger), comes the same
+# way: its pinned npm tarball, checked by SHA-256, unpacked to
+#   <tool cache>/axe-core-<version>/axe.min.js
+# (`deps.sh --axe`, no root; 0.6 MB).
 set -euo pipefail
 
 CHDB_PACKAGE=@chdb/lib-linux-x64-gnu
 CHDB_VERSION=26.7.3-stable.1
 CHDB_SHA256=c0d32b129e988f2b9a9a31c9141aecf5e1e2453f9a079efc4d36ab8e3f92b2ad
+
+AXE_PACKAGE=axe-core
+AXE_VERSION=4.10.3
+AXE_SHA256=0f2b4d7dcdf7d1219df8d1959ad68e565f51d14c3f0d88bb71cd59abeb956292
 
 # Each line, " :: " between the fields: a shell check that is true when
 # the package is present, the packages that bring it, what uses it.
@@ -34,8 +44,52 @@ checks=(
   "command -v podman :: podman :: importing the image's base (deploy/image)"
   "[ -x /usr/sbin/debootstrap ] || command -v debootstrap :: debootstrap :: building the image's Debian base (deploy/image)"
   "command -v etcd :: etcd-server :: the Kubernetes control-plane tests (internal/kubetest, e2e/kube)"
-  "command -v npm :: nodejs npm :: fetching the chDB engine, ClickHouse 26.7 (internal/chdbtest, internal/chdbcompat, dashboards/chcheck)"
+  "command -v npm :: nodejs npm :: fetching the chDB engine, ClickHouse 26.7 (internal/chdbtest, internal/chdbcompat, dashboards/chcheck), and axe-core (cmd/gpuledger)"
 )
+
+# toolcache is the tool cache's directory.
+toolcache() {
+  if [ -n "${GPULEDGER_TOOLS_DIR:-}" ]; then
+    echo "$GPULEDGER_TOOLS_DIR"
+  elif command -v "${GO:-go}" >/dev/null 2>&1; then
+    echo "$(dirname "$("${GO:-go}" env GOCACHE)")/gpuledger-tools"
+  else
+    echo "$HOME/.cache/gpuledger-tools"
+  fi
+}
+
+# axe fetches the pinned axe-core script into the tool cache unless it is
+# there already, checked before it is unpacked and moved into place whole.
+axe() {
+  local tools dir js tmp sum
+  tools=$(toolcache)
+  dir=$tools/axe-core-$AXE_VERSION
+  js=$dir/axe.min.js
+  if [ -s "$js" ]; then
+    echo "deps: axe-core $AXE_VERSION is in $dir"
+    return 0
+  fi
+  echo "deps: fetching axe-core $AXE_VERSION into $dir"
+  mkdir -p "$tools"
+  tmp=$(mktemp -d "$tools/axe.tmp.XXXXXX")
+  if ! (cd "$tmp" && npm pack --silent "$AXE_PACKAGE@$AXE_VERSION" >/dev/null); then
+    rm -rf "$tmp"
+    echo "deps: npm pack $AXE_PACKAGE@$AXE_VERSION failed" >&2
+    return 1
+  fi
+  sum=$(sha256sum "$tmp"/*.tgz | cut -d' ' -f1)
+  if [ "$sum" != "$AXE_SHA256" ]; then
+    rm -rf "$tmp"
+    echo "deps: $AXE_PACKAGE@$AXE_VERSION has SHA-256 $sum, want $AXE_SHA256; not installed" >&2
+    return 1
+  fi
+  tar -xzf "$tmp"/*.tgz -C "$tmp" package/axe.min.js
+  mkdir -p "$dir"
+  mv "$tmp/package/axe.min.js" "$js.tmp"
+  mv "$js.tmp" "$js"
+  rm -rf "$tmp"
+  echo "deps: axe-core $AXE_VERSION installed: $js"
+}
 
 # chdb fetches the pinned chDB library into the tool cache unless it is
 # there already. The tarball is checked before anything is unpacked, and the
@@ -84,6 +138,12 @@ if [ "${1:-}" = "--chdb" ]; then
   exit 0
 fi
 
+if [ "${1:-}" = "--axe" ]; then
+  command -v npm >/dev/null || { echo "deps: npm is missing: run make deps (Debian: apt-get install nodejs npm)" >&2; exit 1; }
+  axe
+  exit 0
+fi
+
 if [ "${1:-}" = "--list" ]; then
   for c in "${checks[@]}"; do
     rest=${c#* :: }; pkgs=${rest%% :: *}; why=${rest#* :: }
@@ -114,3 +174,4 @@ else
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 chdb
+axe

@@ -56,10 +56,15 @@ func (s *Server) closedMonth(ctx context.Context, month string) (*ledger.Closing
 }
 
 // serveClosed sends a closed month's stored file.
-func serveClosed(w http.ResponseWriter, c *ledger.Closing, suffix string) error {
+func (s *Server) serveClosed(ctx context.Context, w http.ResponseWriter, r *http.Request, c *ledger.Closing, suffix string) error {
 	b, err := report.StoredFile(c, fileFormats[suffix])
 	if err != nil {
 		return err
+	}
+	if suffix == fileHTML {
+		if b, err = s.withMonthNav(ctx, r, b, "report", c.Period); err != nil {
+			return err
+		}
 	}
 	h := w.Header()
 	h.Set("X-Gpuledger-Closed", ledger.FormatTime(c.At)+"; digest="+c.Digest)

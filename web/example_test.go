@@ -16,7 +16,8 @@ func TestExamplePricesOnEveryPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := newTestServer(t, fileOpener(db), prices+".example")
-	banner := `<main>
+	// First thing under serve's header.
+	banner := `</nav>
 <p id="example-prices" role="note"`
 	marks := map[string]string{
 		"/":                          banner,

@@ -31,6 +31,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.Handle("GET /reports/{file}", s.page("report", reportTimeout, s.serveReport).head(s.headMonth))
 	mux.Handle("GET /advice/{file}", s.page("advice", adviceTimeout, s.serveAdvice).head(s.headMonth))
+	mux.Handle("GET /glossary", s.page("glossary", pageTimeout, serveGlossary))
 	mux.Handle("GET /metrics", s.m.handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -219,7 +220,9 @@ func writeError(w http.ResponseWriter, r *http.Request, code int, msg string) {
 		CSP, Status string
 		Code        int
 		Message     string
-	}{report.Stylesheet(), report.ContentSecurityPolicy(), http.StatusText(code), code, msg}); err != nil {
+		Nav         Nav
+	}{report.Stylesheet(), report.ContentSecurityPolicy(), http.StatusText(code), code, msg,
+		NewNav(p, "error", "", nil, NavLink{Label: http.StatusText(code)})}); err != nil {
 		http.Error(w, msg, code)
 		return
 	}
@@ -272,7 +275,7 @@ func (s *Server) serveReport(ctx context.Context, w http.ResponseWriter, r *http
 	case err != nil && !errors.As(err, &ue):
 		return err
 	case c != nil:
-		return serveClosed(w, c, suffix)
+		return s.serveClosed(ctx, w, r, c, suffix)
 	}
 	mb, err := s.monthBuildOr(ctx, month, now, err)
 	if err != nil {
@@ -292,7 +295,13 @@ func (s *Server) serveReport(ctx context.Context, w http.ResponseWriter, r *http
 	if err := s.writeReport(ctx, &b, mb, fileFormats[suffix]); err != nil {
 		return err
 	}
-	writeFile(w, rep, "gpuledger-chargeback-"+month, suffix, b.Bytes())
+	body := b.Bytes()
+	if suffix == fileHTML {
+		if body, err = s.withMonthNav(ctx, r, body, "report", month); err != nil {
+			return err
+		}
+	}
+	writeFile(w, rep, "gpuledger-chargeback-"+month, suffix, body)
 	return nil
 }
 
@@ -373,6 +382,9 @@ func (s *Server) serveAdvice(ctx context.Context, w http.ResponseWriter, r *http
 	body := b.Bytes()
 	if suffix == fileHTML {
 		body = withExampleBanner(body, a.Report.ExamplePrices())
+		if body, err = s.withMonthNav(ctx, r, body, "advice", month); err != nil {
+			return err
+		}
 	}
 	writeFile(w, a.Report, "gpuledger-advice-"+month, suffix, body)
 	return nil

@@ -24,8 +24,10 @@ import (
 // index; the rest are one "other teams".
 const maxTeamColumns = 7
 
-// teamPalette are the report stylesheet's series classes, one per team.
-var teamPalette = []string{"s-charge", "s-used", "s-unattr", "s-share", "s-held", "s-unalloc", "s-alloc"}
+// teamPalette are the report stylesheet's team series classes (--t1 to
+// --t7), in stacking order: neighbours differ in hue and lightness by at
+// least the CIEDE2000 distance TestTeamPaletteContrast states.
+var teamPalette = []string{"s-t1", "s-t2", "s-t3", "s-t4", "s-t5", "s-t6", "s-t7"}
 
 type monthRow struct {
 	Month, Title, Total, Partial string
@@ -35,6 +37,9 @@ type monthRow struct {
 }
 
 type legendItem struct{ Class, Label string }
+
+// trendItem is one month of the cost-per-team chart, as a list.
+type trendItem struct{ Label, Value string }
 
 type indexPage struct {
 	Style                  template.CSS
@@ -46,7 +51,11 @@ type indexPage struct {
 	Rows                   []monthRow
 	Chart                  template.HTML
 	Legend                 []legendItem
-	Empty                  bool
+	// TrendList is the chart as a list (month and total), shown instead
+	// of it on a phone.
+	TrendList []trendItem
+	Nav       Nav
+	Empty     bool
 	// Gaps are the months' coverage gaps sections (web/gaps.go).
 	Gaps []monthGaps
 	// Example is the example prices banner, or "" (web/example.go).
@@ -67,7 +76,7 @@ type monthBill struct {
 // serveIndex lists the months the ledger covers, newest first, with their
 // totals and per-team totals and a cost-per-team chart of the last twelve
 // months.
-func (s *Server) serveIndex(ctx context.Context, w http.ResponseWriter, _ *http.Request) error {
+func (s *Server) serveIndex(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	now := s.cfg.Now()
 	book, _, err := s.book()
 	if err != nil {
@@ -106,7 +115,12 @@ func (s *Server) serveIndex(ctx context.Context, w http.ResponseWriter, _ *http.
 	if p.Gaps, err = gapSections(bills); err != nil {
 		return err
 	}
-	p.Chart, p.Legend = trendChart(bills, teams, book, now)
+	p.Chart, p.Legend, p.TrendList = trendChart(bills, teams, book, now)
+	months := make([]string, 0, len(bills))
+	for _, b := range bills {
+		months = append(months, b.month)
+	}
+	p.Nav = NewNav(r.URL.Path, "index", "", months)
 	p.Example = indexExample(book.Example, bills)
 	var buf bytes.Buffer
 	if err := indexTemplate.Execute(&buf, p); err != nil {
@@ -248,7 +262,7 @@ const (
 // trendChart draws the last twelve months' bills as stacked bars, one
 // segment per team, as inline SVG (no script: the page's policy allows
 // none).
-func trendChart(bills []monthBill, teams []string, book *pricebook.Book, now time.Time) (template.HTML, []legendItem) {
+func trendChart(bills []monthBill, teams []string, book *pricebook.Book, now time.Time) (template.HTML, []legendItem, []trendItem) {
 	loc := book.Location
 	y, m, _ := now.In(loc).Date()
 	byMonth := map[string]monthBill{}
@@ -270,7 +284,8 @@ func trendChart(bills []monthBill, teams []string, book *pricebook.Book, now tim
 	for i := trendMonths - 1; i >= 0; i-- {
 		start := calendar.DayStart(y, m-time.Month(i), 1, loc)
 		key := start.Format("2006-01")
-		br := bar{label: start.Format("Jan 06")}
+		// "Dec 2025", never "Dec 25", which reads as a date.
+		br := bar{label: start.Format("Jan 2006")}
 		if b, ok := byMonth[key]; ok {
 			br.total = b.rep.Money(b.rep.Total)
 			named := map[string]bool{}
@@ -330,7 +345,13 @@ func trendChart(bills []monthBill, teams []string, book *pricebook.Book, now tim
 		legend = append(legend, legendItem{teamPalette[j%len(teamPalette)], t})
 	}
 	legend = append(legend, legendItem{otherClass, otherLabel})
-	return c.HTML(), legend
+	var list []trendItem
+	for i := len(bars) - 1; i >= 0; i-- {
+		if bars[i].total != "" {
+			list = append(list, trendItem{bars[i].label, grouped(bars[i].total) + " " + book.Currency.Code})
+		}
+	}
+	return c.HTML(), legend, list
 }
 
 // niceStep rounds a tick step up to 1, 2 or 5 times a power of ten.

@@ -97,6 +97,7 @@ type adjustmentsPage struct {
 
 type adjustmentRow struct {
 	Period, Team, Namespace, Model, Mode, Type string
+	Label                                      string // the line type in the glossary's words
 	Allocated, Used, Amount                    string
 }
 
@@ -110,7 +111,7 @@ func adjustmentsHTML(r *Report) *adjustmentsPage {
 	for _, a := range r.Adjustments {
 		f := adjustmentFields(r, a)
 		p.Lines = append(p.Lines, adjustmentRow{Period: a.Period, Team: a.Team, Namespace: a.Namespace, Model: a.GPUModel,
-			Mode: a.SharingMode, Type: string(a.Type), Allocated: f.Allocated, Used: f.Used, Amount: formatMinor(a.Amount, r.Book.Currency.MinorUnit, true)})
+			Mode: a.SharingMode, Type: string(a.Type), Label: LineLabel(a.Type), Allocated: f.Allocated, Used: f.Used, Amount: formatMinor(a.Amount, r.Book.Currency.MinorUnit, true)})
 	}
 	return p
 }

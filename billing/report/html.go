@@ -113,6 +113,7 @@ type findingRow struct {
 
 type lineRow struct {
 	Team, Namespace, Model, Mode, Type string
+	Label                              string // the line type in the glossary's words
 	Allocated, Used, Eff, Energy       string
 	Rate, Amount                       string
 	Book                               string // the short SHA-256 of the book that priced it
@@ -161,7 +162,7 @@ func newPage(r *Report) page {
 	p.FindingsDropped = r.FindingsDropped
 	for _, l := range r.Lines {
 		f := lineFields(r, l)
-		p.Lines = append(p.Lines, lineRow{Team: l.Team, Namespace: l.Namespace, Model: l.GPUModel, Mode: l.SharingMode, Type: string(l.Type),
+		p.Lines = append(p.Lines, lineRow{Team: l.Team, Namespace: l.Namespace, Model: l.GPUModel, Mode: l.SharingMode, Type: string(l.Type), Label: LineLabel(l.Type),
 			Allocated: f.Allocated, Used: f.Used, Eff: f.Efficiency, Energy: f.Energy, Rate: f.Rate, Amount: money(l.Amount), Book: priceBookCells(l)[0]})
 	}
 	p.PriceBooks = priceBooksHTML(r)
@@ -246,9 +247,9 @@ func cards(r *Report, money func(int64) string) []card {
 	}
 	return []card{
 		{"Total charged", money(r.Total) + " " + r.Book.Currency.Code, fmt.Sprintf("%d teams, %d GPU models", len(r.Teams), len(r.Models))},
-		{"GPU capacity", hoursText(capH) + " h", fmt.Sprintf("%s h allocated, %s h never allocated", hoursText(alloc), hoursText(unalloc))},
+		{"GPU capacity", hoursText(capH) + " h", fmt.Sprintf("%s h held, %s h never allocated", hoursText(alloc), hoursText(unalloc))},
 		{"Efficiency", percent(ratio(used, alloc)), efficiencyNote(r, used, alloc)},
-		{"Capacity nobody paid for directly", money(unbilled) + " " + r.Book.Currency.Code, note},
+		{"Unused capacity", money(unbilled) + " " + r.Book.Currency.Code, note},
 	}
 }
 
@@ -261,7 +262,7 @@ func efficiencyNote(r *Report, used, alloc *big.Rat) string {
 	for _, t := range r.Teams {
 		lent.Add(lent, t.BorrowedHours)
 	}
-	note := fmt.Sprintf("%s of %s allocated GPU-hours used", hoursText(used), hoursText(alloc))
+	note := fmt.Sprintf("%s of %s held GPU-hours used", hoursText(used), hoursText(alloc))
 	if lent.Sign() > 0 {
 		within := new(big.Rat).Sub(used, lent)
 		note += fmt.Sprintf("; %s h of the use was borrowed (beyond the held share, on time others left unused): %s within the held share", hoursText(lent), percent(ratio(within, alloc)))
@@ -283,19 +284,19 @@ func costChart(r *Report, money func(int64) string) chart {
 		}
 		rows = append(rows, barInput{Label: t.Team, Value: money(t.Total), Parts: []barPart{
 			{f(t.Charge), "s-charge", t.Team + ": charge " + money(t.Charge)},
-			{f(t.IdleShare), "s-share", t.Team + ": capacity share " + money(t.IdleShare)},
+			{f(t.IdleShare), "s-share", t.Team + ": share of unused capacity " + money(t.IdleShare)},
 		}})
 	}
 	if others > 0 {
 		rows = append(rows, barInput{Label: fmt.Sprintf("%d other teams", others), Value: money(otherC + otherS), Parts: []barPart{
-			{f(otherC), "s-charge", "charge " + money(otherC)}, {f(otherS), "s-share", "capacity share " + money(otherS)}}})
+			{f(otherC), "s-charge", "charge " + money(otherC)}, {f(otherS), "s-share", "share of unused capacity " + money(otherS)}}})
 	}
 	if r.Platform != 0 {
 		rows = append(rows, barInput{Label: "platform", Value: money(r.Platform), Parts: []barPart{{f(r.Platform), "s-platform", "platform " + money(r.Platform)}}})
 	}
 	legend := []legendItem{{"s-charge", "charge"}}
 	if r.Book.Idle == pricebook.IdleShared {
-		legend = append(legend, legendItem{"s-share", "share of capacity no team was charged for"})
+		legend = append(legend, legendItem{"s-share", "share of unused capacity"})
 	}
 	if r.Platform != 0 {
 		legend = append(legend, legendItem{"s-platform", "platform"})
@@ -304,7 +305,7 @@ func costChart(r *Report, money func(int64) string) chart {
 }
 
 func hoursChart(title string, rows []barInput) chart {
-	return layout(narrowChart, title, rows, []legendItem{{"s-alloc", "allocated GPU-hours"}, {"s-used", "used GPU-hours"}}, compact)
+	return layout(narrowChart, title, rows, []legendItem{{"s-alloc", "held GPU-hours"}, {"s-used", "used GPU-hours"}}, compact)
 }
 
 func teamHourInputs(r *Report) []barInput {
@@ -328,7 +329,7 @@ func modeHourInputs(r *Report) []barInput {
 
 func hourBar(label string, alloc, used, eff *big.Rat) barInput {
 	return barInput{Label: label, Overlay: true, Value: percent(eff) + " used", Parts: []barPart{
-		{ratF64(alloc), "s-alloc", label + ": " + hoursText(alloc) + " h allocated"},
+		{ratF64(alloc), "s-alloc", label + ": " + hoursText(alloc) + " h held"},
 		{ratF64(used), "s-used", label + ": " + hoursText(used) + " h used"},
 	}}
 }
@@ -338,14 +339,14 @@ func capacityChart(r *Report) chart {
 	for _, m := range r.Models {
 		rows = append(rows,
 			barInput{Label: m.Model + " · held", Value: hoursText(m.CapacityHours) + " h", Parts: []barPart{
-				{ratF64(m.AllocatedHours), "s-held", hoursText(m.AllocatedHours) + " h allocated to containers"},
+				{ratF64(m.AllocatedHours), "s-held", hoursText(m.AllocatedHours) + " h held by containers"},
 				{ratF64(m.UnallocatedHours), "s-unalloc", hoursText(m.UnallocatedHours) + " h never allocated"}}},
 			barInput{Label: m.Model + " · busy", Value: percent(ratio(new(big.Rat).Add(m.UsedHours, m.UnattributedHours), m.CapacityHours)) + " busy", Parts: []barPart{
 				{ratF64(m.UsedHours), "s-used", hoursText(m.UsedHours) + " h used by containers"},
 				{ratF64(m.UnattributedHours), "s-unattr", hoursText(m.UnattributedHours) + " h busy, no container"},
 				{ratF64(m.IdleHours), "s-idle", hoursText(m.IdleHours) + " h idle device time"}}})
 	}
-	return layout(wideChart, "GPU capacity per model", rows, []legendItem{{"s-held", "allocated"}, {"s-unalloc", "never allocated"},
+	return layout(wideChart, "GPU capacity per model", rows, []legendItem{{"s-held", "held"}, {"s-unalloc", "never allocated"},
 		{"s-used", "used by containers"}, {"s-unattr", "busy, no container"}, {"s-idle", "idle device time"}}, compact)
 }
 
@@ -428,7 +429,7 @@ func explain(b *pricebook.Book) []string {
 	var out []string
 	switch b.Policy {
 	case pricebook.PolicyUsage:
-		out = append(out, "Policy usage: each team pays for the GPU-hours its containers used (used_gpu_seconds), measured per process where the GPU allows it and estimated by allocation share where it does not (MIG instances shared by replicas, MPS showing only its server).")
+		out = append(out, "Policy usage: each team pays for the GPU-hours its containers used measured per process where the GPU allows it and estimated by allocation share where it does not (MIG instances shared by replicas, MPS showing only its server).")
 		if b.MemoryWeighted() {
 			w := exactDecimal(b.MemoryWeight)
 			rest := new(big.Rat).Sub(big.NewRat(1, 1), b.MemoryWeight)
@@ -436,21 +437,21 @@ func explain(b *pricebook.Book) []string {
 				w, exactDecimal(rest), w))
 		}
 		if b.Idle == pricebook.IdleShared {
-			out = append(out, "idle: shared. Idle device time (the GPU was not busy) and busy time no container explains (unattributed) are spread, day by day, over the teams in proportion to the hours they used on the same GPU model that day (idle_share lines). On a day when nobody used a model, that time goes to the platform line.")
+			out = append(out, "idle: shared. Idle device time (the GPU was not busy) and busy time no container explains (unattributed) are spread, day by day, over the teams in proportion to the hours they used on the same GPU model that day (each team's share of unused capacity). On a day when nobody used a model, that time goes to the platform line.")
 		} else {
 			out = append(out, "idle: platform. Idle device time (the GPU was not busy) and busy time no container explains (unattributed) are on the platform line, not on any team's bill.")
 		}
 	case pricebook.PolicyFlat:
 		out = append(out, "Policy flat: each GPU slot a team's containers held pays the model's price per slot per month, prorated by the hours held in each calendar month, whatever was used. A whole GPU is one slot; a time-slicing or MPS replica 1/replicas of one; a MIG instance its compute slices / 7.")
 		if b.Idle == pricebook.IdleShared {
-			out = append(out, "idle: shared. Slots held by no container are spread, day by day, over the teams in proportion to the slot-hours they held on the same GPU model that day (idle_share lines). On a day when nobody held a model, its slots go to the platform line.")
+			out = append(out, "idle: shared. Slots held by no container are spread, day by day, over the teams in proportion to the slot-hours they held on the same GPU model that day (each team's share of unused capacity). On a day when nobody held a model, its slots go to the platform line.")
 		} else {
 			out = append(out, "idle: platform. Slots held by no container are on the platform line at the same price, not on any team's bill.")
 		}
 	default:
-		out = append(out, "Policy allocation: each team pays for the GPU-hours its containers held (allocated_gpu_seconds), whether they used them or not. A whole GPU is 1 GPU-hour per hour; a time-slicing or MPS replica 1/replicas of it; a MIG instance its compute slices / 7; a HAMi share its cores %.")
+		out = append(out, "Policy allocation: each team pays for the GPU-hours its containers held, whether they used them or not. A whole GPU is 1 GPU-hour per hour; a time-slicing or MPS replica 1/replicas of it; a MIG instance its compute slices / 7; a HAMi share its cores %.")
 		if b.Idle == pricebook.IdleShared {
-			out = append(out, "idle: shared. Never-allocated capacity (held by no container) is spread, day by day, over the teams in proportion to the hours they held on the same GPU model that day (idle_share lines). On a day when nobody held a model, its capacity goes to the platform line.")
+			out = append(out, "idle: shared. Never-allocated capacity (held by no container) is spread, day by day, over the teams in proportion to the hours they held on the same GPU model that day (each team's share of unused capacity). On a day when nobody held a model, its capacity goes to the platform line.")
 		} else {
 			out = append(out, "idle: platform. Never-allocated capacity (held by no container) is on the platform line, not on any team's bill.")
 		}

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"html/template"
+	"math"
 	"math/big"
 	"strconv"
 )
@@ -80,6 +81,8 @@ func gpusNum(x float64) json.Number { return json.Number(strconv.FormatFloat(x, 
 // savingsPage is the HTML section's data; nil without advice.
 type savingsPage struct {
 	Total, Currency string
+	// Released and Moved split Total (SplitSaving).
+	Released, Moved string
 	Rows            []savingRow
 	Problems        []string
 }
@@ -88,6 +91,7 @@ type savingRow struct {
 	Kind, Workloads, Team, Model string
 	Before, After, SavedHours    string
 	Amount, Contention, Latency  string
+	Released, Moved              string
 	Incomplete                   []string
 }
 
@@ -97,9 +101,13 @@ func savingsSection(r *Report, money func(int64) string) *savingsPage {
 		return nil
 	}
 	p := &savingsPage{Total: money(s.Total), Currency: r.Book.Currency.Code, Problems: s.Problems}
+	var released, moved int64
 	for _, x := range s.Recommendations {
+		rel, mov := SplitSaving(x.Amount, x.BeforeGPUs, x.AfterGPUs)
+		released, moved = released+rel, moved+mov
 		row := savingRow{Kind: x.Kind, Team: x.Team, Model: x.GPUModel, Before: x.Before, After: x.After,
-			SavedHours: hoursText(x.SavedHours), Amount: money(x.Amount), Latency: x.Latency, Incomplete: x.Incomplete}
+			SavedHours: hoursText(x.SavedHours), Amount: money(x.Amount), Latency: x.Latency, Incomplete: x.Incomplete,
+			Released: money(rel), Moved: money(mov)}
 		for i, w := range x.Workloads {
 			if i > 0 {
 				row.Workloads += ", "
@@ -111,6 +119,7 @@ func savingsSection(r *Report, money func(int64) string) *savingsPage {
 		}
 		p.Rows = append(p.Rows, row)
 	}
+	p.Released, p.Moved = money(released), money(moved)
 	return p
 }
 
@@ -120,3 +129,31 @@ var savingsHTML string
 // The section is its own template in the page's set, so the page template
 // only names it.
 var _ = template.Must(pageTemplate.New("savings").Parse(savingsHTML))
+
+// SplitSaving says which part of a saving of amount (minor units), for a
+// change from beforeGPUs to afterGPUs held on average, is money the
+// company stops spending and which is cost that moves between teams.
+// Only whole GPUs can be given back (or left unbought): the saving of the
+// whole GPUs the change frees is capacity released. The rest frees part
+// of a GPU that stays in the fleet: the team that frees it pays less,
+// and the time it frees becomes unused capacity that the other teams on
+// the model (idle: shared) or the platform line (idle: platform) pay
+// instead. The released part is amount × whole GPUs freed / GPUs freed,
+// rounded half away from zero; moved is the rest, so the two add up to
+// amount exactly.
+func SplitSaving(amount int64, beforeGPUs, afterGPUs float64) (released, moved int64) {
+	freed := beforeGPUs - afterGPUs
+	if amount <= 0 || !(freed > 0) || math.IsInf(freed, 0) {
+		return 0, amount
+	}
+	// A mean of whole GPUs comes out of float sums a hair under its value.
+	whole := math.Floor(freed + 1e-9)
+	if whole <= 0 {
+		return 0, amount
+	}
+	if whole >= freed {
+		return amount, 0
+	}
+	released = int64(math.Round(float64(amount) * whole / freed))
+	return released, amount - released
+}

@@ -47,6 +47,9 @@ func TestHTMLUsesOneIdleVocabulary(t *testing.T) {
 			for _, bad := range AmbiguousTerms(text) {
 				t.Errorf("%s/%s: ambiguous term in %q", policy, idle, bad)
 			}
+			for _, bad := range EngineerTerms(text) {
+				t.Errorf("%s/%s: a column name or contract value where the glossary has a word: %q", policy, idle, bad)
+			}
 		}
 	}
 }
