@@ -216,7 +216,7 @@ var errRollupMoved = errors.New("the rollup differs from its verified record")
 // just made in the same snapshot is a damaged index.
 func readRollup[K comparable, R aggRow[K]](stream func(streamMode) (*accumulator[K, R], map[int64][]R, []slotDigest, error),
 	gr *grain[K, R], verify bool, rr *rollupRead) (*accumulator[K, R], map[int64][]R, error) {
-	if !verify || rr == nil {
+	if !verify || rr == nil || !rr.gen.ok {
 		acc, edges, _, err := stream(streamMode{verify: verify})
 		return acc, edges, err
 	}
@@ -258,9 +258,11 @@ func readRollup[K comparable, R aggRow[K]](stream func(streamMode) (*accumulator
 // there can land it past rows it should have returned. A walk visits every
 // row, each is checked against its checksum and against the key before
 // it, and the walk ends at the first row past the last slot wanted,
-// checked as well (with m.record, at the last row, and it returns each
-// slot's digest, nil past maxVerifiedSlots or when nothing was to be read): no row can be skipped or end
-// the walk early without an error.
+// checked as well: no row can be skipped or end the walk early without an
+// error. With m.record it goes on to the last row and returns each slot's
+// digest: nil past maxVerifiedSlots, when nothing was to be read, or when
+// a row after that first one past the period is damaged (not this read's
+// rows: it answers, and no record is made).
 //
 // A seek (m.seek set) reads the slots wanted only, checks each row as the
 // walk does, and compares each slot's count and digest with the record of
@@ -301,6 +303,16 @@ func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p 
 	if m.seek != nil {
 		want = m.seek.at(lo)
 	}
+	// past: a record's walk has verified the first row past the period,
+	// where a plain walk ends. Damage found after it is no part of this
+	// read: the walk answers as a plain one would, and makes no record.
+	past := false
+	failed := func(err error) ([]slotDigest, error) {
+		if past {
+			return nil, nil
+		}
+		return nil, err
+	}
 	// done compares the seek's last slot with the record.
 	done := func() bool {
 		if len(seen) == 0 {
@@ -318,12 +330,12 @@ func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p 
 		if err := rs.Scan(dest...); err != nil {
 			// The writer stores numbers in the number columns: a
 			// text there is a flipped type in the record.
-			return nil, errDamaged("cannot read %s: %v", gr.rollup, err)
+			return failed(errDamaged("cannot read %s: %v", gr.rollup, err))
 		}
 		if m.verify {
 			c := gr.checksum(slot, &r)
 			if sum != 0 && sum != c {
-				return nil, errDamaged("a row of the %s in slot %s fails its checksum", gr.rollup, slotName(slot))
+				return failed(errDamaged("a row of the %s in slot %s fails its checksum", gr.rollup, slotName(slot)))
 			}
 			if record || m.seek != nil {
 				if len(seen) == 0 || seen[len(seen)-1].slot != slot {
@@ -343,11 +355,12 @@ func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p 
 			}
 		}
 		if !first && !gr.before(prevSlot, &prev, slot, &r) {
-			return nil, errDamaged("the %s's rows are out of key order at slot %s", gr.rollup, slotName(slot))
+			return failed(errDamaged("the %s's rows are out of key order at slot %s", gr.rollup, slotName(slot)))
 		}
 		first, prevSlot, prev = false, slot, r
 		if slot >= hi {
 			if record {
+				past = true
 				continue
 			}
 			break
@@ -366,7 +379,7 @@ func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p 
 		}
 	}
 	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", gr.rollup, err)
+		return failed(fmt.Errorf("cannot read %s: %w", gr.rollup, err))
 	}
 	if m.seek != nil && (!done() || want < m.seek.at(hi)) {
 		return nil, errRollupMoved

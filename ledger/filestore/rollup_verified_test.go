@@ -280,3 +280,63 @@ func TestMissedGenerationReadsTheCommit(t *testing.T) {
 		}
 	}
 }
+
+// Damage in the rollup past a period does not fail that period's read,
+// as a walk that stops at the period's end never saw it; it keeps a
+// record from being made, and fails the reads of its own slot.
+func TestDamagePastThePeriodFailsOnlyItsReads(t *testing.T) {
+	ctx := context.Background()
+	path := flipLedger(t)
+	early := ledger.AggregateQuery{From: t0, To: t0.Add(time.Hour), Bucket: ledger.BucketNone}
+	want, errs := func() ([]ledger.Aggregate, error) {
+		s, err := OpenReadOnly(ctx, path, FileOptions{})
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		return s.Aggregate(ctx, early)
+	}()
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := slotOf(t0.Add(150 * time.Minute).UnixNano())
+	at := -1
+	for _, p := range tablePages(t, path)["ledger_rollup"] {
+		// The rows column: a count of many rows, never 0 or 1 (which
+		// SQLite stores with no bytes), so one offset per cell.
+		keys, counts := cellKeyOffsets(b, p), cellColumnOffsets(b, p, 6)
+		for i := range keys {
+			if b[keys[i]] == byte(late) && len(counts) == len(keys) {
+				at = counts[i]
+			}
+		}
+	}
+	if at < 0 {
+		t.Fatalf("no rollup row of slot %d found", late)
+	}
+	b[at] ^= 1 // a row count: only its checksum sees it
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenReadOnly(ctx, path, FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 2 {
+		got, err := s.Aggregate(ctx, early)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("the first hour, damage 2.5 hours on: %v, or %s", err, diffAggs(got, want))
+		}
+	}
+	if r := s.rollups[0].records.Load(); r != 0 {
+		t.Errorf("%d records of a damaged rollup, want none", r)
+	}
+	if _, err := s.Aggregate(ctx, flipQueries[0].q); err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
+		t.Errorf("the day holding the damaged row: %v, want an error naming %s as damaged", err, path)
+	}
+}
