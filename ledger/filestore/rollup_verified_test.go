@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math/bits"
 	"os"
 	"reflect"
@@ -339,4 +340,72 @@ func TestDamagePastThePeriodFailsOnlyItsReads(t *testing.T) {
 	if _, err := s.Aggregate(ctx, flipQueries[0].q); err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
 		t.Errorf("the day holding the damaged row: %v, want an error naming %s as damaged", err, path)
 	}
+}
+
+// Readers sharing one store while another writer commits: every read is
+// whole commits (the rows of some snapshot, never a record's stale or
+// partial view of one), and no read fails.
+func TestRecordsWhileAWriterCommits(t *testing.T) {
+	ctx := context.Background()
+	path := flipLedger(t) // 18,000 rows: 20 GPUs, 5 rows each a minute
+	s, err := OpenReadOnly(ctx, path, FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w, err := OpenFile(ctx, path, FileOptions{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	total := func(as []ledger.Aggregate) (n int64) {
+		for _, a := range as {
+			n += a.Rows
+		}
+		return n
+	}
+	const commits, perCommit = 20, 100
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			last := int64(0)
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				got, err := s.Aggregate(ctx, flipQueries[0].q)
+				n := total(got)
+				switch {
+				case err != nil:
+					errs <- err
+					return
+				case n%perCommit != 0 || n < 18000 || n > 18000+commits*perCommit || n < last:
+					errs <- fmt.Errorf("a read of %d rows after one of %d: not whole commits of %d rows", n, last, perCommit)
+					return
+				}
+				last = n
+			}
+		}()
+	}
+	for k := range commits {
+		if err := w.Append(ctx, fleetRows(t0.Add(time.Duration(180+k)*time.Minute), 1, time.Minute, 20), nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	got, err := s.Aggregate(ctx, flipQueries[0].q)
+	if err != nil || total(got) != 18000+commits*perCommit {
+		t.Errorf("after the writer: %v, %d rows, want %d", err, total(got), 18000+commits*perCommit)
+	}
+	t.Logf("%d records made, %d seeks disagreed with theirs", s.rollups[0].records.Load(), s.rollups[0].moved.Load())
 }
