@@ -180,7 +180,7 @@ func aggregateSlots[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, 
 		addRaw(math.MaxInt64)
 		return acc, edgeRollup, seen, nil
 	}
-	acc, edgeRollup, err := readRollup(stream, gr, verify, rr)
+	acc, edgeRollup, err := readRollup(ctx, stream, gr, verify, rr)
 	if err != nil {
 		return nil, err
 	}
@@ -211,17 +211,22 @@ type streamMode struct {
 var errRollupMoved = errors.New("the rollup differs from its verified record")
 
 // readRollup runs stream as the record of rr allows: a seek when the
-// record is of this generation, else (or when the seek disagrees with the
-// record) a walk that makes a new one. A seek that disagrees with the walk
+// record is of this generation (made by another read's walk in flight,
+// which it waits for), else (or when the seek disagrees with the record)
+// a walk that makes a new one. A seek that disagrees with the walk
 // just made in the same snapshot is a damaged index.
-func readRollup[K comparable, R aggRow[K]](stream func(streamMode) (*accumulator[K, R], map[int64][]R, []slotDigest, error),
+func readRollup[K comparable, R aggRow[K]](ctx context.Context, stream func(streamMode) (*accumulator[K, R], map[int64][]R, []slotDigest, error),
 	gr *grain[K, R], verify bool, rr *rollupRead) (*accumulator[K, R], map[int64][]R, error) {
 	if !verify || rr == nil || !rr.gen.ok {
 		acc, edges, _, err := stream(streamMode{verify: verify})
 		return acc, edges, err
 	}
 	moved := false
-	if v := rr.cache.get(rr.gen); v != nil {
+	v, release := rr.cache.wait(ctx, rr.gen)
+	if release != nil {
+		defer release()
+	}
+	if v != nil {
 		acc, edges, _, err := stream(streamMode{verify: true, seek: v})
 		if !errors.Is(err, errRollupMoved) {
 			return acc, edges, err
@@ -233,7 +238,7 @@ func readRollup[K comparable, R aggRow[K]](stream func(streamMode) (*accumulator
 	if err != nil || seen == nil {
 		return acc, edges, err
 	}
-	v := &verifiedRollup{gen: rr.gen, slots: seen}
+	v = &verifiedRollup{gen: rr.gen, slots: seen}
 	if moved {
 		// The walk passed: either the file changed unseen by its
 		// generation, and the seek now agrees, or the seek itself goes

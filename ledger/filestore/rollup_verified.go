@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"context"
 	"io"
 	"os"
 	"sync"
@@ -108,6 +109,10 @@ func (v *verifiedRollup) at(slot int64) int {
 type rollupCache struct {
 	mu sync.Mutex
 	v  *verifiedRollup
+	// making is the walk making a record now, if any: the reads of its
+	// generation that find no record wait for it rather than walk too
+	// (after each commit of a collector, every report build at once).
+	making *making
 	// records counts the records made, each a walk of the whole rollup,
 	// and moved the seeks that disagreed with their record (tests read
 	// them).
@@ -139,3 +144,47 @@ func (c *rollupCache) put(v *verifiedRollup) {
 }
 
 func sameGen(a, b fileGen) bool { return a.ok && b.ok && a == b }
+
+// making is a walk in flight; done is closed when it ends, made or not.
+type making struct {
+	gen  fileGen
+	done chan struct{}
+}
+
+// wait returns the record of generation g: at once if there is one, after
+// the walk making it if one is in flight (or ctx ends first), else nil with
+// release set: the caller is the walk of g, and calls release when done.
+func (c *rollupCache) wait(ctx context.Context, g fileGen) (v *verifiedRollup, release func()) {
+	if !g.ok {
+		return nil, func() {}
+	}
+	c.mu.Lock()
+	if c.v != nil && sameGen(c.v.gen, g) {
+		c.mu.Unlock()
+		return c.v, nil
+	}
+	if m := c.making; m != nil && sameGen(m.gen, g) {
+		c.mu.Unlock()
+		select {
+		case <-m.done:
+		case <-ctx.Done():
+		}
+		if v := c.get(g); v != nil {
+			return v, nil
+		}
+		// The walk made none (damage, a cancelled read): walk too,
+		// not waiting on anyone.
+		return nil, func() {}
+	}
+	m := &making{gen: g, done: make(chan struct{})}
+	c.making = m // a walk of an older generation is no longer waited on
+	c.mu.Unlock()
+	return nil, func() {
+		c.mu.Lock()
+		if c.making == m {
+			c.making = nil
+		}
+		c.mu.Unlock()
+		close(m.done)
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -408,4 +410,42 @@ func TestRecordsWhileAWriterCommits(t *testing.T) {
 		t.Errorf("after the writer: %v, %d rows, want %d", err, total(got), 18000+commits*perCommit)
 	}
 	t.Logf("%d records made, %d seeks disagreed with theirs", s.rollups[0].records.Load(), s.rollups[0].moved.Load())
+}
+
+// Reads that find no record while another read's walk is making one wait
+// for it: a new generation costs one walk, not one per read in flight
+// (every report build at once, after each commit of a collector).
+func TestOneWalkPerGenerationForReadsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	w, err := OpenFile(ctx, path, FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(ctx, fleetRows(t0, 1000, time.Hour, 4), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenReadOnly(ctx, path, FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	q := ledger.AggregateQuery{From: t0.Add(900 * time.Hour), To: t0.Add(1000 * time.Hour), Bucket: ledger.BucketDay}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 2 {
+				if _, err := s.Aggregate(ctx, q); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if r := s.rollups[0].records.Load(); r != 1 {
+		t.Errorf("4 reads at once made %d records of the rollup, want 1", r)
+	}
 }
