@@ -45,7 +45,9 @@ ORDER BY slot, grp`
 // state. Every rollup row and dirty mark read is checked against its
 // checksum, and the raw rows read against theirs and, for a slot that
 // has a rollup, against it: a damaged file gives an error naming it
-// (ErrCorrupt), never a short sum. ByDevice runs the same path on the
+// (ErrCorrupt), never a short sum. Each rollup is walked from its first
+// row once per generation of the file and read by seeks, compared with
+// that walk, after (readRollup). ByDevice runs the same path on the
 // per-device tables (deviceGrain); ByNode sums its result per node
 // (aggregateNodes).
 func (s *FileStore) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
