@@ -19,10 +19,10 @@ import (
 // record: a seek that an interior page's flipped key lands past rows, or
 // that a leaf's flipped key sends past one, returns fewer rows (or other
 // rows) for some slot than the walk saw, and the read falls back to a walk
-// in the same snapshot. If that walk passes and the seek still disagrees
-// with it, the index itself is damaged: an error, where before the walk
-// answered without ever looking at the interior pages. Every row a seek
-// returns is still checked against its checksum and the key before it.
+// in the same snapshot, which finds the damage. If that walk passes and
+// the seek still disagrees with it, the index sends seeks astray in a way
+// the walk does not show: an error too. Every row a seek returns is still
+// checked against its checksum and the key before it.
 //
 // A generation is what fileGen reads: the file's and its -wal's size and
 // modification time and the head of the -shm's wal-index, whose change
