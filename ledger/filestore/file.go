@@ -92,6 +92,10 @@ type FileStore struct {
 	hasChk bool
 	// now is the clock Retention is measured on (tests set it).
 	now func() time.Time
+	// rollups are the verified records of the rollups, by grain.cache
+	// (rollup_verified.go); genOf replaces generation in tests.
+	rollups [2]rollupCache
+	genOf   func() fileGen
 }
 
 // OpenFile opens (creating unless opts.MustExist) the ledger file at path

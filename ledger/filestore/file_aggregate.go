@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -25,10 +26,11 @@ FROM ledger_rows
 WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2
 GROUP BY grp`
 
-// rollupRowsSQL reads the whole rollup in key order, from its first row:
-// see streamRollup. %s is chk, or 0 in a file without checksums.
+// rollupRowsSQL reads the rollup in key order, from its first row or the
+// slots of ?1 to ?2: see streamRollup. The first %s is chk, or 0 in a file
+// without checksums; the second is "" or the WHERE clause of a seek.
 const rollupRowsSQL = `SELECT slot, grp, allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, rows, %s
-FROM ledger_rollup
+FROM ledger_rollup %s
 ORDER BY slot, grp`
 
 // Aggregate sums the rows of [q.From, q.To) per calendar bucket of
@@ -43,7 +45,9 @@ ORDER BY slot, grp`
 // state. Every rollup row and dirty mark read is checked against its
 // checksum, and the raw rows read against theirs and, for a slot that
 // has a rollup, against it: a damaged file gives an error naming it
-// (ErrCorrupt), never a short sum. ByDevice runs the same path on the
+// (ErrCorrupt), never a short sum. Each rollup is walked from its first
+// row once per generation of the file and read by seeks, compared with
+// that walk, after (readRollup). ByDevice runs the same path on the
 // per-device tables (deviceGrain); ByNode sums its result per node
 // (aggregateNodes).
 func (s *FileStore) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
@@ -75,10 +79,12 @@ type aggRow[K comparable] interface {
 type grain[K comparable, R aggRow[K]] struct {
 	per string // appended to "cannot aggregate ledger <path>" in errors
 	// rawSQL sums the raw rows of [?1, ?2) per group; rollupSQL reads the
-	// same columns, after the slot and before the checksum, from every
-	// rollup row in key order (a format with one %s: the checksum column).
+	// same columns, after the slot and before the checksum, from the
+	// rollup rows in key order (a format with two %s: the checksum column
+	// and a WHERE clause on the slot, see rollupRowsSQL).
 	rawSQL, rollupSQL string
 	rollup            string // the rollup's name in errors
+	cache             int    // the grain's index in FileStore.rollups
 	dest              func(r *R) []any
 	// checksum is what chkFunc gives for a rollup row of slot holding r;
 	// before says whether (slot, a) sorts strictly before (next, b) in the
@@ -100,12 +106,15 @@ func aggregateGrain[K comparable, R aggRow[K]](ctx context.Context, s *FileStore
 	if err != nil {
 		return fail(err)
 	}
+	// The generation is read before the snapshot: a commit between the
+	// two makes the record newer than its generation, never older.
+	rr := &rollupRead{cache: &s.rollups[gr.cache], gen: s.generation()}
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fail(err)
 	}
 	defer tx.Rollback()
-	acc, err := aggregateSlots(ctx, tx, bs, gr, s.hasChk)
+	acc, err := aggregateSlots(ctx, tx, bs, gr, s.hasChk, rr)
 	if err != nil {
 		return fail(s.describe(err))
 	}
@@ -118,8 +127,8 @@ func aggregateGrain[K comparable, R aggRow[K]](ctx context.Context, s *FileStore
 
 // aggregateSlots reads the raw pieces, then streams the rollup rows of the
 // whole slots, adding both to the buckets in slot order. verify: the file
-// has checksums.
-func aggregateSlots[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, bs []bucket, gr *grain[K, R], verify bool) (*accumulator[K, R], error) {
+// has checksums; rr: how to read the rollup (readRollup), nil to walk it.
+func aggregateSlots[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, bs []bucket, gr *grain[K, R], verify bool, rr *rollupRead) (*accumulator[K, R], error) {
 	marks, err := dirtyMarks(ctx, tx, slotOf(bs[0].lo), slotOf(bs[len(bs)-1].hi)+1, verify)
 	if err != nil {
 		return nil, err
@@ -149,66 +158,178 @@ func aggregateSlots[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, 
 	}
 	slices.Sort(edges)
 	edges = slices.Compact(edges)
-	edgeRollup := map[int64][]R{}
-	acc := newAccumulator[K, R](bs, gr.fill)
-	next := 0
-	// addRaw adds the raw pieces of the slots before slot.
-	addRaw := func(slot int64) {
-		for ; next < len(p.raw) && p.raw[next].slot < slot; next++ {
-			for i := range raw[next] {
-				acc.add(p.raw[next].bucket, &raw[next][i])
+	// stream adds the raw pieces and the rollup rows, read as m says, to
+	// a new accumulator: a seek that fails its record is read again.
+	stream := func(m streamMode) (*accumulator[K, R], map[int64][]R, []slotDigest, error) {
+		edgeRollup := map[int64][]R{}
+		acc := newAccumulator[K, R](bs, gr.fill)
+		next := 0
+		// addRaw adds the raw pieces of the slots before slot.
+		addRaw := func(slot int64) {
+			for ; next < len(p.raw) && p.raw[next].slot < slot; next++ {
+				for i := range raw[next] {
+					acc.add(p.raw[next].bucket, &raw[next][i])
+				}
 			}
 		}
+		seen, err := streamRollup(ctx, tx, &p, gr, m, edges, func(slot int64, bucket int, r *R) {
+			addRaw(slot)
+			acc.add(bucket, r)
+		}, func(slot int64, r *R) { edgeRollup[slot] = append(edgeRollup[slot], *r) })
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		addRaw(math.MaxInt64)
+		return acc, edgeRollup, seen, nil
 	}
-	if err := streamRollup(ctx, tx, &p, gr, verify, edges, func(slot int64, bucket int, r *R) {
-		addRaw(slot)
-		acc.add(bucket, r)
-	}, func(slot int64, r *R) { edgeRollup[slot] = append(edgeRollup[slot], *r) }); err != nil {
+	acc, edgeRollup, err := readRollup(ctx, stream, gr, verify, rr)
+	if err != nil {
 		return nil, err
 	}
-	addRaw(math.MaxInt64)
 	if err := checkEdges(ctx, tx, gr, edges, edgeRollup); err != nil {
 		return nil, err
 	}
 	return acc, nil
 }
 
+// rollupRead is where a grain's verified record is kept (rollup_verified.go)
+// and the file generation read before the read's snapshot began.
+type rollupRead struct {
+	cache *rollupCache
+	gen   fileGen
+}
+
+// streamMode says how streamRollup reads: a seek compared with a verified
+// record, or a walk from the first row that, with record, goes on to the
+// last row and returns what it saw.
+type streamMode struct {
+	verify bool
+	seek   *verifiedRollup
+	record bool
+}
+
+// errRollupMoved: a seek returned other rows than its record holds. It
+// never leaves readRollup.
+var errRollupMoved = errors.New("the rollup differs from its verified record")
+
+// readRollup runs stream as the record of rr allows: a seek when the
+// record is of this generation (made by another read's walk in flight,
+// which it waits for), else (or when the seek disagrees with the record)
+// a walk that makes a new one. A seek that disagrees with the walk
+// just made in the same snapshot is a damaged index.
+func readRollup[K comparable, R aggRow[K]](ctx context.Context, stream func(streamMode) (*accumulator[K, R], map[int64][]R, []slotDigest, error),
+	gr *grain[K, R], verify bool, rr *rollupRead) (*accumulator[K, R], map[int64][]R, error) {
+	if !verify || rr == nil || !rr.gen.ok {
+		acc, edges, _, err := stream(streamMode{verify: verify})
+		return acc, edges, err
+	}
+	moved := false
+	v, release := rr.cache.wait(ctx, rr.gen)
+	if release != nil {
+		defer release()
+	}
+	if v != nil {
+		acc, edges, _, err := stream(streamMode{verify: true, seek: v})
+		if !errors.Is(err, errRollupMoved) {
+			return acc, edges, err
+		}
+		moved = true
+		rr.cache.moved.Add(1)
+	}
+	acc, edges, seen, err := stream(streamMode{verify: true, record: true})
+	if err != nil || seen == nil {
+		return acc, edges, err
+	}
+	v = &verifiedRollup{gen: rr.gen, slots: seen}
+	if moved {
+		// The walk passed: either the file changed unseen by its
+		// generation, and the seek now agrees, or the seek itself goes
+		// astray.
+		if _, _, _, err := stream(streamMode{verify: true, seek: v}); errors.Is(err, errRollupMoved) {
+			return nil, nil, errDamaged("a seek into the %s by its index returns other rows than a walk of it from its first row", gr.rollup)
+		} else if err != nil {
+			return nil, nil, err
+		}
+	}
+	rr.cache.put(v)
+	return acc, edges, nil
+}
+
 // streamRollup calls fn, in slot order, with the rollup rows that answer
 // for whole, clean slots of p's buckets, and edge with the rows of the
 // slots in edges (sorted).
 //
-// It walks the rollup from its first row rather than seeking the first
-// slot wanted: a seek follows the keys of the b-tree's interior pages,
-// which no check of SQLite's compares, so one flipped bit there can land
-// it past rows it should have returned. A walk visits every row, each is
-// checked against its checksum and against the key before it, and the
-// walk ends at the first row past the last slot wanted, checked as well:
-// no row can be skipped or end the walk early without an error. It also
-// reads the rollup rows before the period: few for a report of the recent
-// past in a file its retention bounds (BENCHMARKS.md has the cost).
-func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p *slotPlan, gr *grain[K, R], verify bool, edges []int64,
-	fn func(slot int64, bucket int, r *R), edge func(slot int64, r *R)) error {
+// A walk (m.seek nil) reads the rollup from its first row rather than
+// seeking the first slot wanted: a seek follows the keys of the b-tree's
+// interior pages, which no check of SQLite's compares, so one flipped bit
+// there can land it past rows it should have returned. A walk visits every
+// row, each is checked against its checksum and against the key before
+// it, and the walk ends at the first row past the last slot wanted,
+// checked as well: no row can be skipped or end the walk early without an
+// error. With m.record it goes on to the last row and returns each slot's
+// digest: nil past maxVerifiedSlots, when nothing was to be read, or when
+// a row after that first one past the period is damaged (not this read's
+// rows: it answers, and no record is made).
+//
+// A seek (m.seek set) reads the slots wanted only, checks each row as the
+// walk does, and compares each slot's count and digest with the record of
+// a walk: errRollupMoved if any slot differs, is missing or is new.
+func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p *slotPlan, gr *grain[K, R], m streamMode, edges []int64,
+	fn func(slot int64, bucket int, r *R), edge func(slot int64, r *R)) ([]slotDigest, error) {
 	lo, hi := p.whole[0].lo, p.whole[len(p.whole)-1].hi
 	if lo >= hi && len(edges) == 0 {
-		return nil
+		return nil, nil // nothing to read: no record made either
 	}
 	if len(edges) > 0 {
 		hi = max(hi, edges[len(edges)-1]+1)
+		lo = min(lo, edges[0])
 	}
-	chk := "0"
-	if verify {
+	chk, where, args := "0", "", []any(nil)
+	if m.verify {
 		chk = "chk"
 	}
-	rs, err := tx.QueryContext(ctx, fmt.Sprintf(gr.rollupSQL, chk))
+	if m.seek != nil {
+		if lo >= hi {
+			return nil, nil
+		}
+		where, args = "WHERE slot >= ?1 AND slot < ?2", []any{lo, hi}
+	}
+	rs, err := tx.QueryContext(ctx, fmt.Sprintf(gr.rollupSQL, chk, where), args...)
 	if err != nil {
-		return fmt.Errorf("cannot read %s: %w", gr.rollup, err)
+		return nil, fmt.Errorf("cannot read %s: %w", gr.rollup, err)
 	}
 	defer rs.Close()
 	var (
 		slot, sum, prevSlot int64
 		r, prev             R
 		first               = true
+		seen                []slotDigest // the walk's record, or the seek's current slot
+		want                int          // the seek: the record's entry of the next slot
 	)
+	record := m.record
+	if m.seek != nil {
+		want = m.seek.at(lo)
+	}
+	// past: a record's walk has verified the first row past the period,
+	// where a plain walk ends. Damage found after it is no part of this
+	// read: the walk answers as a plain one would, and makes no record.
+	past := false
+	failed := func(err error) ([]slotDigest, error) {
+		if past {
+			return nil, nil
+		}
+		return nil, err
+	}
+	// done compares the seek's last slot with the record.
+	done := func() bool {
+		if len(seen) == 0 {
+			return true
+		}
+		ok := want < len(m.seek.slots) && m.seek.slots[want] == seen[0]
+		want++
+		seen = seen[:0]
+		return ok
+	}
 	dest := append(append([]any{&slot}, gr.dest(&r)...), &sum)
 	walk := p.walker()
 	nextEdge := 0
@@ -216,19 +337,42 @@ func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p 
 		if err := rs.Scan(dest...); err != nil {
 			// The writer stores numbers in the number columns: a
 			// text there is a flipped type in the record.
-			return errDamaged("cannot read %s: %v", gr.rollup, err)
+			return failed(errDamaged("cannot read %s: %v", gr.rollup, err))
 		}
-		if sum != 0 && sum != gr.checksum(slot, &r) {
-			return errDamaged("a row of the %s in slot %s fails its checksum", gr.rollup, slotName(slot))
+		if m.verify {
+			c := gr.checksum(slot, &r)
+			if sum != 0 && sum != c {
+				return failed(errDamaged("a row of the %s in slot %s fails its checksum", gr.rollup, slotName(slot)))
+			}
+			if record || m.seek != nil {
+				if len(seen) == 0 || seen[len(seen)-1].slot != slot {
+					if m.seek != nil && !done() {
+						return nil, errRollupMoved
+					}
+					if record && len(seen) == maxVerifiedSlots {
+						seen, record = nil, false // too many to keep: a plain walk
+					} else {
+						seen = append(seen, slotDigest{slot: slot})
+					}
+				}
+				if len(seen) > 0 {
+					d := &seen[len(seen)-1]
+					d.rows, d.sum = d.rows+1, digestAdd(d.sum, c)
+				}
+			}
 		}
 		if !first && !gr.before(prevSlot, &prev, slot, &r) {
-			return errDamaged("the %s's rows are out of key order at slot %s", gr.rollup, slotName(slot))
+			return failed(errDamaged("the %s's rows are out of key order at slot %s", gr.rollup, slotName(slot)))
 		}
 		first, prevSlot, prev = false, slot, r
 		if slot >= hi {
+			if record {
+				past = true
+				continue
+			}
 			break
 		}
-		if slot < lo && len(edges) == 0 {
+		if slot < lo {
 			continue
 		}
 		for nextEdge < len(edges) && edges[nextEdge] < slot {
@@ -242,9 +386,18 @@ func streamRollup[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, p 
 		}
 	}
 	if err := rs.Err(); err != nil {
-		return fmt.Errorf("cannot read %s: %w", gr.rollup, err)
+		return failed(fmt.Errorf("cannot read %s: %w", gr.rollup, err))
 	}
-	return nil
+	if m.seek != nil && (!done() || want < m.seek.at(hi)) {
+		return nil, errRollupMoved
+	}
+	if !record {
+		return nil, nil
+	}
+	if seen == nil {
+		seen = []slotDigest{} // an empty rollup is a record too
+	}
+	return seen, nil
 }
 
 // checkEdges reads each slot of edges whole from the raw rows and compares
@@ -378,6 +531,7 @@ var teamGrain = grain[int64, sums]{
 	rawSQL:    aggregateSQL,
 	rollupSQL: rollupRowsSQL,
 	rollup:    "rollup",
+	cache:     0,
 	dest: func(g *sums) []any {
 		return []any{&g.grp, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows}
 	},

@@ -81,7 +81,7 @@ GROUP BY grp, gpu_uuid, slice_id, pod`
 // rollupRowsSQL.
 const deviceRollupRowsSQL = `SELECT slot, grp, gpu_uuid, slice_id, pod, mig_profile, allocated_gpu_seconds, used_gpu_seconds,
 	memory_mib_seconds, energy_joules, rows, %s
-FROM ledger_rollup_device
+FROM ledger_rollup_device %s
 ORDER BY slot, grp, gpu_uuid, slice_id, pod`
 
 // deviceRollupChkCols are the columns a device rollup row's checksum
@@ -160,6 +160,7 @@ var deviceGrain = grain[deviceKey, deviceSums]{
 	rawSQL:    deviceAggregateSQL,
 	rollupSQL: deviceRollupRowsSQL,
 	rollup:    "device rollup",
+	cache:     1,
 	dest: func(g *deviceSums) []any {
 		return []any{&g.key.grp, &g.key.gpu, &g.key.slice, &g.key.pod, &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows}
 	},

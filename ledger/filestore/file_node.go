@@ -176,7 +176,7 @@ func verifyRange(ctx context.Context, tx *sql.Tx, bs []bucket) (map[int64]int64,
 	if bad > 0 {
 		return nil, errDamaged("%d ledger rows in [%s, %s) fail their checksums", bad, ledger.FormatTime(fromNS(bs[0].lo)), ledger.FormatTime(fromNS(bs[len(bs)-1].hi)))
 	}
-	acc, err := aggregateSlots(ctx, tx, bs, &teamGrain, true)
+	acc, err := aggregateSlots(ctx, tx, bs, &teamGrain, true, nil)
 	if err != nil {
 		return nil, err
 	}
