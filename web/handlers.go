@@ -274,7 +274,12 @@ func (s *Server) serveReport(ctx context.Context, w http.ResponseWriter, r *http
 	case c != nil:
 		return serveClosed(w, c, suffix)
 	}
-	mb, err := s.monthBuildOr(ctx, month, now, err)
+	mb, err := s.monthBuildOr(ctx, month, now, err, s.cfg.BuildWait)
+	var eb *errBuilding
+	if errors.As(err, &eb) {
+		writeBuilding(w, eb, suffix)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
