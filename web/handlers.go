@@ -277,7 +277,12 @@ func (s *Server) serveReport(ctx context.Context, w http.ResponseWriter, r *http
 	case c != nil:
 		return s.serveClosed(ctx, w, r, c, suffix)
 	}
-	mb, err := s.monthBuildOr(ctx, month, now, err)
+	mb, err := s.monthBuildOr(ctx, month, now, err, s.cfg.BuildWait)
+	var eb *errBuilding
+	if errors.As(err, &eb) {
+		writeBuilding(w, eb, suffix)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

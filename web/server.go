@@ -131,6 +131,10 @@ type Config struct {
 	// (serve --quota's quota gauges and recorder health).
 	Collectors []prometheus.Collector
 	Log        *slog.Logger
+	// BuildWait is how long a month's page or file waits for its report
+	// before answering that it is being built (default DefaultBuildWait;
+	// rebuild.go); the build goes on in the background.
+	BuildWait time.Duration
 	// RecordPrices, when set, records each new price book in the ledger
 	// as it is loaded (gpuledger serve; pricebooks.go): report.RecordBook
 	// on a store it may write.
@@ -180,6 +184,8 @@ type Server struct {
 	// success (serveReady).
 	readySem chan struct{}
 	ready    atomic.Pointer[readyAnswer]
+	// builds are the months' computations in progress (rebuild.go).
+	builds sync.Map // cacheKey -> *building
 
 	m *metrics
 }
@@ -232,6 +238,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.RunningTTL > time.Minute {
 		return nil, fmt.Errorf("web: the running month kept %s: want at most 1m", cfg.RunningTTL)
+	}
+	if cfg.BuildWait <= 0 {
+		cfg.BuildWait = DefaultBuildWait
 	}
 	if cfg.AdviceRefresh == 0 {
 		cfg.AdviceRefresh = time.Hour
@@ -327,13 +336,14 @@ type monthBuild struct {
 
 // monthBuild is monthReportVersion's work.
 func (s *Server) monthBuild(ctx context.Context, month string, now time.Time) (monthBuild, error) {
-	return s.monthBuildOr(ctx, month, now, nil)
+	return s.monthBuildOr(ctx, month, now, nil, 0)
 }
 
 // monthBuildOr is monthBuild, but with a non-nil orErr it only answers
 // from memory: a month not kept (or no longer fresh) is orErr, and the
-// ledger is not read.
-func (s *Server) monthBuildOr(ctx context.Context, month string, now time.Time, orErr error) (monthBuild, error) {
+// ledger is not read. With wait > 0 it waits that long for a build, then
+// answers *errBuilding while the build goes on (rebuild.go).
+func (s *Server) monthBuildOr(ctx context.Context, month string, now time.Time, orErr error, wait time.Duration) (monthBuild, error) {
 	book, version, err := s.book()
 	if err != nil {
 		return monthBuild{}, err
@@ -357,9 +367,21 @@ func (s *Server) monthBuildOr(ctx context.Context, month string, now time.Time, 
 	} else if orErr != nil {
 		return monthBuild{}, orErr
 	} else {
-		v, err := s.shared(ctx, "report|"+key.String(), pageTimeout, func(ctx context.Context) (any, error) {
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if wait > 0 {
+			wctx, cancel = context.WithTimeout(ctx, wait)
+		}
+		defer cancel()
+		v, err := s.shared(wctx, "report|"+key.String(), monthBuildTimeout, func(ctx context.Context) (any, error) {
+			b := s.startBuilding(key)
+			defer s.doneBuilding(key)
 			var rep *report.Report
 			err := s.withStore(ctx, func(st ledger.Store) error {
+				upTo := to
+				if now.Before(upTo) {
+					upTo = now // the running month: its hours so far
+				}
+				s.upkeep(ctx, st, b, month, from, upTo)
 				var err error
 				rep, err = s.buildReport(ctx, st, book, version, month, from, to, now)
 				return err
@@ -377,6 +399,9 @@ func (s *Server) monthBuildOr(ctx context.Context, month string, now time.Time, 
 			return rep, nil
 		})
 		if err != nil {
+			if wait > 0 && err == wctx.Err() && ctx.Err() == nil {
+				return monthBuild{}, s.stillBuilding(key)
+			}
 			return monthBuild{}, err
 		}
 		rep = v.(*report.Report)

@@ -99,12 +99,24 @@ func dayOrInstant(t time.Time) string {
 	return t.Format("2006-01-02 15:04 MST")
 }
 
+// rowBounder is a source that finds the extremes of its rows itself:
+// ClickHouse, in the server. At 10,000 GPUs an edge hour is ~700,000 rows,
+// and streaming two of them here took 2.3 s of a 2.7 s monthly report.
+type rowBounder interface {
+	// FirstRowStart and LastRowEnd are the start of the earliest and the
+	// end of the latest deduplicated row whose interval starts in
+	// [from, to), as Rows would stream them; zero when there is none.
+	FirstRowStart(ctx context.Context, from, to time.Time) (time.Time, error)
+	LastRowEnd(ctx context.Context, from, to time.Time) (time.Time, error)
+}
+
 // dataBounds refines the day coverage [first, last) to the start of the
 // period's first ledger row and the end of its last, clipped to [from, to):
 // an hour aggregate of the first and last day finds the edge hours, and
-// those two hours' rows give the instants. A source that does not stream
-// rows (not a ledger.RowReader) keeps the day bounds. The reads are bounded: two days of hour
-// aggregates and two hours of rows, whatever the period's length.
+// those two hours' rows give the instants (found by the source where it is
+// a rowBounder, else streamed). A source that does neither (not a
+// ledger.RowReader) keeps the day bounds. The reads are bounded: two days
+// of hour aggregates and two hours of rows, whatever the period's length.
 func dataBounds(ctx context.Context, src Source, first, last, from, to time.Time, loc *time.Location) (start, end time.Time, err error) {
 	if first.IsZero() {
 		return first, last, nil
@@ -112,9 +124,13 @@ func dataBounds(ctx context.Context, src Source, first, last, from, to time.Time
 	// The one ability a Source may lack on purpose: a reader of day
 	// aggregates only (no ledger.RowReader; both stores have it) is
 	// covered to the day, which is all it can say.
-	rr, err := ledger.Rows(src)
-	if err != nil {
-		return first, last, nil
+	bounds, ok := src.(rowBounder)
+	if !ok {
+		rr, err := ledger.Rows(src)
+		if err != nil {
+			return first, last, nil
+		}
+		bounds = streamedBounds{rr}
 	}
 	day := func(t time.Time) (time.Time, time.Time) {
 		y, m, d := t.In(loc).Date()
@@ -153,13 +169,7 @@ func dataBounds(ctx context.Context, src Source, first, last, from, to time.Time
 		return first, last, err
 	}
 	if h, ok := edge(hs, false); ok {
-		var s time.Time
-		err := rr.Rows(ctx, maxTime(h, from), minTime(h.Add(time.Hour), to), func(r attribution.Row) error {
-			if s.IsZero() || r.IntervalStart.Before(s) {
-				s = r.IntervalStart
-			}
-			return nil
-		})
+		s, err := bounds.FirstRowStart(ctx, maxTime(h, from), minTime(h.Add(time.Hour), to))
 		if err != nil {
 			return first, last, fmt.Errorf("cannot read the ledger's first rows: %w", err)
 		}
@@ -172,13 +182,7 @@ func dataBounds(ctx context.Context, src Source, first, last, from, to time.Time
 		return first, last, err
 	}
 	if h, ok := edge(hs, true); ok {
-		var e time.Time
-		err := rr.Rows(ctx, maxTime(h, from), minTime(h.Add(time.Hour), to), func(r attribution.Row) error {
-			if r.IntervalEnd.After(e) {
-				e = r.IntervalEnd
-			}
-			return nil
-		})
+		e, err := bounds.LastRowEnd(ctx, maxTime(h, from), minTime(h.Add(time.Hour), to))
 		if err != nil {
 			return first, last, fmt.Errorf("cannot read the ledger's last rows: %w", err)
 		}
@@ -187,6 +191,29 @@ func dataBounds(ctx context.Context, src Source, first, last, from, to time.Time
 		}
 	}
 	return start, end, nil
+}
+
+// streamedBounds finds the bounds of a source's rows by streaming them.
+type streamedBounds struct{ rr ledger.RowReader }
+
+func (b streamedBounds) FirstRowStart(ctx context.Context, from, to time.Time) (first time.Time, err error) {
+	err = b.rr.Rows(ctx, from, to, func(r attribution.Row) error {
+		if first.IsZero() || r.IntervalStart.Before(first) {
+			first = r.IntervalStart
+		}
+		return nil
+	})
+	return first, err
+}
+
+func (b streamedBounds) LastRowEnd(ctx context.Context, from, to time.Time) (last time.Time, err error) {
+	err = b.rr.Rows(ctx, from, to, func(r attribution.Row) error {
+		if r.IntervalEnd.After(last) {
+			last = r.IntervalEnd
+		}
+		return nil
+	})
+	return last, err
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -34,6 +34,11 @@ type timeRange struct{ from, to time.Time }
 // RowsChunk stored rows (duplicates not yet merged included), skipping
 // empty hours.
 func (s *Store) rowChunks(ctx context.Context, from, to time.Time) ([]timeRange, error) {
+	return s.rowChunksOf(ctx, from, to, s.opts.RowsChunk)
+}
+
+// rowChunksOf is rowChunks with chunks of about limit rows.
+func (s *Store) rowChunksOf(ctx context.Context, from, to time.Time, limit int) ([]timeRange, error) {
 	q := fmt.Sprintf(`SELECT toUInt32(intDiv(toUInt32(interval_start), 3600) * 3600) AS h, count()
 FROM %s WHERE %s GROUP BY h ORDER BY h`,
 		s.table(tableRows), rawRange(from, to))
@@ -47,7 +52,7 @@ FROM %s WHERE %s GROUP BY h ORDER BY h`,
 		}
 		start := time.Unix(int64(h), 0).UTC()
 		end := start.Add(time.Hour)
-		if len(out) > 0 && out[len(out)-1].to.Equal(start) && acc+n <= uint64(s.opts.RowsChunk) {
+		if len(out) > 0 && out[len(out)-1].to.Equal(start) && acc+n <= uint64(limit) {
 			out[len(out)-1].to = end
 			acc += n
 			return nil

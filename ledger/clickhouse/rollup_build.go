@@ -31,13 +31,7 @@ func (s *Store) RebuildRollups(ctx context.Context, from, to time.Time) error {
 	if err != nil {
 		return fmt.Errorf("cannot rebuild rollups: %w", err)
 	}
-	var stale []int64
-	for h := floorUnix(from, 3600); h < ceilUnix(to, 3600); h += 3600 {
-		p := period{grainHour, h}
-		if _, clean := st.clean(p); st.hasMarks(p) && !clean {
-			stale = append(stale, h)
-		}
-	}
+	stale := st.staleHours(from, to)
 	if err := s.buildHours(ctx, stale); err != nil {
 		return fmt.Errorf("cannot rebuild hourly rollups in [%s, %s): %w", from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), err)
 	}

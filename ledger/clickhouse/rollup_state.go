@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
@@ -183,4 +184,32 @@ type sums struct {
 
 type groupKey struct {
 	team, namespace, model, mode, kind string
+}
+
+// StaleHours counts the UTC hours overlapping [from, to) whose rollups have
+// not seen every write (each is read from raw rows, FINAL, until rebuilt):
+// serve asks it before building a month, to rebuild first where many are.
+// It reads only the rollups' bookkeeping, never a raw row.
+func (s *Store) StaleHours(ctx context.Context, from, to time.Time) (int, error) {
+	if !from.Before(to) {
+		return 0, nil
+	}
+	st, err := s.loadState(ctx, floorUnix(from, 86400), ceilUnix(to, 86400))
+	if err != nil {
+		return 0, fmt.Errorf("cannot count stale rollup hours: %w", err)
+	}
+	return len(st.staleHours(from, to)), nil
+}
+
+// staleHours are the unix starts of the UTC hours overlapping [from, to)
+// that have writes their newest build has not seen.
+func (st *rollupState) staleHours(from, to time.Time) []int64 {
+	var out []int64
+	for h := floorUnix(from, 3600); h < ceilUnix(to, 3600); h += 3600 {
+		p := period{grainHour, h}
+		if _, clean := st.clean(p); st.hasMarks(p) && !clean {
+			out = append(out, h)
+		}
+	}
+	return out
 }

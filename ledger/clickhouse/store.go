@@ -42,6 +42,10 @@ type Options struct {
 	// RowsChunk bounds the rows one Rows query sorts server-side (default
 	// 200000): a long range is read as consecutive hour-aligned chunks.
 	RowsChunk int
+	// CoverageChunk bounds the rows one coverage query holds server-side
+	// (default 4000000, about 200 MB of intervals): a long range is
+	// searched in hour-aligned chunks and their holes joined here.
+	CoverageChunk int
 	// Logger receives retry and rollup logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -64,6 +68,9 @@ func (o *Options) defaults() {
 	}
 	if o.RowsChunk <= 0 {
 		o.RowsChunk = 200000
+	}
+	if o.CoverageChunk <= 0 {
+		o.CoverageChunk = 4000000
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
