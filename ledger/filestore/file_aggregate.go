@@ -47,6 +47,19 @@ ORDER BY slot, grp`
 // per-device tables (deviceGrain); ByNode sums its result per node
 // (aggregateNodes).
 func (s *FileStore) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
+	if err := ledger.CheckAggregateCluster(q); err != nil {
+		return nil, fmt.Errorf("cannot aggregate ledger %s: %w", s.path, err)
+	}
+	as, err := s.aggregate(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	// The groups carry the cluster, so every grain sums per cluster;
+	// the filter and the fleet's sums are taken here.
+	return ledger.FoldClusters(as, q), nil
+}
+
+func (s *FileStore) aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
 	if q.ByNode {
 		if q.ByDevice {
 			return nil, fmt.Errorf("cannot aggregate ledger %s: ByNode and ByDevice together", s.path)
@@ -417,7 +430,7 @@ func (s *FileStore) nameGroups(ctx context.Context, out []ledger.Aggregate, grps
 		if err != nil {
 			return err
 		}
-		a.Team, a.Namespace, a.GPUModel, a.Mode, a.Kind = g.team, g.namespace, g.model, g.mode, attribution.Kind(g.kind)
+		a.Cluster, a.Team, a.Namespace, a.GPUModel, a.Mode, a.Kind = g.cluster, g.team, g.namespace, g.model, g.mode, attribution.Kind(g.kind)
 	}
 	return nil
 }
@@ -428,7 +441,8 @@ func sortAggregates(as []ledger.Aggregate) {
 			return c
 		}
 		return cmp.Or(strings.Compare(x.Team, y.Team), strings.Compare(x.Namespace, y.Namespace),
-			strings.Compare(x.GPUModel, y.GPUModel), strings.Compare(x.Mode, y.Mode), strings.Compare(string(x.Kind), string(y.Kind)))
+			strings.Compare(x.GPUModel, y.GPUModel), strings.Compare(x.Mode, y.Mode), strings.Compare(string(x.Kind), string(y.Kind)),
+			strings.Compare(x.Cluster, y.Cluster))
 	})
 }
 

@@ -105,7 +105,7 @@ func (s *FileStore) streamContainers(ctx context.Context, rs driver.Rows, fn fun
 		}
 		r.IntervalStart, r.IntervalEnd, r.Kind = fromNS(start), fromNS(start+k.lengthNS), attribution.Kind(g.kind)
 		r.Node, r.GPUUUID, r.SliceID, r.Pod, r.PodUID, r.Container = k.node, k.gpuUUID, k.sliceID, k.pod, k.podUID, k.container
-		r.Team, r.Namespace, r.GPUModel, r.SharingMode = g.team, g.namespace, g.model, g.mode
+		r.Cluster, r.Team, r.Namespace, r.GPUModel, r.SharingMode = g.cluster, g.team, g.namespace, g.model, g.mode
 		r.AllocatedGPUSeconds, r.UsedGPUSeconds, r.MemoryMiBSeconds = a, u, m
 		if chk != 0 {
 			// The checksum covers the row as stored: kind 'container',
