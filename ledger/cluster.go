@@ -124,3 +124,7 @@ func ValidateNodeLabels(changes []nodelabel.Change, lo, hi time.Time) error {
 	}
 	return nil
 }
+
+// DefaultClusterName is attribution.DefaultCluster, for readers that
+// import only the ledger contract.
+const DefaultClusterName = attribution.DefaultCluster

@@ -27,7 +27,8 @@ func TestBackupCoversEveryTable(t *testing.T) {
 	re := regexp.MustCompile(`CREATE TABLE IF NOT EXISTS db\.(\w+)`)
 	var created []string
 	for _, stmt := range ddl {
-		if m := re.FindStringSubmatch(stmt); m != nil && m[1] != "schema_migrations" {
+		// Migration 8's copies take their tables' names (rekeyDDL).
+		if m := re.FindStringSubmatch(stmt); m != nil && m[1] != "schema_migrations" && !strings.HasSuffix(m[1], "_v8") {
 			created = append(created, m[1])
 		}
 	}

@@ -19,16 +19,16 @@ import (
 // did (an interval inside a longer one) a hole could be declared that the
 // file ledger would not declare; a declared hole is never billed.
 // Only the holes and each GPU's bounds come back, never its intervals.
-const coverageSQL = `SELECT node, gpu_uuid, min(s) AS first_ns, max(e) AS last_ns,
+const coverageSQL = `SELECT cluster, node, gpu_uuid, min(s) AS first_ns, max(e) AS last_ns,
 	arrayFilter(h -> h.1 < h.2, arrayMap(i -> (iv[i - 1].2, iv[i].1), arraySlice(arrayEnumerate(arraySort(groupArray((s, e))) AS iv), 2))) AS holes
 FROM (
-	SELECT node, gpu_uuid, toUInt64(interval_start) * 1000000000 + interval_start_ns AS s,
+	SELECT cluster, node, gpu_uuid, toUInt64(interval_start) * 1000000000 + interval_start_ns AS s,
 		max(toUInt64(interval_end) * 1000000000 + interval_end_ns) AS e
 	FROM %s WHERE %s
-	GROUP BY node, gpu_uuid, s
+	GROUP BY cluster, node, gpu_uuid, s
 )
-GROUP BY node, gpu_uuid
-ORDER BY node, gpu_uuid`
+GROUP BY cluster, node, gpu_uuid
+ORDER BY cluster, node, gpu_uuid`
 
 // Coverage implements ledger.CoverageReader in the server.
 func (s *Store) Coverage(ctx context.Context, from, to time.Time) (ledger.Coverage, error) {
@@ -43,7 +43,7 @@ func (s *Store) Coverage(ctx context.Context, from, to time.Time) (ledger.Covera
 			first, last uint64
 			holes       [][]any
 		)
-		if err := rs.Scan(&d.Node, &d.GPUUUID, &first, &last, &holes); err != nil {
+		if err := rs.Scan(&d.Cluster, &d.Node, &d.GPUUUID, &first, &last, &holes); err != nil {
 			return scanError{err}
 		}
 		d.First, d.Last = ns(first), ns(last)

@@ -168,8 +168,8 @@ func (s *Store) readMarks(ctx context.Context, from, to int64) (map[int64]map[st
 	return out, err
 }
 
-// group is one rollup row: the sums of one (team, namespace, model, mode,
-// kind) over a period.
+// group is one rollup row: the sums of one (cluster, team, namespace,
+// model, mode, kind) over a period.
 type group struct {
 	key groupKey
 	sums
@@ -183,4 +183,5 @@ type sums struct {
 
 type groupKey struct {
 	team, namespace, model, mode, kind string
+	cluster                            string
 }

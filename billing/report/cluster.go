@@ -1,0 +1,137 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/ledger"
+)
+
+// ClusterTotal is one cluster's part of a fleet bill: its own bill's
+// total.
+type ClusterTotal struct {
+	Cluster string
+	Total   int64 // minor units
+}
+
+// Clusters lists the clusters with ledger rows in [from, to), sorted.
+func Clusters(ctx context.Context, src Source, loc *time.Location, from, to time.Time) ([]string, error) {
+	aggs, err := src.Aggregate(ctx, ledger.AggregateQuery{From: from, To: to, Location: loc, Bucket: ledger.BucketNone, ByCluster: true})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the period's clusters: %w", err)
+	}
+	var out []string
+	for _, a := range aggs {
+		if !slices.Contains(out, a.Cluster) {
+			out = append(out, a.Cluster)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// BuildFleet is BuildDated for one cluster's bill (cluster set: the
+// ledger seen through ledger.OneCluster), or for the fleet's. A fleet
+// whose period holds one cluster is billed as BuildDated bills it. With
+// several, each cluster is billed on its own, as its own report would
+// bill it (its idle capacity shared among its own teams, its amounts
+// rounded on their own), and the fleet's bill is their sum: its lines are
+// theirs, each naming its cluster, so the fleet's total is the sum of the
+// clusters' to the cent; Clusters lists each one's total.
+func BuildFleet(ctx context.Context, st ledger.Store, book *pricebook.Book, from, to, now time.Time, cluster string) (*Report, error) {
+	if book == nil || book.Location == nil {
+		return nil, fmt.Errorf("cannot build report: no price book")
+	}
+	if cluster != "" {
+		v, err := ledger.OneCluster(st, cluster)
+		if err != nil {
+			return nil, fmt.Errorf("cannot build the report of one cluster: %w", err)
+		}
+		r, err := BuildDated(ctx, v, book, from, to, now)
+		if err != nil {
+			return nil, err
+		}
+		r.Cluster = cluster
+		r.Clusters = []ClusterTotal{{Cluster: cluster, Total: r.Total}}
+		return r, nil
+	}
+	names, err := Clusters(ctx, st, book.Location, from, to)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) <= 1 {
+		r, err := BuildDated(ctx, st, book, from, to, now)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			r.Clusters = []ClusterTotal{{Cluster: n, Total: r.Total}}
+		}
+		return r, nil
+	}
+	parts := make([]*Report, 0, len(names))
+	for _, n := range names {
+		v, err := ledger.OneCluster(st, n)
+		if err != nil {
+			return nil, fmt.Errorf("cannot bill cluster %q: %w", n, err)
+		}
+		p, err := BuildDated(ctx, v, book, from, to, now)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", n, err)
+		}
+		for i := range p.Lines {
+			p.Lines[i].Cluster = n
+		}
+		parts = append(parts, p)
+	}
+	return combineClusters(ctx, st, book, from, to, names, parts)
+}
+
+// combineClusters is the fleet's bill from its clusters' (combine, which
+// also joins the parts of a period priced by several books), with what
+// combine takes from time-ordered parts set for side-by-side ones: the
+// data bounds are the clusters' earliest and latest, and the coverage
+// gaps are read for the whole fleet.
+func combineClusters(ctx context.Context, st ledger.Store, book *pricebook.Book, from, to time.Time, names []string, parts []*Report) (*Report, error) {
+	from, to = from.In(book.Location), to.In(book.Location)
+	r, err := combine(ctx, st, from, to, parts)
+	if err != nil {
+		return nil, err
+	}
+	r.Book, r.PriceBooks = book, nil
+	seen := map[*PricedBy]bool{}
+	for _, p := range parts {
+		for _, by := range p.PriceBooks {
+			if !seen[by] && !slices.ContainsFunc(r.PriceBooks, func(o *PricedBy) bool { return o.SHA256 == by.SHA256 && o.From.Equal(by.From) }) {
+				r.PriceBooks = append(r.PriceBooks, by)
+			}
+			seen[by] = true
+		}
+	}
+	r.DataFrom, r.DataTo, r.DataStart, r.DataEnd = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	for i, p := range parts {
+		r.Clusters = append(r.Clusters, ClusterTotal{Cluster: names[i], Total: p.Total})
+		if p.Empty() {
+			continue
+		}
+		if r.DataFrom.IsZero() || p.DataFrom.Before(r.DataFrom) {
+			r.DataFrom = p.DataFrom
+		}
+		if r.DataStart.IsZero() || p.DataStart.Before(r.DataStart) {
+			r.DataStart = p.DataStart
+		}
+		r.DataTo, r.DataEnd = maxTime(r.DataTo, p.DataTo), maxTime(r.DataEnd, p.DataEnd)
+	}
+	_, dataEnd := r.DataBounds()
+	var leaves map[string][]time.Time
+	if _, _, leaves, err = collectFindings(ctx, st, from, to); err != nil {
+		return nil, err
+	}
+	if r.Coverage, err = buildCoverage(ctx, st, from, to, dataEnd, book.Location, leaves); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
