@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpuledger/gpuledger/billing/pricebook"
@@ -125,6 +126,16 @@ func combineClusters(ctx context.Context, st ledger.Store, book *pricebook.Book,
 		}
 		r.DataTo, r.DataEnd = maxTime(r.DataTo, p.DataTo), maxTime(r.DataEnd, p.DataEnd)
 	}
+	// Each cluster's rounding line stays its own, so the lines of one
+	// cluster add up to its total.
+	r.Lines = slices.DeleteFunc(r.Lines, func(l Line) bool { return l.Type == LineRounding })
+	for _, p := range parts {
+		for _, l := range p.Lines {
+			if l.Type == LineRounding {
+				r.Lines = append(r.Lines, l)
+			}
+		}
+	}
 	_, dataEnd := r.DataBounds()
 	var leaves map[string][]time.Time
 	if _, _, leaves, err = collectFindings(ctx, st, from, to); err != nil {
@@ -134,4 +145,43 @@ func combineClusters(ctx context.Context, st ledger.Store, book *pricebook.Book,
 		return nil, err
 	}
 	return r, nil
+}
+
+// HasClusters says whether the report names clusters: a cluster's own
+// bill, or a fleet's of several. A single-cluster install's bill does
+// not, and its files keep their columns.
+func (r *Report) HasClusters() bool { return r.Cluster != "" || len(r.Clusters) > 1 }
+
+// LineCluster is the cluster a line of r is from ("" where r names none).
+func (r *Report) LineCluster(l Line) string {
+	if l.Cluster != "" {
+		return l.Cluster
+	}
+	return r.Cluster
+}
+
+// CSVClusterColumns are appended to the finance CSV's header when the
+// report names clusters (HasClusters): the line's cluster.
+var CSVClusterColumns = []string{"cluster"}
+
+// focusClusterColumns are the FOCUS columns of a bill that names
+// clusters: the cluster is a sub account (docs/focus.md, "Clusters").
+var focusClusterColumns = []string{"SubAccountId", "SubAccountName"}
+
+// withClusterColumns is the FOCUS header h with the sub account columns,
+// in their alphabetical places among FOCUS's own (before the x_ ones),
+// when r names clusters.
+func withClusterColumns(r *Report, h []string) []string {
+	if !r.HasClusters() {
+		return h
+	}
+	h = slices.Clone(h)
+	for _, col := range focusClusterColumns {
+		i := slices.IndexFunc(h, func(c string) bool { return strings.HasPrefix(c, "x_") || c > col })
+		if i < 0 {
+			i = len(h)
+		}
+		h = slices.Insert(h, i, col)
+	}
+	return h
 }

@@ -1,0 +1,140 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"math/rand"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+)
+
+// TestFleetBillIsItsClustersAdded: on random ledgers of two clusters
+// whose nodes and GPUs have the same names, each cluster's bill is its
+// own capacity priced at the book's rates and rounded once (expected
+// from the generated GPUs, not from the report), the fleet's bill names
+// both and totals their sum to the cent, every line names its cluster,
+// and a cluster's lines add up to its total.
+func TestFleetBillIsItsClustersAdded(t *testing.T) {
+	ctx := context.Background()
+	step := 5 * time.Minute
+	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	to := from.Add(48 * time.Hour)
+	for seed := int64(0); seed < 6; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		policy := []string{"allocation", "usage"}[rng.Intn(2)]
+		idle := []string{"shared", "platform"}[rng.Intn(2)]
+		b := randomBook(t, rng, policy, idle)
+		b.Location = time.UTC // the period is whole UTC days
+		names := []string{"east", "west"}
+		var rows []attribution.Row
+		want := map[string]int64{}
+		for _, c := range names {
+			gpus, tenants := randomFleet(rng, from, to, step)
+			for _, r := range ledgerRows(gpus, tenants, step) {
+				r.Cluster = c
+				rows = append(rows, r)
+			}
+			want[c], _ = expectedTotal(t, b, capacitySeconds(gpus, step, from, to))
+		}
+		st := fileLedger(t, rows, nil)
+		now := to.Add(time.Hour)
+		fleet, err := BuildFleet(ctx, st, b, from, to, now, "")
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if fleet.Total != want["east"]+want["west"] {
+			t.Errorf("seed %d (%s, idle %s): fleet total %d, want %d + %d", seed, policy, idle, fleet.Total, want["east"], want["west"])
+		}
+		if len(fleet.Clusters) != 2 || fleet.Clusters[0] != (ClusterTotal{"east", want["east"]}) || fleet.Clusters[1] != (ClusterTotal{"west", want["west"]}) {
+			t.Errorf("seed %d: clusters %+v, want east %d and west %d", seed, fleet.Clusters, want["east"], want["west"])
+		}
+		byLine := map[string]int64{}
+		for _, l := range fleet.Lines {
+			if l.Cluster != "east" && l.Cluster != "west" {
+				t.Fatalf("seed %d: a %s line of the fleet bill names cluster %q", seed, l.Type, l.Cluster)
+			}
+			byLine[l.Cluster] += l.Amount
+		}
+		if byLine["east"] != want["east"] || byLine["west"] != want["west"] {
+			t.Errorf("seed %d: lines add up to %v per cluster, want east %d and west %d", seed, byLine, want["east"], want["west"])
+		}
+		for _, c := range names {
+			one, err := BuildFleet(ctx, st, b, from, to, now, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if one.Total != want[c] || one.Cluster != c {
+				t.Errorf("seed %d: cluster %s's own bill totals %d, want %d", seed, c, one.Total, want[c])
+			}
+		}
+		// The finance CSV: a cluster column, and each cluster's amounts
+		// add up to its total.
+		var buf bytes.Buffer
+		if err := WriteCSV(&buf, fleet); err != nil {
+			t.Fatal(err)
+		}
+		recs := csvRecords(t, fleet)
+		col, amount := -1, -1
+		for i, h := range recs[0] {
+			switch h {
+			case "cluster":
+				col = i
+			case "amount":
+				amount = i
+			}
+		}
+		if col < 0 {
+			t.Fatalf("seed %d: the finance CSV has no cluster column: %v", seed, recs[0])
+		}
+		minor := map[string]int64{}
+		for _, rec := range recs[1:] {
+			if len(rec) <= col || rec[0] == "" || rec[0][0] == '#' {
+				continue
+			}
+			f, err := strconv.ParseFloat(rec[amount], 64)
+			if err != nil {
+				continue // a comment record
+			}
+			minor[rec[col]] += int64(f*float64(pow10(b.Currency.MinorUnit)) + 0.5*sign(f))
+		}
+		if minor["east"] != want["east"] || minor["west"] != want["west"] {
+			t.Errorf("seed %d: CSV amounts per cluster %v, want east %d and west %d", seed, minor, want["east"], want["west"])
+		}
+	}
+}
+
+func sign(f float64) float64 {
+	if f < 0 {
+		return -1
+	}
+	return 1
+}
+
+// TestSingleClusterBillUnchanged: a ledger of one cluster (a
+// single-cluster install) is billed as before: no cluster column, no
+// split, the same total as Build.
+func TestSingleClusterBillUnchanged(t *testing.T) {
+	ctx := context.Background()
+	step := 5 * time.Minute
+	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	to := from.Add(24 * time.Hour)
+	rng := rand.New(rand.NewSource(7))
+	gpus, tenants := randomFleet(rng, from, to, step)
+	b := bookFor(t, "USD", "UTC", "allocation", "shared", map[string]string{"L4": "1.25"}, "2")
+	st := fileLedger(t, ledgerRows(gpus, tenants, step), nil)
+	fleet, err := BuildFleet(ctx, st, b, from, to, to, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := mustBuild(t, st, b, from, to)
+	want, _ := expectedTotal(t, b, capacitySeconds(gpus, step, from, to))
+	if fleet.Total != want || plain.Total != want || fleet.HasClusters() {
+		t.Fatalf("total %d (Build %d), want %d; names clusters: %v", fleet.Total, plain.Total, want, fleet.HasClusters())
+	}
+	if recs := csvRecords(t, fleet); recs[0][len(recs[0])-1] == "cluster" {
+		t.Fatal("a single-cluster bill's CSV has a cluster column")
+	}
+}
