@@ -154,3 +154,20 @@ func (v *ClusterView) PriceBooks(ctx context.Context) ([]PriceBookRecord, error)
 func (v *ClusterView) RecordPriceBook(context.Context, PriceBookRecord, time.Time) (bool, error) {
 	return false, fmt.Errorf("cannot record a price book through the view of cluster %q: record it in the ledger", v.Cluster)
 }
+
+var _ ClusterIdentities = (*ClusterView)(nil)
+
+// ClusterIdentities are the store's recorded claims (every cluster's: a
+// renamed cluster's names are read across them).
+func (v *ClusterView) ClusterIdentities(ctx context.Context) ([]ClusterIdentity, error) {
+	ci, err := Identities(v.Store)
+	if err != nil {
+		return nil, err
+	}
+	return ci.ClusterIdentities(ctx)
+}
+
+// ClaimCluster is refused: a collector claims its name in the store.
+func (v *ClusterView) ClaimCluster(context.Context, string, string, time.Time) (string, error) {
+	return "", fmt.Errorf("cannot claim a cluster name through the view of cluster %q", v.Cluster)
+}

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -57,7 +58,7 @@ func BuildFleet(ctx context.Context, st ledger.Store, book *pricebook.Book, from
 		}
 		r.Cluster = cluster
 		r.Clusters = []ClusterTotal{{Cluster: cluster, Total: r.Total}}
-		return r, nil
+		return r, renameNotes(ctx, st, r)
 	}
 	names, err := Clusters(ctx, st, book.Location, from, to)
 	if err != nil {
@@ -71,7 +72,7 @@ func BuildFleet(ctx context.Context, st ledger.Store, book *pricebook.Book, from
 		for _, n := range names {
 			r.Clusters = []ClusterTotal{{Cluster: n, Total: r.Total}}
 		}
-		return r, nil
+		return r, renameNotes(ctx, st, r)
 	}
 	parts := make([]*Report, 0, len(names))
 	for _, n := range names {
@@ -88,7 +89,47 @@ func BuildFleet(ctx context.Context, st ledger.Store, book *pricebook.Book, from
 		}
 		parts = append(parts, p)
 	}
-	return combineClusters(ctx, st, book, from, to, names, parts)
+	r, err := combineClusters(ctx, st, book, from, to, names, parts)
+	if err != nil {
+		return nil, err
+	}
+	return r, renameNotes(ctx, st, r)
+}
+
+// renameNotes sets r.ClusterNotes: for each cluster identity recorded
+// under more than one name, one of which the report bills, the names in
+// the order they were first seen. A renamed cluster's rows keep the name
+// they were written under, so its bill is split between them. A store
+// that records no identities has nothing to note.
+func renameNotes(ctx context.Context, st ledger.Store, r *Report) error {
+	ci, ok := st.(ledger.ClusterIdentities)
+	if !ok {
+		return nil
+	}
+	ids, err := ci.ClusterIdentities(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot read the ledger's cluster identities: %w", err)
+	}
+	billed := map[string]bool{}
+	for _, c := range r.Clusters {
+		billed[c.Cluster] = true
+	}
+	renamed := ledger.RenamedClusters(ids)
+	var notes []string
+	for _, id := range slices.Sorted(maps.Keys(renamed)) {
+		cs := renamed[id]
+		if !slices.ContainsFunc(cs, func(c ledger.ClusterIdentity) bool { return billed[c.Cluster] }) {
+			continue
+		}
+		parts := make([]string, len(cs))
+		for i, c := range cs {
+			parts[i] = fmt.Sprintf("%s (from %s)", c.Cluster, c.FirstSeen.In(r.Book.Location).Format(time.RFC3339))
+		}
+		notes = append(notes, fmt.Sprintf("cluster %s was renamed: it shipped as %s; each name's rows stay under it, so its bill is split between them",
+			id, strings.Join(parts, ", then ")))
+	}
+	r.ClusterNotes = notes
+	return nil
 }
 
 // combineClusters is the fleet's bill from its clusters' (combine, which

@@ -5,10 +5,12 @@ import (
 	"context"
 	"math/rand"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // TestFleetBillIsItsClustersAdded: on random ledgers of two clusters
@@ -136,5 +138,51 @@ func TestSingleClusterBillUnchanged(t *testing.T) {
 	}
 	if recs := csvRecords(t, fleet); recs[0][len(recs[0])-1] == "cluster" {
 		t.Fatal("a single-cluster bill's CSV has a cluster column")
+	}
+}
+
+// TestRenamedClusterNoted: a cluster renamed mid-month keeps its rows
+// under each name; the fleet's bill lists both names and says they are
+// one cluster.
+func TestRenamedClusterNoted(t *testing.T) {
+	ctx := context.Background()
+	step := 5 * time.Minute
+	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	mid, to := from.Add(12*time.Hour), from.Add(24*time.Hour)
+	g := []gpu{{node: "n1", uuid: "GPU-1", model: "L4", mode: "exclusive", from: from, to: to}}
+	var rows []attribution.Row
+	for _, r := range ledgerRows(g, nil, step) {
+		r.Cluster = "blue"
+		if !r.IntervalStart.Before(mid) {
+			r.Cluster = "green"
+		}
+		rows = append(rows, r)
+	}
+	st := fileLedger(t, rows, nil)
+	if err := ledger.ClaimClusterName(ctx, st, "blue", "uid-7", from); err != nil {
+		t.Fatal(err)
+	}
+	if err := ledger.ClaimClusterName(ctx, st, "green", "uid-7", mid); err != nil {
+		t.Fatal(err)
+	}
+	b := bookFor(t, "USD", "UTC", "allocation", "shared", map[string]string{"L4": "1"}, "1")
+	r, err := BuildFleet(ctx, st, b, from, to, to, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 12 hours of one GPU at 1 USD each under each name.
+	if len(r.Clusters) != 2 || r.Clusters[0] != (ClusterTotal{"blue", 1200}) || r.Clusters[1] != (ClusterTotal{"green", 1200}) {
+		t.Fatalf("clusters %+v, want blue and green at 12.00 each", r.Clusters)
+	}
+	if len(r.ClusterNotes) != 1 || !strings.Contains(r.ClusterNotes[0], "uid-7") ||
+		!strings.Contains(r.ClusterNotes[0], "blue (from 2026-03-01T00:00:00Z), then green (from 2026-03-01T12:00:00Z)") {
+		t.Fatalf("notes %q, want one naming uid-7 as blue then green", r.ClusterNotes)
+	}
+	var j bytes.Buffer
+	if err := WriteJSON(&j, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(j.String(), `"cluster_notes"`) {
+		t.Fatal("the JSON has no cluster_notes")
 	}
 }

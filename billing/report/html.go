@@ -53,6 +53,7 @@ type page struct {
 	// split by cluster (HasClusters).
 	Cluster           string
 	Clusters          []clusterRow
+	ClusterNotes      []string
 	Modes             []modeRow
 	Models            []modelRow
 	IdleAllocs        []findingRow
@@ -154,6 +155,7 @@ func newPage(r *Report) page {
 	p.ModeHours = hoursChart("GPU-hours per sharing mode", modeHourInputs(r))
 	p.Capacity = capacityChart(r)
 	p.Teams, p.TeamTotals = teamRows(r, money)
+	p.ClusterNotes = r.ClusterNotes
 	if r.HasClusters() {
 		p.Cluster = r.Cluster
 		for _, c := range r.Clusters {

@@ -54,8 +54,9 @@ type jsonReport struct {
 	// Cluster names the one cluster the report bills; Clusters are the
 	// period's clusters with their bills' totals (a fleet's of several
 	// adds up to total). Both absent on a single-cluster install's bill.
-	Cluster  string        `json:"cluster,omitempty"`
-	Clusters []jsonCluster `json:"clusters,omitempty"`
+	Cluster      string        `json:"cluster,omitempty"`
+	Clusters     []jsonCluster `json:"clusters,omitempty"`
+	ClusterNotes []string      `json:"cluster_notes,omitempty"`
 }
 
 type jsonCluster struct {
@@ -228,6 +229,7 @@ func toJSON(r *Report) jsonReport {
 			j.Lines[len(j.Lines)-1].Cluster = r.LineCluster(l)
 		}
 	}
+	j.ClusterNotes = r.ClusterNotes
 	if r.HasClusters() {
 		j.Cluster = r.Cluster
 		for _, c := range r.Clusters {

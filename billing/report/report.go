@@ -216,6 +216,9 @@ type Report struct {
 	// they add up to Total.
 	Cluster  string
 	Clusters []ClusterTotal
+	// ClusterNotes say which billed clusters were renamed, naming the
+	// names one cluster shipped under (renameNotes).
+	ClusterNotes []string
 }
 
 // Empty reports whether the period had no ledger rows.

@@ -38,7 +38,7 @@ func TestBackupCoversEveryTable(t *testing.T) {
 	if !slices.Equal(got, created) {
 		t.Errorf("backed up + rebuilt %v, the migrations create %v", got, created)
 	}
-	want := []string{"ledger_rows", "ledger_findings", "gpuledger_prices", "quota_changes", "node_labels", "month_closings", "price_books"}
+	want := []string{"ledger_rows", "ledger_findings", "gpuledger_prices", "quota_changes", "node_labels", "month_closings", "price_books", "cluster_identities"}
 	if b := backupTables(SchemaVersion); !slices.Equal(b, want) {
 		t.Errorf("backupTables(%d) = %v, want %v", SchemaVersion, b, want)
 	}

@@ -2,7 +2,9 @@ package clickhouse
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,5 +145,32 @@ func TestMigrateVersion7KeysByCluster(t *testing.T) {
 	}
 	if err := s.Append(ctx, []attribution.Row{{Cluster: "East", IntervalStart: t0, IntervalEnd: t0.Add(time.Minute)}}, nil); err == nil {
 		t.Fatal("a row of cluster \"East\" was accepted")
+	}
+}
+
+// TestClaimClusterNameClickHouse: as the embedded ledger, the first
+// identity owns the name and a second is refused naming both.
+func TestClaimClusterNameClickHouse(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	if err := ledger.ClaimClusterName(ctx, s, "east", "uid-1", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := ledger.ClaimClusterName(ctx, s, "east", "uid-1", t0.Add(time.Hour)); err != nil {
+		t.Fatalf("the same cluster again: %v", err)
+	}
+	err := ledger.ClaimClusterName(ctx, s, "east", "uid-2", t0.Add(time.Hour))
+	if !errors.Is(err, ledger.ErrClusterClaimed) || !strings.Contains(err.Error(), `"uid-1"`) || !strings.Contains(err.Error(), `"uid-2"`) {
+		t.Fatalf("a second cluster claiming east: %v", err)
+	}
+	if err := ledger.ClaimClusterName(ctx, s, "east-2", "uid-1", t0.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := s.ClusterIdentities(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 2 || ids[0].Cluster != "east" || ids[1].Cluster != "east-2" || ids[1].ID != "uid-1" || !ids[1].FirstSeen.Equal(t0.Add(2*time.Hour)) {
+		t.Fatalf("identities %+v", ids)
 	}
 }

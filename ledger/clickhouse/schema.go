@@ -348,9 +348,11 @@ var migrations = []migration{
 		// added in the same ALTER without a default, and rows stored
 		// before must read as the default cluster: so each table is
 		// copied into a new one with the new key (rekey).
-		description: "the cluster of rows, findings, quota changes, node labels and rollups",
-		statements:  func(db, cluster string) []string { return nil },
-		rekeys:      clusterTables,
+		description: "the cluster of rows, findings, quota changes, node labels and rollups; cluster identities",
+		statements: func(db, cluster string) []string {
+			return tableDDL(db, cluster, identitiesTable)
+		},
+		rekeys: clusterTables,
 	},
 }
 

@@ -57,7 +57,7 @@ func TestClusterDDL(t *testing.T) {
 	// statements: the copy's two tables, the insert, two drops of the
 	// Distributed tables, the rename of the replicated ones, the
 	// Distributed table again and the drop of the old storage.
-	if n, want := len(stmts), 1+2*(6+len(tables))+3+6*8; n != want {
+	if n, want := len(stmts), 1+2*(7+len(tables))+3+6*8; n != want {
 		t.Errorf("cluster DDL has %d statements, want %d", n, want)
 	}
 	for _, s := range stmts {

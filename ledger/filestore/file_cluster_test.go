@@ -3,9 +3,11 @@ package filestore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,6 +222,48 @@ func TestAppendRefusesBadClusterNames(t *testing.T) {
 		r := attribution.Row{IntervalStart: start, IntervalEnd: start.Add(time.Minute), Cluster: name, Node: "n", GPUUUID: "g", Kind: attribution.KindIdle}
 		if err := s.Append(ctx, []attribution.Row{r}, nil); err == nil {
 			t.Errorf("cluster %q accepted", name)
+		}
+	}
+}
+
+// TestClaimClusterName: the first identity to ship under a name owns
+// it; another identity claiming the name is refused with both named; a
+// cluster renamed keeps one identity under two names.
+func TestClaimClusterName(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenFile(ctx, filepath.Join(t.TempDir(), "l.db"), FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t1 := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	if err := ledger.ClaimClusterName(ctx, s, "east", "uid-1", t1); err != nil {
+		t.Fatal(err)
+	}
+	if err := ledger.ClaimClusterName(ctx, s, "east", "uid-1", t1.Add(time.Hour)); err != nil {
+		t.Fatalf("the same cluster again: %v", err)
+	}
+	err = ledger.ClaimClusterName(ctx, s, "east", "uid-2", t1.Add(time.Hour))
+	if !errors.Is(err, ledger.ErrClusterClaimed) || !strings.Contains(err.Error(), `"uid-1"`) || !strings.Contains(err.Error(), `"uid-2"`) {
+		t.Fatalf("a second cluster claiming east: %v, want an error naming uid-1 and uid-2", err)
+	}
+	if err := ledger.ClaimClusterName(ctx, s, "east-2", "uid-1", t1.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := s.ClusterIdentities(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ledger.ClusterIdentity{{"east", "uid-1", t1}, {"east-2", "uid-1", t1.Add(2 * time.Hour)}}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("identities %v, want %v", ids, want)
+	}
+	if r := ledger.RenamedClusters(ids); len(r["uid-1"]) != 2 {
+		t.Fatalf("renamed %v, want uid-1 under two names", r)
+	}
+	for _, bad := range []string{"", "a b", strings.Repeat("x", 254)} {
+		if err := ledger.ClaimClusterName(ctx, s, "west", bad, t1); err == nil {
+			t.Errorf("identity %q accepted", bad)
 		}
 	}
 }

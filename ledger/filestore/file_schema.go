@@ -291,6 +291,14 @@ func addCluster(ctx context.Context, tx *sql.Tx) error {
 			return fmt.Errorf("cannot add the cluster to ledger_rows: %w", err)
 		}
 	}
+	// Which cluster each name belongs to (file_cluster.go).
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS cluster_identities (
+	cluster    TEXT    PRIMARY KEY,
+	id         TEXT    NOT NULL,
+	first_seen INTEGER NOT NULL
+) WITHOUT ROWID`); err != nil {
+		return fmt.Errorf("cannot create cluster_identities: %w", err)
+	}
 	if _, err := tx.ExecContext(ctx, `DROP INDEX IF EXISTS ledger_rows_key;
 CREATE UNIQUE INDEX ledger_rows_key ON ledger_rows (`+rowKeyCols+`);`); err != nil {
 		return fmt.Errorf("cannot key ledger_rows by cluster: %w", err)
