@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"math/big"
 	"math/rand"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/quota"
 )
 
 // TestFleetBillIsItsClustersAdded: on random ledgers of two clusters
@@ -184,5 +186,39 @@ func TestRenamedClusterNoted(t *testing.T) {
 	}
 	if !strings.Contains(j.String(), `"cluster_notes"`) {
 		t.Fatal("the JSON has no cluster_notes")
+	}
+}
+
+// TestFleetQuotaOfTwoClusters: both clusters have a ResourceQuota of one
+// name for team ml, 2 GPUs in one and 4 in the other: the fleet's quota
+// section counts both (6 GPUs over the day, 144 quota-hours), neither
+// replacing the other.
+func TestFleetQuotaOfTwoClusters(t *testing.T) {
+	ctx := context.Background()
+	step := 5 * time.Minute
+	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	to := from.Add(24 * time.Hour)
+	g := []gpu{{node: "n1", uuid: "GPU-1", model: "L4", mode: "exclusive", from: from, to: to}}
+	var rows []attribution.Row
+	for _, c := range []string{"east", "west"} {
+		for _, r := range ledgerRows(g, nil, step) {
+			r.Cluster = c
+			rows = append(rows, r)
+		}
+	}
+	st := fileLedger(t, rows, nil)
+	e := quota.Entry{Key: quota.Key{Source: quota.SourceResourceQuota, Object: "ml/gpu", Resource: "gpu"}, Team: "ml", Milli: 2000}
+	e2 := e
+	e2.Milli = 4000
+	if err := st.AppendQuota(ctx, []quota.Change{{Cluster: "east", At: from, Entry: e}, {Cluster: "west", At: from, Entry: e2}}); err != nil {
+		t.Fatal(err)
+	}
+	b := bookFor(t, "USD", "UTC", "allocation", "shared", map[string]string{"L4": "1"}, "1")
+	r, err := BuildFleet(ctx, st, b, from, to, to, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Quota == nil || len(r.Quota.Rows) != 1 || r.Quota.Rows[0].QuotaHours.Cmp(big.NewRat(144, 1)) != 0 {
+		t.Fatalf("fleet quota %+v, want ml's 144 quota-hours (2 + 4 GPUs for 24 hours)", r.Quota)
 	}
 }
