@@ -87,6 +87,7 @@ func BuildFleet(ctx context.Context, st ledger.Store, book *pricebook.Book, from
 		for i := range p.Lines {
 			p.Lines[i].Cluster = n
 		}
+		p.Cluster = n // its FOCUS rows' devices are read for it alone (LoadDevices)
 		parts = append(parts, p)
 	}
 	r, err := combineClusters(ctx, st, book, from, to, names, parts)

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"math/big"
 	"math/rand"
 	"strconv"
@@ -220,5 +221,72 @@ func TestFleetQuotaOfTwoClusters(t *testing.T) {
 	}
 	if r.Quota == nil || len(r.Quota.Rows) != 1 || r.Quota.Rows[0].QuotaHours.Cmp(big.NewRat(144, 1)) != 0 {
 		t.Fatalf("fleet quota %+v, want ml's 144 quota-hours (2 + 4 GPUs for 24 hours)", r.Quota)
+	}
+}
+
+// TestFleetFOCUSPerDevice: the per-device FOCUS file of a fleet of two
+// clusters with the same node names: every row names its cluster in
+// SubAccountId, each cluster's rows add up to its own bill's total, and
+// are split over its own GPUs only (west's GPUs are named W-...).
+func TestFleetFOCUSPerDevice(t *testing.T) {
+	ctx := context.Background()
+	step := 5 * time.Minute
+	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	to := from.Add(24 * time.Hour)
+	var rows []attribution.Row
+	want := map[string]int64{}
+	b := bookFor(t, "USD", "UTC", "allocation", "shared", map[string]string{"L4": "1.25", "A100-SXM4-80GB": "3"}, "2")
+	for _, c := range []string{"east", "west"} {
+		// The same fleet in both: the same teams, models and modes, so
+		// the two clusters' lines have the same keys.
+		gpus, tenants := randomFleet(rand.New(rand.NewSource(11)), from, to, step)
+		if c == "west" {
+			for i := range gpus {
+				gpus[i].uuid = "W-" + gpus[i].uuid
+			}
+		}
+		for _, r := range ledgerRows(gpus, tenants, step) {
+			r.Cluster = c
+			rows = append(rows, r)
+		}
+		want[c], _ = expectedTotal(t, b, capacitySeconds(gpus, step, from, to))
+	}
+	st := fileLedger(t, rows, nil)
+	r, err := BuildFleet(ctx, st, b, from, to, to, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := LoadDevices(ctx, st, r); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteFOCUS(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	if _, ok := col["SubAccountId"]; !ok {
+		t.Fatalf("no SubAccountId column: %v", recs[0])
+	}
+	got := map[string]int64{}
+	for _, rec := range recs[1:] {
+		f, err := strconv.ParseFloat(rec[col["BilledCost"]], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub := rec[col["SubAccountId"]]
+		got[sub] += int64(f*100 + 0.5*sign(f))
+		if res := rec[col["ResourceId"]]; strings.Contains(res, "W-GPU") != (sub == "west") && strings.Contains(res, "GPU") {
+			t.Errorf("a row of %s is split to resource %s", sub, res)
+		}
+	}
+	if len(got) != 2 || got["east"] != want["east"] || got["west"] != want["west"] {
+		t.Fatalf("BilledCost per SubAccountId %v, want east %d and west %d", got, want["east"], want["west"])
 	}
 }
