@@ -321,8 +321,6 @@ func readRaw[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, pieces 
 // mark's lowest seq on: a flipped bit in an index page that hides a row
 // from the index (or shows one twice) makes the two counts differ.
 const (
-	badRowsSQL = `SELECT count(*) FROM ledger_rows INDEXED BY ledger_rows_key
-WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2 AND chk <> 0 AND chk <> ` + chkFunc + `(` + rowChkCols + `)`
 	indexRowsSQL = `SELECT count(*) FROM ledger_rows INDEXED BY ledger_rows_key WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2`
 	tableRowsSQL = `SELECT count(*) FROM ledger_rows NOT INDEXED WHERE seq >= ?3 AND interval_start_ns >= ?1 AND interval_start_ns < ?2`
 )
@@ -342,7 +340,11 @@ func checkDirty(ctx context.Context, tx *sql.Tx, pieces []rawPiece, marks []dirt
 		m := marks[i]
 		lo, hi := slotStart(m.slot), slotEnd(m.slot)
 		var bad, viaIndex, viaTable int64
-		if err := tx.QueryRowContext(ctx, badRowsSQL, lo, hi).Scan(&bad); err != nil {
+		q, err := badRowsSQL(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, q, lo, hi).Scan(&bad); err != nil {
 			return fmt.Errorf("cannot check ledger rows of slot %s: %w", slotName(m.slot), err)
 		}
 		if bad > 0 {
@@ -476,4 +478,16 @@ func queryBuckets(q ledger.AggregateQuery) ([]bucket, error) {
 		return calendarBuckets(q.From, q.To, loc, q.Bucket)
 	}
 	return nil, fmt.Errorf("unknown bucket %q (want %q, %q, %q or none)", q.Bucket, ledger.BucketHour, ledger.BucketDay, ledger.BucketMonth)
+}
+
+// badRowsSQL counts the rows of [?1, ?2) that fail their checksum, read
+// through the key index (see the statements above), for this file's
+// schema: with the cluster (schema 11), which the index holds a copy of.
+func badRowsSQL(ctx context.Context, tx *sql.Tx) (string, error) {
+	has, err := hasColumn(ctx, tx, "ledger_rows", "cluster")
+	if err != nil {
+		return "", err
+	}
+	return `SELECT count(*) FROM ledger_rows INDEXED BY ledger_rows_key
+WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2 AND chk <> 0 AND chk <> ` + rowChkSQL(has), nil
 }

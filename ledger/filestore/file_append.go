@@ -185,9 +185,9 @@ func insertRows(ctx context.Context, tx *sql.Tx, groups *groupIDs, rows []attrib
 	return seq, nil
 }
 
-// grp0cluster is the row's cluster column: a copy, for the key, of the
-// cluster its group names. The checksum covers the group, so a read takes
-// the cluster from there (scanRow), never from this copy.
+// grp0cluster is the row's cluster column: the key's copy of the cluster
+// its group names. The checksum covers both (rowChecksum), and a read
+// checks that they agree (scanRow).
 func grp0cluster(r *attribution.Row) string { return ledger.ClusterOrDefault(r.Cluster) }
 
 // rowChkCols are the columns a raw row's checksum covers, in
@@ -215,7 +215,23 @@ func rowChecksum(r *attribution.Row, start, end, grp int64) int64 {
 	h.f64(r.EnergyJoules)
 	h.str(r.Method)
 	h.str(r.MIGProfile)
+	// The cluster (schema 11) only where it is not the default, so rows
+	// stored before keep their checksums (rowChkSQL).
+	if c := r.Cluster; c != "" && c != attribution.DefaultCluster {
+		h.str(c)
+	}
 	return h.sum()
+}
+
+// rowChkSQL is the SQL of a raw row's checksum (rowChecksum) in a file
+// with the cluster column (hasCluster) or without.
+func rowChkSQL(hasCluster bool) string {
+	plain := chkFunc + "(" + rowChkCols + ")"
+	if !hasCluster {
+		return plain
+	}
+	return "CASE WHEN cluster = '" + attribution.DefaultCluster + "' THEN " + plain +
+		" ELSE " + chkFunc + "(" + rowChkCols + ", cluster) END"
 }
 
 func insertFindings(ctx context.Context, tx *sql.Tx, findings []attribution.Finding, seq int64) (int64, error) {

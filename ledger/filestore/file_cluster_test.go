@@ -254,7 +254,7 @@ func TestClaimClusterName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ledger.ClusterIdentity{{"east", "uid-1", t1}, {"east-2", "uid-1", t1.Add(2 * time.Hour)}}
+	want := []ledger.ClusterIdentity{{Cluster: "east", ID: "uid-1", FirstSeen: t1}, {Cluster: "east-2", ID: "uid-1", FirstSeen: t1.Add(2 * time.Hour)}}
 	if !slices.Equal(ids, want) {
 		t.Fatalf("identities %v, want %v", ids, want)
 	}

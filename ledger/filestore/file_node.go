@@ -177,7 +177,11 @@ func (s *FileStore) aggregateNodesRaw(ctx context.Context, bs []bucket) ([]ledge
 // give it.
 func verifyRange(ctx context.Context, tx *sql.Tx, bs []bucket) (map[int64]int64, error) {
 	var bad int64
-	if err := tx.QueryRowContext(ctx, badRowsSQL, bs[0].lo, bs[len(bs)-1].hi).Scan(&bad); err != nil {
+	q, err := badRowsSQL(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.QueryRowContext(ctx, q, bs[0].lo, bs[len(bs)-1].hi).Scan(&bad); err != nil {
 		return nil, fmt.Errorf("cannot check ledger rows: %w", err)
 	}
 	if bad > 0 {

@@ -15,15 +15,15 @@ import (
 // without checksums (see selectRowsSQL).
 const selectRows = `SELECT
 	interval_start_ns, interval_end_ns, node, gpu_uuid, slice_id, kind, pod, pod_uid, container, grp,
-	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, mig_profile, seq, %s
+	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, mig_profile, seq, %s, %s
 FROM ledger_rows`
 
 // selectRowsSQL is selectRows for this file.
 func (s *FileStore) selectRowsSQL() string {
 	if s.hasChk {
-		return fmt.Sprintf(selectRows, "chk")
+		return fmt.Sprintf(selectRows, "chk", s.clusterCol())
 	}
-	return fmt.Sprintf(selectRows, "0")
+	return fmt.Sprintf(selectRows, "0", s.clusterCol())
 }
 
 const selectFindings = `SELECT start_ns, end_ns, kind, %s, node, gpu_uuid, namespace, pod, container, team, detail, noisy_pod, seq
@@ -95,7 +95,7 @@ func (s *FileStore) scanRow(ctx context.Context, rs *sql.Rows) (attribution.Row,
 		seq, chk        int64
 	)
 	err := rs.Scan(&start, &end, &r.Node, &r.GPUUUID, &r.SliceID, &kind, &r.Pod, &r.PodUID, &r.Container, &grp,
-		&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.EnergyJoules, &r.Method, &r.MIGProfile, &seq, &chk)
+		&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.EnergyJoules, &r.Method, &r.MIGProfile, &seq, &chk, &r.Cluster)
 	if err != nil {
 		return r, 0, err
 	}
@@ -110,8 +110,11 @@ func (s *FileStore) scanRow(ctx context.Context, rs *sql.Rows) (attribution.Row,
 	if err != nil {
 		return r, 0, err
 	}
+	if r.Cluster != g.cluster {
+		return r, 0, errDamaged("ledger row %d (node %q, gpu %q, interval %s) is keyed to cluster %q and grouped under %q", seq, r.Node, r.GPUUUID, ledger.FormatTime(fromNS(start)), r.Cluster, g.cluster)
+	}
 	r.IntervalStart, r.IntervalEnd = fromNS(start), fromNS(end)
-	r.Cluster, r.Team, r.Namespace, r.GPUModel, r.SharingMode = g.cluster, g.team, g.namespace, g.model, g.mode
+	r.Team, r.Namespace, r.GPUModel, r.SharingMode = g.team, g.namespace, g.model, g.mode
 	return r, seq, nil
 }
 
