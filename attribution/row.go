@@ -19,14 +19,23 @@ const (
 	MethodEstimated = "estimated"
 )
 
+// DefaultCluster is the cluster name of a single-cluster install, and what
+// rows, findings, quota changes and node labels stored before the ledger
+// recorded clusters read as.
+const DefaultCluster = "default"
+
 // Row is one ledger row: the single row type that attribution emits, the
 // stores persist and the exports print (contract: ledger.md).
 type Row struct {
 	IntervalStart, IntervalEnd time.Time
-	Node                       string
-	GPUUUID                    string
-	GPUModel                   string
-	SliceID                    string
+	// Cluster names the Kubernetes cluster the node is in (collect
+	// --cluster): a node is identified by (Cluster, Node). Empty is stored
+	// as DefaultCluster.
+	Cluster  string
+	Node     string
+	GPUUUID  string
+	GPUModel string
+	SliceID  string
 	// MIGProfile is the profile of the MIG instance a container row's
 	// slice lies on ("3g.40gb"); empty for whole GPUs and residual rows.
 	// It is not a ledger.csv column: the FOCUS export's SkuId reads it.
@@ -60,6 +69,7 @@ const (
 type Finding struct {
 	Start, End time.Time
 	Kind       string
+	Cluster    string // as Row.Cluster
 	Node       string
 	GPUUUID    string
 	Namespace  string

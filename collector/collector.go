@@ -67,13 +67,14 @@ type malformedCounter interface {
 
 // Collector runs collection cycles. It is not safe for concurrent Cycle calls.
 type Collector struct {
-	node   string
-	clock  Clock
-	src    Sources
-	engine *attribution.Engine
-	exp    *exposition.Exporter
-	sinks  []Sink
-	log    *slog.Logger
+	node    string
+	cluster string
+	clock   Clock
+	src     Sources
+	engine  *attribution.Engine
+	exp     *exposition.Exporter
+	sinks   []Sink
+	log     *slog.Logger
 
 	owners *ownerCache
 	// malformedSeen is the resolver's malformed-line count already
@@ -92,6 +93,10 @@ type Collector struct {
 // Config holds the collector's own settings.
 type Config struct {
 	Node string
+	// Cluster is stamped on every row and finding the collector writes
+	// (collect --cluster): a node is (cluster, node) in the ledger. Empty
+	// leaves them to the ledger's default cluster.
+	Cluster string
 	// Outbox, when set, reports the durable outbox's state each cycle for
 	// the health metrics (rows pending, shipping, rows lost).
 	Outbox func() OutboxStatus
@@ -114,7 +119,7 @@ func New(cfg Config, clock Clock, src Sources, engine *attribution.Engine, exp *
 		log = slog.Default()
 	}
 	c := &Collector{
-		node: cfg.Node, clock: clock, src: src, engine: engine, exp: exp, sinks: sinks, log: log,
+		node: cfg.Node, cluster: cfg.Cluster, clock: clock, src: src, engine: engine, exp: exp, sinks: sinks, log: log,
 		owners: newOwnerCache(src.Procs),
 		health: newHealth(log),
 		outbox: cfg.Outbox,
@@ -310,6 +315,14 @@ func (c *Collector) writeSinks(ctx context.Context, res attribution.CycleResult)
 			c.log.Info("ledger writable again")
 		}
 	}()
+	if c.cluster != "" {
+		for i := range res.Rows {
+			res.Rows[i].Cluster = c.cluster
+		}
+		for i := range res.Findings {
+			res.Findings[i].Cluster = c.cluster
+		}
+	}
 	for _, s := range c.sinks {
 		if err := s.Write(ctx, res.Rows, res.Findings); err != nil {
 			c.health.writeFailed(err)

@@ -20,6 +20,8 @@ const leaveTimeout = 5 * time.Second
 type LeaveMark struct {
 	mu  sync.Mutex
 	end time.Time
+	// cluster is the rows' cluster: the leave is recorded under it.
+	cluster string
 }
 
 func (m *LeaveMark) Write(_ context.Context, rows []attribution.Row, _ []attribution.Finding) error {
@@ -29,6 +31,7 @@ func (m *LeaveMark) Write(_ context.Context, rows []attribution.Row, _ []attribu
 		if rows[i].IntervalEnd.After(m.end) {
 			m.end = rows[i].IntervalEnd
 		}
+		m.cluster = rows[i].Cluster
 	}
 	return nil
 }
@@ -47,12 +50,15 @@ func (m *LeaveMark) Last() time.Time {
 // collector that crashes never gets here: its silence stays a gap.
 func RecordLeave(ctx context.Context, node string, mark *LeaveMark, sinks []Sink, log *slog.Logger) error {
 	at := mark.Last()
+	mark.mu.Lock()
+	cluster := mark.cluster
+	mark.mu.Unlock()
 	if at.IsZero() {
 		return nil // no row written: nothing for a gap to start from
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
 	defer cancel()
-	f := []attribution.Finding{{Kind: attribution.FindingNodeLeft, Node: node, Start: at, End: at}}
+	f := []attribution.Finding{{Kind: attribution.FindingNodeLeft, Cluster: cluster, Node: node, Start: at, End: at}}
 	var errs []error
 	for _, s := range sinks {
 		if err := s.Write(wctx, nil, f); err != nil {

@@ -22,10 +22,12 @@ type Hole struct {
 	From, To time.Time
 }
 
-// DeviceCoverage is what the ledger holds of one GPU (one node and GPU
-// UUID) in a range: from the start of its first row whose interval starts
-// in the range to the end of its last, and the holes between.
+// DeviceCoverage is what the ledger holds of one GPU (one cluster, node
+// and GPU UUID) in a range: from the start of its first row whose
+// interval starts in the range to the end of its last, and the holes
+// between.
 type DeviceCoverage struct {
+	Cluster       string
 	Node, GPUUUID string
 	First, Last   time.Time
 	Holes         []Hole
@@ -33,7 +35,7 @@ type DeviceCoverage struct {
 
 // Coverage is every GPU the ledger saw in a range.
 type Coverage struct {
-	Devices []DeviceCoverage // by node, then GPU UUID
+	Devices []DeviceCoverage // by cluster, node, then GPU UUID
 	// Truncated is set when the range had more than MaxCoverageHoles
 	// holes: the first ones (by node, GPU, time) are listed.
 	Truncated bool

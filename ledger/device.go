@@ -16,6 +16,7 @@ func SortDeviceAggregates(as []Aggregate) {
 		}
 		return cmp.Or(strings.Compare(x.Team, y.Team), strings.Compare(x.Namespace, y.Namespace),
 			strings.Compare(x.GPUModel, y.GPUModel), strings.Compare(x.Mode, y.Mode), strings.Compare(string(x.Kind), string(y.Kind)),
-			strings.Compare(x.GPUUUID, y.GPUUUID), strings.Compare(x.SliceID, y.SliceID), strings.Compare(x.Pod, y.Pod))
+			strings.Compare(x.GPUUUID, y.GPUUUID), strings.Compare(x.SliceID, y.SliceID), strings.Compare(x.Pod, y.Pod),
+			strings.Compare(x.Cluster, y.Cluster))
 	})
 }

@@ -110,6 +110,9 @@ type jsonRow struct {
 	Method        string      `json:"method"`
 	// MIGProfile is beyond ledger.csv: the profile of a MIG slice.
 	MIGProfile string `json:"mig_profile,omitempty"`
+	// Cluster is beyond ledger.csv: the row's cluster, absent for the
+	// default cluster (a single-cluster install's rows read as before).
+	Cluster string `json:"cluster,omitempty"`
 }
 
 type jsonlEncoder struct {
@@ -125,7 +128,7 @@ func (e *jsonlEncoder) write(r *attribution.Row) error {
 		PodUID: r.PodUID, Container: r.Container, Team: r.Team,
 		Allocated: json.Number(FormatFloat(r.AllocatedGPUSeconds)), Used: json.Number(FormatFloat(r.UsedGPUSeconds)),
 		Memory: json.Number(FormatFloat(r.MemoryMiBSeconds)), Energy: json.Number(FormatFloat(r.EnergyJoules)),
-		Method: r.Method, MIGProfile: r.MIGProfile,
+		Method: r.Method, MIGProfile: r.MIGProfile, Cluster: nonDefaultCluster(r.Cluster),
 	})
 	if err != nil {
 		return fmt.Errorf("cannot write ledger row as JSON: %w", err)
@@ -138,4 +141,12 @@ func (e *jsonlEncoder) flush() error {
 		return fmt.Errorf("cannot flush ledger JSON lines: %w", err)
 	}
 	return nil
+}
+
+// nonDefaultCluster is cluster, or "" for the default cluster.
+func nonDefaultCluster(cluster string) string {
+	if cluster == DefaultClusterName {
+		return ""
+	}
+	return cluster
 }

@@ -22,6 +22,7 @@ func ValidateQuotaChanges(changes []quota.Change, lo, hi time.Time) error {
 		return fmt.Errorf("%d quota changes in one call, more than the %d allowed", len(changes), MaxQuotaChanges)
 	}
 	type second struct {
+		cluster string
 		quota.Key
 		at int64
 	}
@@ -51,7 +52,10 @@ func ValidateQuotaChanges(changes []quota.Change, lo, hi time.Time) error {
 		} else if err := c.Entry.Validate(); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		k := second{c.Key, c.At.Unix()}
+		if err := CheckRowCluster(c.Cluster); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		k := second{ClusterOrDefault(c.Cluster), c.Key, c.At.Unix()}
 		if j, ok := seen[k]; ok {
 			return fmt.Errorf("%s: changes %d and %d set the same quota in the same second", where, j, i)
 		}

@@ -13,12 +13,12 @@ import (
 // Reports ask a Store for aggregates, never for raw rows.
 type Store interface {
 	// Append writes rows and findings durably in one transaction. Writing
-	// a row whose key (node, GPU, slice, pod UID, container, kind,
+	// a row whose key (cluster, node, GPU, slice, pod UID, container, kind,
 	// interval start) is already stored replaces it: a replay changes
-	// nothing.
+	// nothing. An empty cluster is stored as attribution.DefaultCluster.
 	Append(ctx context.Context, rows []attribution.Row, findings []attribution.Finding) error
 	// Rows streams the rows whose interval starts in [from, to), ordered by
-	// interval start, node, GPU, slice, pod UID, container.
+	// interval start, cluster, node, GPU, slice, pod UID, container.
 	Rows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error
 	// ContainerRows streams the container rows whose interval starts in
 	// [from, to), in no particular order, with only what a per-replica
@@ -52,8 +52,13 @@ type AggregateQuery struct {
 	ByDevice bool
 	// ByNode groups by node name too, filling Node, and sums only
 	// EnergyJoules and Rows (the report's per-node carbon intensities);
-	// not with ByDevice.
+	// not with ByDevice. A node is (Cluster, Node): each aggregate's
+	// Cluster is set.
 	ByNode bool
+	// Cluster keeps only the rows of that cluster; empty: the whole fleet.
+	Cluster string
+	// ByCluster also groups by cluster, filling Cluster.
+	ByCluster bool
 }
 
 // Aggregate is one group of ledger rows: one bucket, team, namespace, GPU
@@ -72,4 +77,7 @@ type Aggregate struct {
 	MIGProfile            string
 	// Node is set only by a ByNode query.
 	Node string
+	// Cluster is set by a ByCluster or ByNode query, and by one whose
+	// Cluster filter names it.
+	Cluster string
 }

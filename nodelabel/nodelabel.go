@@ -29,6 +29,10 @@ const (
 // removed from it (Deleted, Value empty). A node deleted from the cluster
 // is no change: its last value stays recorded.
 type Change struct {
+	// Cluster is the node's cluster (empty: the default cluster's): a
+	// node is (Cluster, Node), and NodeLabels keys a node of another
+	// cluster than the default as "cluster/node".
+	Cluster string
 	Node    string
 	Key     string
 	Value   string
@@ -71,8 +75,8 @@ func Validate(changes []Change, lo, hi time.Time) error {
 		return fmt.Errorf("%d node label changes in one call, more than the %d allowed", len(changes), MaxChanges)
 	}
 	type second struct {
-		node, key string
-		at        int64
+		cluster, node, key string
+		at                 int64
 	}
 	seen := make(map[second]int, len(changes))
 	for i := range changes {
@@ -92,7 +96,7 @@ func Validate(changes []Change, lo, hi time.Time) error {
 		case c.Deleted && c.Value != "":
 			return fmt.Errorf("%s: a removal carries no value", where)
 		}
-		k := second{c.Node, c.Key, c.At.Unix()}
+		k := second{c.Cluster, c.Node, c.Key, c.At.Unix()}
 		if j, ok := seen[k]; ok {
 			return fmt.Errorf("%s: changes %d and %d set the same node's label in the same second", where, j, i)
 		}

@@ -156,7 +156,10 @@ func (e Entry) GPUs() float64 {
 // Change is what the ledger stores: from At on, Key promises Entry (or,
 // Deleted, nothing).
 type Change struct {
-	At time.Time
+	// Cluster is the cluster whose quota object changed (empty: the
+	// default cluster's); two clusters' objects of one name are two keys.
+	Cluster string
+	At      time.Time
 	Entry
 	Deleted bool
 }

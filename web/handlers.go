@@ -259,6 +259,11 @@ func splitFile(name string) (month, suffix string) {
 func (s *Server) serveReport(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	month, suffix := splitFile(r.PathValue("file"))
 	now := s.cfg.Now()
+	cluster, err := s.viewCluster(r)
+	if err != nil {
+		return err
+	}
+	ctx = withCluster(ctx, cluster)
 	if book, _, err := s.book(); err != nil {
 		return err
 	} else if _, _, err := s.period(month, book, now); err != nil {
@@ -269,8 +274,13 @@ func (s *Server) serveReport(ctx context.Context, w http.ResponseWriter, r *http
 	// any ended month), or the build's own error: a month closed since
 	// was closed from the same rows. Any other failure (a damaged stored
 	// bill, a store that keeps no closings) is the answer.
+	// A closed month's stored bill is the fleet's: one cluster's is
+	// built from the ledger.
 	var ue *errUnavailable
-	c, err := s.closedMonth(ctx, month)
+	var c *ledger.Closing
+	if cluster == "" {
+		c, err = s.closedMonth(ctx, month)
+	}
 	switch {
 	case err != nil && !errors.As(err, &ue):
 		return err

@@ -78,6 +78,11 @@ type monthBill struct {
 // months.
 func (s *Server) serveIndex(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	now := s.cfg.Now()
+	cluster, err := s.viewCluster(r)
+	if err != nil {
+		return err
+	}
+	ctx = withCluster(ctx, cluster)
 	book, _, err := s.book()
 	if err != nil {
 		return err
@@ -186,7 +191,7 @@ func (s *Server) ledgerMonths(ctx context.Context, book *pricebook.Book, now tim
 	loc := book.Location
 	y, m, _ := now.In(loc).Date()
 	// The key's month is the current one: the span changes with it.
-	key := cacheKey{fmt.Sprintf("%04d-%02d", y, m), version, gen}
+	key := cacheKey{month: fmt.Sprintf("%04d-%02d", y, m), book: version, gen: gen}
 	s.cacheMu.Lock()
 	c, ok := s.months[key]
 	s.cacheMu.Unlock()

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/advisor/adviceprom"
 	"github.com/gpuledger/gpuledger/advisor/advise"
+	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/report"
 )
 
@@ -58,7 +60,7 @@ func (cs collectors) Collect(ch chan<- prometheus.Metric) {
 
 var chargeDesc = prometheus.NewDesc("gpuledger_charge_month_to_date",
 	"What the current calendar month's bill charges so far, per team and GPU model, in the price book's currency (the finance CSV's lines added up; team \"\" is the platform and rounding lines).",
-	[]string{"team", "gpu_model", "currency"}, nil)
+	[]string{"team", "gpu_model", "currency", "cluster"}, nil)
 
 var monthStartDesc = prometheus.NewDesc("gpuledger_charge_month_start_timestamp_seconds",
 	"Start of the month gpuledger_charge_month_to_date is for (Unix seconds).", nil, nil)
@@ -131,7 +133,7 @@ func (c chargeCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	month := now.In(book.Location).Format("2006-01")
-	key := cacheKey{month, version, gen}
+	key := cacheKey{month: month, book: version, gen: gen} // the fleet's
 	var rep *report.Report
 	if m := c.s.mtd.Load(); m != nil && m.key == key && time.Since(m.at) < mtdMaxAge {
 		rep = m.rep
@@ -154,14 +156,20 @@ func (c chargeCollector) Collect(ch chan<- prometheus.Metric) {
 	if rep.Empty() {
 		return
 	}
-	type key2 struct{ team, model string }
+	// Per cluster: the fleet's bill is its clusters' added, so summing
+	// without(cluster) is the fleet's charge.
+	one := attribution.DefaultCluster
+	if len(rep.Clusters) == 1 {
+		one = rep.Clusters[0].Cluster
+	}
+	type key2 struct{ team, model, cluster string }
 	sums := map[key2]int64{}
 	for _, l := range rep.Lines {
-		sums[key2{l.Team, l.GPUModel}] += l.Amount
+		sums[key2{l.Team, l.GPUModel, cmp.Or(l.Cluster, one)}] += l.Amount
 	}
 	scale := math.Pow10(book.Currency.MinorUnit)
 	for k, v := range sums {
-		ch <- prometheus.MustNewConstMetric(chargeDesc, prometheus.GaugeValue, float64(v)/scale, k.team, k.model, book.Currency.Code)
+		ch <- prometheus.MustNewConstMetric(chargeDesc, prometheus.GaugeValue, float64(v)/scale, k.team, k.model, book.Currency.Code, k.cluster)
 	}
 	ch <- prometheus.MustNewConstMetric(monthStartDesc, prometheus.GaugeValue, float64(rep.From.Unix()))
 	collectGaps(ch, rep)

@@ -69,7 +69,7 @@ func TestMetricsGatheredAsOneCollector(t *testing.T) {
 	}
 	got, want := gatherText(t, s.m.reg, "gpuledger_"), gatherText(t, apart, "gpuledger_")
 	// November to date: 14 days of one A100 at 2.00 an hour, 672.00.
-	if got != want || !strings.Contains(got, `gpuledger_charge_month_to_date{currency="USD",gpu_model="A100-SXM4-80GB",team="ml"} 672`) ||
+	if got != want || !strings.Contains(got, `gpuledger_charge_month_to_date{cluster="default",currency="USD",gpu_model="A100-SXM4-80GB",team="ml"} 672`) ||
 		!strings.Contains(got, `gpuledger_serve_requests_total{code="200",handler="report"} 3`) {
 		t.Errorf("gathered as one:\n%s\nwant (one by one, and November's 672.00 for ml):\n%s", got, want)
 	}

@@ -38,15 +38,31 @@ const (
 // buildReport builds a month's report from st: with Config.RecordPrices
 // it first records the book (recordBook), and either way prices each
 // hour at the book the ledger has in force then (report.BuildDated).
-func (s *Server) buildReport(ctx context.Context, st ledger.Store, book *pricebook.Book, version, month string, from, to, now time.Time) (*report.Report, error) {
+//
+// A cluster's bill (cluster set) is its rows alone, without the
+// adjustments of closed months (a closed month is the fleet's); the
+// fleet's is billed cluster by cluster and added (report.BuildFleet).
+func (s *Server) buildReport(ctx context.Context, st ledger.Store, book *pricebook.Book, version, month string, from, to, now time.Time, cluster string) (*report.Report, error) {
 	if err := s.recordBook(ctx, book, version, now); IsRefusedBook(err) {
 		return nil, err
+	}
+	if cluster != "" {
+		return report.BuildFleet(ctx, st, book, from, to, now, cluster)
 	}
 	cs, err := ledger.Closings(st)
 	if err != nil {
 		return nil, err
 	}
-	return report.BuildOpen(ctx, st, cs, book, month, from, to, now)
+	rep, err := report.BuildFleet(ctx, st, book, from, to, now, "")
+	if err != nil {
+		return nil, err
+	}
+	set, err := report.Adjustments(ctx, st, cs, book, month)
+	if err != nil {
+		return nil, err
+	}
+	rep.Adjustments, rep.AdjustmentNotes = set.Lines, set.Notes
+	return rep, nil
 }
 
 // recordBook records book (of version) once, logging it. A book the

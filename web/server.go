@@ -91,6 +91,10 @@ const (
 
 // Config is what a server reads.
 type Config struct {
+	// Cluster is the cluster the pages bill when a request names none
+	// (serve --cluster); empty: the fleet. ?cluster=NAME picks one,
+	// ?cluster= the fleet. /metrics is always the fleet's.
+	Cluster string
 	// Open opens the ledger. It is called again after a read fails, so a
 	// ledger that comes back is used again.
 	Open func(ctx context.Context) (ledger.Store, error)
@@ -195,9 +199,12 @@ type Server struct {
 type cacheKey struct {
 	month, book string
 	gen         uint64
+	cluster     string // the cluster billed; "" the fleet
 }
 
-func (k cacheKey) String() string { return fmt.Sprintf("%s|%s|%d", k.month, k.book, k.gen) }
+func (k cacheKey) String() string {
+	return fmt.Sprintf("%s|%s|%d|%s", k.month, k.book, k.gen, k.cluster)
+}
 
 type cached[T any] struct {
 	v  T
@@ -356,7 +363,8 @@ func (s *Server) monthBuildOr(ctx context.Context, month string, now time.Time, 
 	if err != nil {
 		return monthBuild{}, err
 	}
-	key := cacheKey{month, version, gen}
+	cluster := clusterOf(ctx)
+	key := cacheKey{month, version, gen, cluster}
 	ended := !now.Before(to)
 	s.cacheMu.Lock()
 	c, ok := s.reports[key]
@@ -383,7 +391,7 @@ func (s *Server) monthBuildOr(ctx context.Context, month string, now time.Time, 
 				}
 				s.upkeep(ctx, st, b, month, from, upTo)
 				var err error
-				rep, err = s.buildReport(ctx, st, book, version, month, from, to, now)
+				rep, err = s.buildReport(ctx, st, book, version, month, from, to, now, cluster)
 				return err
 			})
 			if err != nil {
@@ -393,7 +401,7 @@ func (s *Server) monthBuildOr(ctx context.Context, month string, now time.Time, 
 			s.cacheMu.Lock()
 			putBounded(s.reports, key, cached[*report.Report]{rep, at, ended})
 			s.cacheMu.Unlock()
-			if !ended && month == now.In(book.Location).Format("2006-01") {
+			if !ended && cluster == "" && month == now.In(book.Location).Format("2006-01") {
 				s.mtd.Store(&mtdReport{key, rep, at})
 			}
 			return rep, nil
@@ -465,7 +473,7 @@ func (s *Server) monthAdvice(ctx context.Context, month string, now time.Time) (
 	if err != nil {
 		return nil, err
 	}
-	key := cacheKey{month, version, gen}
+	key := cacheKey{month, version, gen, clusterOf(ctx)}
 	ended := !now.Before(rep.To)
 	s.cacheMu.Lock()
 	c, ok := s.advice[key]
@@ -532,7 +540,7 @@ func (s *Server) attachTokens(ctx context.Context, rep *report.Report, month, ve
 	if err != nil {
 		return err
 	}
-	key := cacheKey{month, version, gen}
+	key := cacheKey{month, version, gen, clusterOf(ctx)}
 	ended := !now.Before(rep.To)
 	s.cacheMu.Lock()
 	c, ok := s.tokens[key]
@@ -740,4 +748,38 @@ func pathless(err error) error {
 // FixedBook serves one price book that never changes (the demo's).
 func FixedBook(b *pricebook.Book) func() (*pricebook.Book, string, error) {
 	return func() (*pricebook.Book, string, error) { return b, "fixed", nil }
+}
+
+// clusterKey carries the cluster a request bills (viewCluster) to the
+// month's build, whose cache it keys.
+type clusterKey struct{}
+
+// withCluster is ctx billing cluster ("" the fleet).
+func withCluster(ctx context.Context, cluster string) context.Context {
+	return context.WithValue(ctx, clusterKey{}, cluster)
+}
+
+// clusterOf is the cluster ctx bills: "" (the fleet) unless withCluster
+// set one.
+func clusterOf(ctx context.Context) string {
+	c, _ := ctx.Value(clusterKey{}).(string)
+	return c
+}
+
+// viewCluster is the cluster a page request bills: ?cluster=NAME, the
+// fleet for ?cluster= (empty), else the server's default view
+// (Config.Cluster). A name that is not a cluster name is a 400.
+func (s *Server) viewCluster(r *http.Request) (string, error) {
+	q := r.URL.Query()
+	if !q.Has("cluster") {
+		return s.cfg.Cluster, nil
+	}
+	c := q.Get("cluster")
+	if c == "" {
+		return "", nil
+	}
+	if err := ledger.CheckClusterName(c); err != nil {
+		return "", &httpError{http.StatusBadRequest, "?cluster: " + err.Error()}
+	}
+	return c, nil
 }

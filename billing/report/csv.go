@@ -51,6 +51,9 @@ func WriteCSV(w io.Writer, r *Report) error {
 	if len(r.PriceBooks) > 0 {
 		header = append(slices.Clip(header), CSVPriceBookColumns...)
 	}
+	if r.HasClusters() {
+		header = append(slices.Clip(header), CSVClusterColumns...)
+	}
 	header = withAdjustmentColumns(r, header)
 	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("cannot write report CSV: %w", err)
@@ -87,6 +90,9 @@ func csvRow(r *Report, l Line) []string {
 	}
 	if len(r.PriceBooks) > 0 {
 		row = append(row, priceBookCells(l)...)
+	}
+	if r.HasClusters() {
+		row = append(row, r.LineCluster(l))
 	}
 	return row
 }

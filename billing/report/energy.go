@@ -288,12 +288,14 @@ func nodeLabels(ctx context.Context, src Source, book *pricebook.Book, to time.T
 
 // intensity is a node's carbon intensity: by name, else by its recorded
 // label value, else the default; it notes the nodes that had no value.
-func (b *builder) intensity(node string) *big.Rat {
+// The labels are keyed by ledger.NodeKey: a node of another cluster than
+// the default one is its cluster's, not a same-named node's elsewhere.
+func (b *builder) intensity(cluster, node string) *big.Rat {
 	e := b.book.Energy
 	if b.labels == nil {
 		return e.IntensityFor(node)
 	}
-	v, ok := b.labels[node]
+	v, ok := b.labels[ledger.NodeKey(cluster, node)]
 	if _, named := e.CarbonIntensityByNode[node]; !ok && !named {
 		if b.unlabelled == nil {
 			b.unlabelled = map[string]bool{}
@@ -330,7 +332,7 @@ func (b *builder) nodeCarbon(ctx context.Context, src Source, from, to time.Time
 		if err != nil {
 			return nil, err
 		}
-		c := new(big.Rat).Mul(big.NewRat(mj, 1), b.intensity(a.Node))
+		c := new(big.Rat).Mul(big.NewRat(mj, 1), b.intensity(a.Cluster, a.Node))
 		switch a.Kind {
 		case attribution.KindContainer:
 			add(devLineKey{lineKey{a.Team, a.Namespace, a.GPUModel, a.Mode}, LineCharge}, c)

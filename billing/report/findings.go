@@ -52,7 +52,8 @@ func collectFindings(ctx context.Context, src Source, from, to time.Time) (out [
 	err = src.Findings(ctx, from, to, func(f attribution.Finding) error {
 		if f.Kind == ledger.FindingNodeLeft {
 			// A clean leave, not an episode: it closes a gap (gaps.go).
-			leaves[f.Node] = append(leaves[f.Node], f.Start)
+			n := ledger.NodeKey(f.Cluster, f.Node)
+			leaves[n] = append(leaves[n], f.Start)
 			return nil
 		}
 		k := findingKey{f.Kind, f.Namespace, f.Pod, f.Container}

@@ -138,7 +138,7 @@ func WriteFOCUS(w io.Writer, r *Report) error {
 	if err != nil {
 		return err
 	}
-	header = withPriceBookColumns(r, withEnergyColumns(r, header))
+	header = withClusterColumns(r, withPriceBookColumns(r, withEnergyColumns(r, header)))
 	rows, err := focusRows(r, header)
 	if err != nil {
 		return err
@@ -223,6 +223,11 @@ func focusCells(r *Report, l Line, capacity *big.Rat) (map[string]string, error)
 	}
 	c["x_EnergyCost"], c["x_Co2eKg"] = f.EnergyCost, f.Co2eKg
 	focusPriceBookCells(c, l)
+	if r.HasClusters() {
+		// docs/focus.md, "Clusters": the cluster is the sub account.
+		cl := r.LineCluster(l)
+		c["SubAccountId"], c["SubAccountName"] = cl, cl
+	}
 	if l.Type == LineRounding {
 		// Not usage of any SKU or resource, and not split from a charge:
 		// the one adjustment that makes the file add up to its total
@@ -376,7 +381,7 @@ func WriteFOCUSJSONL(w io.Writer, r *Report) error {
 	if err != nil {
 		return err
 	}
-	header = withPriceBookColumns(r, withEnergyColumns(r, header))
+	header = withClusterColumns(r, withPriceBookColumns(r, withEnergyColumns(r, header)))
 	rows, err := focusRows(r, header)
 	if err != nil {
 		return err

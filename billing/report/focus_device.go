@@ -27,8 +27,19 @@ import (
 // LoadDevices reads the per-device day aggregates of r's period from src,
 // so that WriteFOCUS and WriteFOCUSJSONL write one row per line, GPU or
 // MIG instance and pod. Without it they write one row per finance line.
+//
+// A cluster's report (Report.Cluster) reads that cluster's devices: a
+// fleet's bill of several clusters is its clusters' reports (pieces),
+// each split over its own devices.
 func LoadDevices(ctx context.Context, src Source, r *Report) error {
-	aggs, err := src.Aggregate(ctx, ledger.AggregateQuery{From: r.From, To: r.To, Location: r.Book.Location, Bucket: ledger.BucketDay, ByDevice: true})
+	return loadDevices(ctx, src, r, r.Cluster)
+}
+
+func loadDevices(ctx context.Context, src Source, r *Report, cluster string) error {
+	if r.Cluster != "" {
+		cluster = r.Cluster
+	}
+	aggs, err := src.Aggregate(ctx, ledger.AggregateQuery{From: r.From, To: r.To, Location: r.Book.Location, Bucket: ledger.BucketDay, ByDevice: true, Cluster: cluster})
 	if err != nil {
 		return fmt.Errorf("cannot read per-device ledger aggregates: %w", err)
 	}
@@ -37,7 +48,7 @@ func LoadDevices(ctx context.Context, src Source, r *Report) error {
 	}
 	r.Devices = aggs
 	for _, p := range r.pieces {
-		if err := LoadDevices(ctx, src, p); err != nil {
+		if err := loadDevices(ctx, src, p, cluster); err != nil {
 			return err
 		}
 	}

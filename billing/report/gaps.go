@@ -99,11 +99,14 @@ func buildCoverage(ctx context.Context, src Source, from, to, dataEnd time.Time,
 		}
 		gpus[key{node, h.From.UnixNano(), h.To.UnixNano()}]++
 	}
+	// A node is (cluster, node): ledger.NodeKey names another cluster's
+	// node as "cluster/node", so same-named nodes never share a gap.
 	for _, d := range cov.Devices {
+		node := ledger.NodeKey(d.Cluster, d.Node)
 		for _, h := range d.Holes {
-			add(d.Node, h)
+			add(node, h)
 		}
-		add(d.Node, ledger.Hole{From: d.Last, To: dataEnd})
+		add(node, ledger.Hole{From: d.Last, To: dataEnd})
 	}
 	out := &Coverage{GPUHours: new(big.Rat), Truncated: cov.Truncated, ByNode: map[string]*big.Rat{},
 		Silent: map[string]time.Time{}, DataEnd: dataEnd.In(loc)}

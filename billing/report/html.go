@@ -49,26 +49,31 @@ type page struct {
 	Teams                      []teamRow
 	Platform, Rounding, Total  string
 	TeamTotals                 teamRow
-	Modes                      []modeRow
-	Models                     []modelRow
-	IdleAllocs                 []findingRow
-	IdleMore                   int
-	Noisy                      []findingRow
-	NoisyMore                  int
-	MemoryGrowth               []findingRow
-	MemoryGrowthMore           int
-	FindingsDropped            int
-	Lines                      []lineRow
-	Explain                    []string
-	Reconcile                  []string
-	Unknown                    []string
-	Savings                    *savingsPage
-	Tokens                     *tokensPage
-	Quota                      *quotaPage
-	TokensUnavailable          string
-	Energy                     *energyPage   // nil without an energy section
-	Gaps                       *gapsPage     // nil without coverage gaps
-	Example                    template.HTML // the example prices banner, or "" (example.go)
+	// Cluster names the one cluster billed; Clusters is a fleet bill's
+	// split by cluster (HasClusters).
+	Cluster           string
+	Clusters          []clusterRow
+	ClusterNotes      []string
+	Modes             []modeRow
+	Models            []modelRow
+	IdleAllocs        []findingRow
+	IdleMore          int
+	Noisy             []findingRow
+	NoisyMore         int
+	MemoryGrowth      []findingRow
+	MemoryGrowthMore  int
+	FindingsDropped   int
+	Lines             []lineRow
+	Explain           []string
+	Reconcile         []string
+	Unknown           []string
+	Savings           *savingsPage
+	Tokens            *tokensPage
+	Quota             *quotaPage
+	TokensUnavailable string
+	Energy            *energyPage   // nil without an energy section
+	Gaps              *gapsPage     // nil without coverage gaps
+	Example           template.HTML // the example prices banner, or "" (example.go)
 	// PriceBooks name the books that priced the period when the ledger
 	// records books (pricebooks_render.go).
 	PriceBooks  []string
@@ -151,6 +156,13 @@ func newPage(r *Report) page {
 	p.ModeHours = hoursChart("GPU-hours per sharing mode", modeHourInputs(r))
 	p.Capacity = capacityChart(r)
 	p.Teams, p.TeamTotals = teamRows(r, money)
+	p.ClusterNotes = r.ClusterNotes
+	if r.HasClusters() {
+		p.Cluster = r.Cluster
+		for _, c := range r.Clusters {
+			p.Clusters = append(p.Clusters, clusterRow{Cluster: c.Cluster, Total: money(c.Total)})
+		}
+	}
 	for _, m := range r.Modes {
 		p.Modes = append(p.Modes, modeRow{Mode: m.Mode, Allocated: hoursText(m.AllocatedHours), Used: hoursText(m.UsedHours),
 			Borrowed: hoursText(m.BorrowedHours), Eff: percent(m.Efficiency), Charge: money(m.Charge)})
@@ -541,3 +553,6 @@ func pow10(n int) int64 {
 	}
 	return p
 }
+
+// clusterRow is one cluster's line of a fleet bill's split.
+type clusterRow struct{ Cluster, Total string }

@@ -51,6 +51,17 @@ type jsonReport struct {
 	AdjustmentsTotal     *json.Number     `json:"adjustments_total,omitempty"`
 	TotalWithAdjustments *json.Number     `json:"total_with_adjustments,omitempty"`
 	AdjustmentNotes      []string         `json:"adjustment_notes,omitempty"`
+	// Cluster names the one cluster the report bills; Clusters are the
+	// period's clusters with their bills' totals (a fleet's of several
+	// adds up to total). Both absent on a single-cluster install's bill.
+	Cluster      string        `json:"cluster,omitempty"`
+	Clusters     []jsonCluster `json:"clusters,omitempty"`
+	ClusterNotes []string      `json:"cluster_notes,omitempty"`
+}
+
+type jsonCluster struct {
+	Cluster string      `json:"cluster"`
+	Total   json.Number `json:"total"`
 }
 
 // jsonEnergy is the period's energy figures (informational: not in total).
@@ -104,6 +115,8 @@ type jsonLine struct {
 	Co2eKg       *json.Number `json:"co2e_kg,omitempty"`
 	// PriceBook is the short SHA-256 of the book that priced the line.
 	PriceBook string `json:"price_book,omitempty"`
+	// Cluster is the line's cluster, on a bill that names clusters.
+	Cluster string `json:"cluster,omitempty"`
 }
 
 type jsonTeam struct {
@@ -212,6 +225,16 @@ func toJSON(r *Report) jsonReport {
 			ChargedHours: optNum(decimal(l.Charged, hoursDecimals)), MemoryHours: optNum(decimal(l.MemoryHours, hoursDecimals)),
 			SlotMonths: optNum(decimal(l.SlotMonths, slotMonthDecimals)), SlotRate: optRate(l.SlotRate, r.Book.Currency.MinorUnit),
 			EnergyCost: optNum(f.EnergyCost), Co2eKg: optNum(f.Co2eKg), PriceBook: jsonLineBook(l)})
+		if r.HasClusters() {
+			j.Lines[len(j.Lines)-1].Cluster = r.LineCluster(l)
+		}
+	}
+	j.ClusterNotes = r.ClusterNotes
+	if r.HasClusters() {
+		j.Cluster = r.Cluster
+		for _, c := range r.Clusters {
+			j.Clusters = append(j.Clusters, jsonCluster{Cluster: c.Cluster, Total: num(r.Money(c.Total))})
+		}
 	}
 	j.PriceBooks = priceBooksJSON(r)
 	for _, t := range r.Teams {

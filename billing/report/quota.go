@@ -81,6 +81,11 @@ func buildQuota(ctx context.Context, src Source, book *pricebook.Book, from, to,
 	}
 	var changes []quota.Change
 	err = qr.QuotaChanges(ctx, from, to, func(c quota.Change) error {
+		// Two clusters' objects of one name are two objects: another
+		// cluster's than the default is named "cluster/object" (as its
+		// nodes are, ledger.NodeKey), so its changes never replace the
+		// other's.
+		c.Object = ledger.NodeKey(c.Cluster, c.Object)
 		changes = append(changes, c)
 		return nil
 	})

@@ -29,6 +29,9 @@ const (
 // Line is one line of the chargeback. Quantities are exact; Amount is the
 // rounded amount in the currency's minor unit.
 type Line struct {
+	// Cluster is the cluster whose bill the line is from, on a fleet bill
+	// of several clusters (BuildFleet); empty otherwise.
+	Cluster                                string
 	Team, Namespace, GPUModel, SharingMode string
 	Type                                   LineType
 	// AllocatedHours and UsedHours are GPU-hours (nil on the rounding
@@ -207,6 +210,15 @@ type Report struct {
 	// not part of Total (AdjustmentsTotal).
 	Adjustments     []Adjustment
 	AdjustmentNotes []string
+	// Cluster names the one cluster a report bills (BuildFleet with a
+	// cluster); empty on a fleet's bill. Clusters are the clusters the
+	// period holds, each with its own bill's total: on a fleet's bill
+	// they add up to Total.
+	Cluster  string
+	Clusters []ClusterTotal
+	// ClusterNotes say which billed clusters were renamed, naming the
+	// names one cluster shipped under (renameNotes).
+	ClusterNotes []string
 }
 
 // Empty reports whether the period had no ledger rows.

@@ -28,6 +28,11 @@ import (
 )
 
 type collectFlags struct {
+	// cluster names the Kubernetes cluster every row is stamped with
+	// (docs/ledger-format.md, "A fleet of clusters on one ledger").
+	// clusterID is the cluster's identity its name is claimed with in
+	// the ledger (default: the UID of its kube-system namespace).
+	cluster, clusterID                                string
 	node, kubeletSocket, procRoot, kubeconfig, listen string
 	dcgmMode, dcgmAddress, teamLabel, dataDir         string
 	ledgerDSN, webConfig, prices                      string
@@ -50,6 +55,8 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	var f collectFlags
 	fs := flag.NewFlagSet("collect", flag.ContinueOnError)
 	fs.StringVar(&f.node, "node", envDefault("NODE_NAME", ""), "this node's name (env NODE_NAME, from the downward API)")
+	fs.StringVar(&f.cluster, "cluster", envDefault("GPULEDGER_CLUSTER", attribution.DefaultCluster), "this cluster's name in a ledger that several clusters ship to: a DNS label (env GPULEDGER_CLUSTER)")
+	fs.StringVar(&f.clusterID, "cluster-id", envDefault("GPULEDGER_CLUSTER_ID", ""), "this cluster's identity, recorded with --cluster in the --ledger the first time the name ships; a collector whose identity differs from the recorded one is refused (env GPULEDGER_CLUSTER_ID; default the UID of the kube-system namespace)")
 	fs.StringVar(&f.kubeletSocket, "kubelet-socket", envDefault("GPULEDGER_KUBELET_SOCKET", podresources.DefaultSocket), "kubelet pod-resources socket (env GPULEDGER_KUBELET_SOCKET)")
 	fs.StringVar(&f.procRoot, "proc-root", envDefault("GPULEDGER_PROC_ROOT", "/proc"), "host procfs root; needs hostPID (env GPULEDGER_PROC_ROOT)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", envDefault("KUBECONFIG", ""), "kubeconfig; empty means in-cluster config")
@@ -75,6 +82,14 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	}
 	if f.node == "" {
 		return f, errors.New("collect needs --node (or NODE_NAME)")
+	}
+	if err := ledger.CheckClusterName(f.cluster); err != nil {
+		return f, fmt.Errorf("--cluster: %w", err)
+	}
+	if f.clusterID != "" {
+		if err := ledger.CheckClusterID(f.clusterID); err != nil {
+			return f, fmt.Errorf("--cluster-id: %w", err)
+		}
 	}
 	if f.shutdownTimeout < 0 || f.shutdownTimeout > maxShutdownTimeout {
 		return f, fmt.Errorf("--shutdown-timeout %s must be between 0 and %s", f.shutdownTimeout, maxShutdownTimeout)
@@ -170,6 +185,11 @@ func runCollector(ctx context.Context, f collectFlags, boot *exposition.Startup,
 	if err := os.MkdirAll(f.dataDir, 0o750); err != nil {
 		return fmt.Errorf("cannot create data directory: %w", err)
 	}
+	if f.ledgerDSN != "" && f.clusterID == "" {
+		if f.clusterID, err = kubeSystemUID(ctx, kube); err != nil {
+			return fmt.Errorf("cannot find this cluster's identity (or pass --cluster-id): %w", err)
+		}
+	}
 	boot.SetPhase("migrating")
 	out, err := openOutbox(ctx, f, log)
 	if err != nil {
@@ -195,7 +215,7 @@ func runCollector(ctx context.Context, f collectFlags, boot *exposition.Startup,
 		log.Info("restored annotation pins from the node's ledger", "pins", len(pins))
 	}
 	mark := &collector.LeaveMark{}
-	c := collector.New(collector.Config{Node: f.node, Outbox: outboxStatus(out)}, collector.WallClock{}, collector.Sources{
+	c := collector.New(collector.Config{Node: f.node, Cluster: f.cluster, Outbox: outboxStatus(out)}, collector.WallClock{}, collector.Sources{
 		NVML: nv, DCGM: dcgm, Pods: pods, Meta: meta, Procs: procfs.NewResolver(f.procRoot),
 	}, engine, exp, []collector.Sink{out, mark}, log)
 	boot.Ready(exp.Handler())
@@ -229,6 +249,13 @@ func openOutbox(ctx context.Context, f collectFlags, log *slog.Logger) (*outbox.
 		if opts.Remote, err = openClickHouse(ctx, d); err != nil {
 			return nil, err
 		}
+		// Two clusters shipping under one name would mix their nodes'
+		// rows: the name is the first identity's that shipped with it.
+		if err := ledger.ClaimClusterName(ctx, opts.Remote, f.cluster, f.clusterID, time.Now()); err != nil {
+			opts.Remote.Close()
+			return nil, fmt.Errorf("--cluster %s: %w", f.cluster, err)
+		}
+		log.Info("cluster name claimed in the ledger", "cluster", f.cluster, "cluster_id", f.clusterID)
 	}
 	return outbox.Open(ctx, opts)
 }

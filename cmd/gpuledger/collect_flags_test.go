@@ -71,3 +71,33 @@ func TestCollectIntervalBounds(t *testing.T) {
 		t.Errorf("the bounds themselves are allowed: %v", err)
 	}
 }
+
+// TestClusterFlags: --cluster defaults to the default cluster (env
+// GPULEDGER_CLUSTER), and collect, report and serve refuse a name that is
+// not a DNS label, naming the flag.
+func TestClusterFlags(t *testing.T) {
+	t.Setenv("GPULEDGER_CLUSTER", "")
+	os.Unsetenv("GPULEDGER_CLUSTER")
+	f, err := parseCollectFlags([]string{"--node", "n"})
+	if err != nil || f.cluster != "default" || f.clusterID != "" {
+		t.Fatalf("default: cluster %q, id %q, %v; want default and none (the kube-system UID, read at start)", f.cluster, f.clusterID, err)
+	}
+	t.Setenv("GPULEDGER_CLUSTER", "eu-west-1")
+	if f, err = parseCollectFlags([]string{"--node", "n", "--cluster-id", "uid-1"}); err != nil || f.cluster != "eu-west-1" || f.clusterID != "uid-1" {
+		t.Fatalf("from the environment: cluster %q, id %q, %v", f.cluster, f.clusterID, err)
+	}
+	for _, bad := range []string{"EU", "eu_west", "-eu", "eu-", strings.Repeat("a", 64), "a/b"} {
+		if _, err := parseCollectFlags([]string{"--node", "n", "--cluster", bad}); err == nil || !strings.Contains(err.Error(), "--cluster") {
+			t.Errorf("collect --cluster %q: %v, want an error naming --cluster", bad, err)
+		}
+		if _, err := parseReportFlags([]string{"--period", "2026-11", "--prices", "p.yaml", "--ledger", "l.db", "--cluster", bad}); err == nil || !strings.Contains(err.Error(), "--cluster") {
+			t.Errorf("report --cluster %q: %v, want an error naming --cluster", bad, err)
+		}
+		if _, err := parseServeFlags([]string{"--prices", "p.yaml", "--ledger", "l.db", "--cluster", bad}); err == nil || !strings.Contains(err.Error(), "--cluster") {
+			t.Errorf("serve --cluster %q: %v, want an error naming --cluster", bad, err)
+		}
+	}
+	if _, err := parseCollectFlags([]string{"--node", "n", "--cluster-id", "has space"}); err == nil || !strings.Contains(err.Error(), "--cluster-id") {
+		t.Errorf("collect --cluster-id with a space: %v", err)
+	}
+}

@@ -134,7 +134,7 @@ func TestLedgerBackupRestoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(strings.TrimSpace(out.String()))
-	if !strings.Contains(out.String(), "schema version 7, 7 tables") {
+	if !strings.Contains(out.String(), "schema version 8, 8 tables") {
 		t.Errorf("backup printed %q", out.String())
 	}
 	if err := runLedger(ctx, []string{"backup", "--ledger", dsn, "--out", backup}, io.Discard); err == nil || !strings.Contains(err.Error(), "it exists") {
@@ -187,7 +187,7 @@ func TestLedgerBackupRestoreRoundTrip(t *testing.T) {
 	if err := runLedger(ctx, []string{"restore", "--ledger", dsn, "--from", backup}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "rows of 7 tables restored") {
+	if !strings.Contains(out.String(), "rows of 8 tables restored") {
 		t.Errorf("restore printed %q", out.String())
 	}
 	before.equal(t, "after the restore", ledgerSnapshot(t, true, dsn, prices, quotaPrices))
@@ -248,13 +248,13 @@ func ledgerSnapshot(t *testing.T, full bool, dsn string, books ...string) snapsh
 		t.Fatal(err)
 	}
 	conn, name := rawConn(t, dsn)
-	for _, table := range []string{"ledger_rows", "ledger_findings", "gpuledger_prices", "quota_changes", "node_labels", "month_closings", "price_books"} {
+	for _, table := range []string{"ledger_rows", "ledger_findings", "gpuledger_prices", "quota_changes", "node_labels", "month_closings", "price_books", "cluster_identities"} {
 		var n, f uint64
 		if err := conn.QueryRow(ctx, "SELECT count() FROM "+name+"."+table).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		final := " FINAL"
-		if table == "gpuledger_prices" || table == "price_books" { // plain MergeTree tables
+		if table == "gpuledger_prices" || table == "price_books" || table == "cluster_identities" { // plain MergeTree tables
 			final = ""
 		}
 		if err := conn.QueryRow(ctx, "SELECT count() FROM "+name+"."+table+final).Scan(&f); err != nil {

@@ -28,6 +28,7 @@ const reportUsageText = `usage: gpuledger report (--period YYYY-MM | --from T --
                         [--format csv|json|html|focus|focus-jsonl] [--out FILE] [--ledger DSN]
                         [--advice [--pods FILE]] [--focus-version 1.3|1.4]
                         [--prometheus URL [--prometheus-timeout D]] [--recompute]
+                        [--cluster NAME]
 
 Writes the chargeback for one period from the ledger and a price book
 (docs/report.md): the finance CSV, the same numbers as JSON, a
@@ -56,6 +57,10 @@ self-contained HTML report, or a FOCUS 1.3 (or 1.4) cost and usage file
              or 1.4 (no ProviderName or PublisherName columns)
   --recompute  a closed month: write it as it would be billed today, and
              the difference per team from its stored bill on stderr
+  --cluster  one cluster's bill (env GPULEDGER_CLUSTER): its rows only,
+             built from the ledger even for a closed month; default the
+             fleet's, each cluster billed on its own and added, with a
+             cluster column and a per-cluster split (docs/report.md)
 
 A closed month (gpuledger close) is written as stored when it closed, byte
 for byte, whatever the price book says now; an open month bills the
@@ -80,6 +85,8 @@ type reportFlags struct {
 	focusVersion string
 	// recompute: a closed month as it would be billed today.
 	recompute bool
+	// cluster: one cluster's bill; empty, the fleet's.
+	cluster string
 }
 
 // periodFlags are what every command that prices a period of the ledger
@@ -124,6 +131,7 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	fs.DurationVar(&f.promTimeout, "prometheus-timeout", tokencost.DefaultTimeout, "bound on all of the token queries together")
 	fs.StringVar(&f.focusVersion, "focus-version", report.FOCUSVersion13, "FOCUS version of focus and focus-jsonl: 1.3 or 1.4")
 	fs.BoolVar(&f.recompute, "recompute", false, "a closed month as it would be billed today, and the difference")
+	fs.StringVar(&f.cluster, "cluster", envDefault("GPULEDGER_CLUSTER", ""), "one cluster's bill (env GPULEDGER_CLUSTER); default the fleet's, split by cluster")
 	if err := parseFlags(fs, args, reportUsageText); err != nil {
 		return f, err
 	}
@@ -132,6 +140,11 @@ func parseReportFlags(args []string) (reportFlags, error) {
 	}
 	if err := f.check("report"); err != nil {
 		return f, err
+	}
+	if f.cluster != "" {
+		if err := ledger.CheckClusterName(f.cluster); err != nil {
+			return f, fmt.Errorf("report: --cluster: %w", err)
+		}
 	}
 	if f.format == "" {
 		f.format = formatFromName(f.out)
@@ -213,9 +226,15 @@ func runReport(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer st.Close()
 	began := time.Now()
-	handled, attach, err := reportMonth(ctx, st, book, f, stdout)
-	if handled || err != nil {
-		return err
+	var attach func(*report.Report) error
+	// A closed month's stored bill is the fleet's: one cluster's is
+	// built from the ledger.
+	if f.cluster == "" {
+		var handled bool
+		handled, attach, err = reportMonth(ctx, st, book, f, stdout)
+		if handled || err != nil {
+			return err
+		}
 	}
 	if f.advice {
 		advice, err := adviceAttacher(ctx, st, book, f.advicePods)
@@ -247,7 +266,7 @@ func runReport(ctx context.Context, args []string, stdout io.Writer) error {
 			return nil
 		}
 	}
-	rep, err := writeReportWith(ctx, st, book, from, to, f.format, f.out, stdout, attach)
+	rep, err := writeReportWith(ctx, st, book, from, to, f.cluster, f.format, f.out, stdout, attach)
 	if err != nil {
 		return err
 	}
@@ -269,18 +288,28 @@ func periodText(from, to time.Time, book *pricebook.Book) string {
 // format to out (stdout when out is "" or "-"); a file appears only once
 // complete. The demo writes its month's reports through it too.
 func writeReport(ctx context.Context, st report.Source, book *pricebook.Book, from, to time.Time, format, out string, stdout io.Writer) (*report.Report, error) {
-	return writeReportWith(ctx, st, book, from, to, format, out, stdout, nil)
+	return writeReportWith(ctx, st, book, from, to, "", format, out, stdout, nil)
 }
 
 // writeReportWith is writeReport with attach (when not nil) run on the
 // built report before it is written: report --advice adds its savings.
-func writeReportWith(ctx context.Context, st report.Source, book *pricebook.Book, from, to time.Time, format, out string, stdout io.Writer,
+// A ledger store's bill is the fleet's, split by cluster, or cluster's
+// alone when cluster is set (report.BuildFleet).
+func writeReportWith(ctx context.Context, st report.Source, book *pricebook.Book, from, to time.Time, cluster, format, out string, stdout io.Writer,
 	attach func(*report.Report) error) (*report.Report, error) {
 	generated := now()
 	if !from.Before(generated) {
 		return nil, fmt.Errorf("cannot report %s: the period has not started yet (it starts %s)", periodText(from, to, book), from.Format(time.RFC3339))
 	}
-	rep, err := report.BuildDated(ctx, st, book, from, to, generated)
+	var rep *report.Report
+	var err error
+	if s, ok := st.(ledger.Store); ok {
+		rep, err = report.BuildFleet(ctx, s, book, from, to, generated, cluster)
+	} else if cluster != "" {
+		err = fmt.Errorf("cannot bill cluster %s: the source is not a ledger", cluster)
+	} else {
+		rep, err = report.BuildDated(ctx, st, book, from, to, generated)
+	}
 	if err != nil {
 		return nil, err
 	}

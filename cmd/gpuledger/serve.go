@@ -24,7 +24,7 @@ const serveUsageText = `usage: gpuledger serve --ledger DSN --prices FILE [--lis
                        [--max-computations 4] [--drain-timeout 30s]
                        [--prometheus URL [--prometheus-timeout D]]
                        [--quota [--quota-interval 1m] [--kubeconfig FILE]]
-                       [--close-after-days N]
+                       [--close-after-days N] [--cluster NAME]
 
 Serves the chargeback as a web app and an API, from the ledger and a price
 book (docs/serve.md):
@@ -38,6 +38,9 @@ book (docs/serve.md):
                             advice series, the server's own health
   /healthz, /readyz         alive; ready when the ledger answers
 
+  --cluster    the cluster the pages bill when a request names none (env
+               GPULEDGER_CLUSTER; default the fleet); ?cluster=NAME on a
+               page or file picks one, ?cluster= the fleet
   --ledger     ledger DSN (env GPULEDGER_LEDGER): PATH, file:PATH or
                clickhouse://user:password@host:9000/database
   --prices     the price book (env GPULEDGER_PRICES), re-read when its content
@@ -97,6 +100,8 @@ type serveFlags struct {
 	quota         bool
 	quotaInterval time.Duration
 	kubeconfig    string
+	// cluster: the pages' default view ("" the fleet).
+	cluster string
 	// closeAfterDays: serve closes months this long after their end.
 	closeAfterDays int
 }
@@ -121,6 +126,7 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	fs.DurationVar(&f.quotaInterval, "quota-interval", time.Minute, "how often quota objects are compared with the ledger")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", envDefault("KUBECONFIG", ""), "kubeconfig for --quota; empty means in-cluster config")
 	fs.IntVar(&f.closeAfterDays, "close-after-days", 0, "close each month this many days after it ends (0: never)")
+	fs.StringVar(&f.cluster, "cluster", envDefault("GPULEDGER_CLUSTER", ""), "the cluster the pages bill when a request names none (env GPULEDGER_CLUSTER); default the fleet")
 	if err := parseFlags(fs, args, serveUsageText); err != nil {
 		return f, err
 	}
@@ -147,6 +153,11 @@ func parseServeFlags(args []string) (serveFlags, error) {
 		return f, fmt.Errorf("serve: --close-after-days %d: want 0 (never) to %d", f.closeAfterDays, maxCloseAfterDays)
 	case f.quotaInterval < quota.MinRecordInterval || f.quotaInterval > quota.MaxRecordInterval:
 		return f, fmt.Errorf("serve: --quota-interval %s: want %s to %s", f.quotaInterval, quota.MinRecordInterval, quota.MaxRecordInterval)
+	}
+	if f.cluster != "" {
+		if err := ledger.CheckClusterName(f.cluster); err != nil {
+			return f, fmt.Errorf("serve: --cluster: %w", err)
+		}
 	}
 	if f.prometheus != "" {
 		if _, err := tokencost.NewClient(f.prometheus, f.promTimeout); err != nil {
@@ -237,6 +248,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		opts = append(opts, func(c *web.Config) { c.Collectors = append(c.Collectors, qs.Collectors()...) })
+	}
+	if f.cluster != "" {
+		opts = append(opts, func(c *web.Config) { c.Cluster = f.cluster })
 	}
 	srv, err := newWebServer(f.ledger, prices, f.months, f.adviceRefresh, opts...)
 	if err != nil {

@@ -41,12 +41,20 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 	linger := fs.Duration("linger", 0, "with --listen, keep serving this long after the scenario ends")
 	prices := fs.String("prices", envDefault("GPULEDGER_PRICES", ""), "price book whose rates /metrics exports as gpuledger_price_per_gpu_hour (with --listen)")
 	ledgerDSN := fs.String("ledger", envDefault("GPULEDGER_LEDGER", ""), "also send the rows to this ledger (file path, file:PATH or clickhouse://...); ClickHouse is shipped to through --out's ledger.db as the collector's outbox")
+	cluster := fs.String("cluster", envDefault("GPULEDGER_CLUSTER", attribution.DefaultCluster), "the simulated node's cluster, stamped on its rows (env GPULEDGER_CLUSTER): a DNS label")
+	clusterID := fs.String("cluster-id", envDefault("GPULEDGER_CLUSTER_ID", ""), "the simulated cluster's identity, claimed with --cluster in --ledger (env GPULEDGER_CLUSTER_ID; default sim-<cluster>, the same for every node of a simulated cluster)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 25*time.Second, "at the end or on SIGTERM, how long to keep shipping pending rows to a ClickHouse --ledger; what is not shipped stays in --out's ledger.db and ships on the next run")
 	if err := parseFlags(fs, args, ""); err != nil {
 		return err
 	}
 	if *path == "" || *out == "" {
 		return fmt.Errorf("simulate needs --scenario and --out")
+	}
+	if err := ledger.CheckClusterName(*cluster); err != nil {
+		return fmt.Errorf("--cluster: %w", err)
+	}
+	if *clusterID == "" {
+		*clusterID = "sim-" + *cluster
 	}
 	if *out == "-" {
 		return fmt.Errorf("simulate writes two files, ledger.csv and flags.csv: --out names a directory, not standard output")
@@ -96,6 +104,10 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 			if err != nil {
 				return err
 			}
+			if err := ledger.ClaimClusterName(ctx, remote, *cluster, *clusterID, time.Now()); err != nil {
+				remote.Close()
+				return fmt.Errorf("--cluster %s: %w", *cluster, err)
+			}
 			if ship, err = outbox.Open(ctx, outbox.Options{Path: filepath.Join(*out, "ledger.db"), Remote: remote}); err != nil {
 				return err
 			}
@@ -105,6 +117,9 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 				return err
 			}
 			defer extra.Close()
+			if err := ledger.ClaimClusterName(ctx, extra, *cluster, *clusterID, time.Now()); err != nil {
+				return fmt.Errorf("--cluster %s: %w", *cluster, err)
+			}
 		}
 	}
 	var store *filestore.FileStore
@@ -140,7 +155,7 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 		defer serveMetrics(ctx, ln, exp)()
 	}
 	started := time.Now()
-	opt := simOptions{TeamLabel: *teamLabel, IgnorePodTeamLabel: !*teamFromPod, Speed: *speed, Pins: pins}
+	opt := simOptions{Cluster: *cluster, TeamLabel: *teamLabel, IgnorePodTeamLabel: !*teamFromPod, Speed: *speed, Pins: pins}
 	mark := &collector.LeaveMark{}
 	err = simulateScenario(ctx, sc, opt, append(sinks, mark), exp)
 	stopped := err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
@@ -184,6 +199,8 @@ func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 type simOptions struct {
+	// Cluster is stamped on the rows (simulate --cluster).
+	Cluster   string
 	TeamLabel string
 
 	// IgnorePodTeamLabel: the namespace name pays where the namespace has
@@ -307,7 +324,7 @@ func simulatedCollector(ctx context.Context, sc *scenario.Scenario, node *sim.No
 		IgnorePodTeamLabel: opt.IgnorePodTeamLabel,
 	})
 	engine.RestorePins(opt.Pins)
-	c := collector.New(collector.Config{Node: sc.Node.Name, StopsOnWriteError: !opt.ContinueOnWriteError}, node.Clock(), collector.Sources{
+	c := collector.New(collector.Config{Node: sc.Node.Name, Cluster: opt.Cluster, StopsOnWriteError: !opt.ContinueOnWriteError}, node.Clock(), collector.Sources{
 		NVML:  nv,
 		DCGM:  dcgmsource.NewSource(dc, log),
 		Pods:  pods,

@@ -479,7 +479,8 @@ func isRead(q string) bool {
 	return false
 }
 
-// orderDDL puts the database first and the tables before their ALTERs:
+// orderDDL puts the database first, the tables before their ALTERs, and
+// the renames after both, then the drops:
 // query_log's times are in whole seconds, so its order within one second
 // is not the order sent.
 func orderDDL(qs []string) []string {
@@ -490,8 +491,15 @@ func orderDDL(qs []string) []string {
 			return 0
 		case strings.HasPrefix(u, "CREATE"):
 			return 1
+		case strings.HasPrefix(u, "ALTER"):
+			return 2
+		case strings.HasPrefix(u, "RENAME"):
+			// Migration 8 renames a table away once its columns are
+			// there, and its copy into the name; query_log orders the
+			// statements of one second arbitrarily.
+			return 3
 		}
-		return 2
+		return 4
 	}
 	out := append([]string(nil), qs...)
 	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })

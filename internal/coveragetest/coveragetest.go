@@ -11,7 +11,8 @@ import (
 )
 
 // WalkHoles is the ground truth of Coverage: a second-by-second walk over
-// the rows of [from, to). For every (node, GPU), a second is covered when a
+// the rows of [from, to), keyed by ledger.NodeKey(cluster, node) + "/" +
+// GPU. For every (cluster, node, GPU), a second is covered when a
 // row's interval contains it; the GPU's holes are the runs of uncovered
 // seconds between its first covered second and its last; its bounds are
 // its rows' earliest start and latest end.
@@ -22,10 +23,10 @@ func WalkHoles(rows []attribution.Row, from, to time.Time) map[string]ledger.Dev
 		if r.IntervalStart.Before(from) || !r.IntervalStart.Before(to) {
 			continue
 		}
-		k := r.Node + "/" + r.GPUUUID
+		k := ledger.NodeKey(r.Cluster, r.Node) + "/" + r.GPUUUID
 		if covered[k] == nil {
 			covered[k] = map[int64]bool{}
-			out[k] = ledger.DeviceCoverage{Node: r.Node, GPUUUID: r.GPUUUID, First: r.IntervalStart, Last: r.IntervalEnd}
+			out[k] = ledger.DeviceCoverage{Cluster: ledger.ClusterOrDefault(r.Cluster), Node: r.Node, GPUUUID: r.GPUUUID, First: r.IntervalStart, Last: r.IntervalEnd}
 		}
 		d := out[k]
 		if r.IntervalStart.Before(d.First) {
@@ -65,14 +66,15 @@ func WalkHoles(rows []attribution.Row, from, to time.Time) map[string]ledger.Dev
 // WalkGapSeconds is the ground truth: a second-by-second walk over every
 // GPU's rows from its first row to the data's end (the latest row end). A
 // second no row of the GPU covers is a gap second unless the node left
-// cleanly since the GPU's last covered second.
+// cleanly since the GPU's last covered second. Keyed by
+// ledger.NodeKey(cluster, node).
 func WalkGapSeconds(rows []attribution.Row, findings []attribution.Finding) map[string]int64 {
 	type dev struct{ node, gpu string }
 	covered := map[dev]map[int64]bool{}
 	first := map[dev]int64{}
 	var end int64
 	for _, r := range rows {
-		d := dev{r.Node, r.GPUUUID}
+		d := dev{ledger.NodeKey(r.Cluster, r.Node), r.GPUUUID}
 		if covered[d] == nil {
 			covered[d], first[d] = map[int64]bool{}, r.IntervalStart.Unix()
 		}
@@ -85,10 +87,11 @@ func WalkGapSeconds(rows []attribution.Row, findings []attribution.Finding) map[
 	leftAt := map[string]map[int64]bool{}
 	for _, f := range findings {
 		if f.Kind == ledger.FindingNodeLeft {
-			if leftAt[f.Node] == nil {
-				leftAt[f.Node] = map[int64]bool{}
+			n := ledger.NodeKey(f.Cluster, f.Node)
+			if leftAt[n] == nil {
+				leftAt[n] = map[int64]bool{}
 			}
-			leftAt[f.Node][f.Start.Unix()] = true
+			leftAt[n][f.Start.Unix()] = true
 		}
 	}
 	out := map[string]int64{}

@@ -25,15 +25,29 @@ type aggPlan struct{ days, hours, raw int }
 // build covers every write; everything else (partial hours at the edges,
 // hours not rebuilt since their last write, buckets not aligned to UTC
 // hours) is summed from the deduplicated raw rows.
+//
+// Every grain groups by cluster too (the rollups carry it); the cluster
+// filter and the fleet's sums are taken from that (ledger.FoldClusters).
 func (s *Store) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
-	if q.ByNode {
-		return s.aggregateNodes(ctx, q)
+	if err := ledger.CheckAggregateCluster(q); err != nil {
+		return nil, fmt.Errorf("cannot aggregate ledger rows: %w", err)
 	}
-	if q.ByDevice {
-		return s.aggregateDevices(ctx, q)
+	var (
+		out []ledger.Aggregate
+		err error
+	)
+	switch {
+	case q.ByNode:
+		out, err = s.aggregateNodes(ctx, q)
+	case q.ByDevice:
+		out, err = s.aggregateDevices(ctx, q)
+	default:
+		out, _, err = s.aggregate(ctx, q)
 	}
-	out, _, err := s.aggregate(ctx, q)
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return ledger.FoldClusters(out, q), nil
 }
 
 func (s *Store) aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, aggPlan, error) {
@@ -140,12 +154,13 @@ type rawGrain[K comparable] struct {
 
 var teamGrain = rawGrain[groupKey]{
 	what:    "aggregate raw ledger rows",
-	keyCols: "team, namespace, gpu_model, sharing_mode, kind",
+	keyCols: "team, namespace, gpu_model, sharing_mode, kind, cluster",
 	dest: func(k *groupKey, _ *string) []any {
-		return []any{&k.team, &k.namespace, &k.model, &k.mode, &k.kind}
+		return []any{&k.team, &k.namespace, &k.model, &k.mode, &k.kind, &k.cluster}
 	},
 	fill: func(a *ledger.Aggregate, k groupKey) {
 		a.Team, a.Namespace, a.GPUModel, a.Mode, a.Kind = k.team, k.namespace, k.model, k.mode, attribution.Kind(k.kind)
+		a.Cluster = k.cluster
 	},
 	less: groupKey.less,
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // Column lists of the inserts, in the order the column slices are built.
@@ -20,11 +21,11 @@ var (
 		"node", "gpu_uuid", "gpu_model", "slice_id", "sharing_mode", "kind",
 		"namespace", "pod", "pod_uid", "container", "team", "mig_profile",
 		"allocated_gpu_seconds", "used_gpu_seconds", "memory_mib_seconds", "energy_joules",
-		"method", "version",
+		"method", "version", "cluster",
 	}
 	findingInsertColumns = []string{
 		"start_time", "start_ns", "end_time", "end_ns", "kind", "node", "gpu_uuid",
-		"namespace", "pod", "container", "team", "detail", "noisy_pod", "version",
+		"namespace", "pod", "container", "team", "detail", "noisy_pod", "version", "cluster",
 	}
 )
 
@@ -166,6 +167,7 @@ type rowCols struct {
 	alloc, used, mem, erg []float64
 	method                []string
 	versions              []uint64
+	cluster               []string
 }
 
 // rowColsFree keeps a few column buffers across Appends; unlike a
@@ -184,7 +186,7 @@ func rowColumns(rows []attribution.Row, version uint64) (*rowCols, []any) {
 		c.str[j] = c.str[j][:0]
 	}
 	c.alloc, c.used, c.mem, c.erg = c.alloc[:0], c.used[:0], c.mem[:0], c.erg[:0]
-	c.method, c.versions = c.method[:0], c.versions[:0]
+	c.method, c.versions, c.cluster = c.method[:0], c.versions[:0], c.cluster[:0]
 	for i := range rows {
 		r := &rows[i]
 		c.starts, c.startNs = append(c.starts, r.IntervalStart.Unix()), append(c.startNs, uint32(r.IntervalStart.Nanosecond()))
@@ -196,12 +198,13 @@ func rowColumns(rows []attribution.Row, version uint64) (*rowCols, []any) {
 		c.alloc, c.used = append(c.alloc, r.AllocatedGPUSeconds), append(c.used, r.UsedGPUSeconds)
 		c.mem, c.erg = append(c.mem, r.MemoryMiBSeconds), append(c.erg, r.EnergyJoules)
 		c.method, c.versions = append(c.method, r.Method), append(c.versions, version)
+		c.cluster = append(c.cluster, ledger.ClusterOrDefault(r.Cluster))
 	}
 	cols := []any{c.starts, c.startNs, c.ends, c.endNs}
 	for j := range c.str {
 		cols = append(cols, c.str[j])
 	}
-	return c, append(cols, c.alloc, c.used, c.mem, c.erg, c.method, c.versions)
+	return c, append(cols, c.alloc, c.used, c.mem, c.erg, c.method, c.versions, c.cluster)
 }
 
 // release returns the buffers to the pool, dropping the strings they point
@@ -211,6 +214,7 @@ func (c *rowCols) release() {
 		clear(c.str[j])
 	}
 	clear(c.method)
+	clear(c.cluster)
 	select {
 	case rowColsFree <- c:
 	default:
@@ -226,19 +230,20 @@ func findingColumns(fs []attribution.Finding, version uint64) []any {
 		str[j] = make([]string, n)
 	}
 	versions := make([]uint64, n)
+	clusters := make([]string, n)
 	for i := range fs {
 		f := &fs[i]
 		starts[i], startNs[i] = f.Start.Unix(), uint32(f.Start.Nanosecond())
 		ends[i], endNs[i] = f.End.Unix(), uint32(f.End.Nanosecond())
 		str[0][i], str[1][i], str[2][i], str[3][i] = f.Kind, f.Node, f.GPUUUID, f.Namespace
 		str[4][i], str[5][i], str[6][i], str[7][i], str[8][i] = f.Pod, f.Container, f.Team, f.Detail, f.NoisyPod
-		versions[i] = version
+		versions[i], clusters[i] = version, ledger.ClusterOrDefault(f.Cluster)
 	}
 	cols := []any{starts, startNs, ends, endNs}
 	for j := range str {
 		cols = append(cols, str[j])
 	}
-	return append(cols, versions)
+	return append(cols, versions, clusters)
 }
 
 // sliceColumn returns rows [lo, hi) of a column slice.
@@ -275,6 +280,9 @@ func validateRows(rows []attribution.Row) error {
 		case r.IntervalEnd.Before(r.IntervalStart):
 			return permanent("%s: interval ends before it starts", where())
 		}
+		if err := ledger.CheckRowCluster(r.Cluster); err != nil {
+			return permanent("%s: %w", where(), err)
+		}
 		for _, v := range []struct {
 			name string
 			v    float64
@@ -296,6 +304,9 @@ func validateFindings(fs []attribution.Finding) error {
 		if !storable(f.Start) || !storable(f.End) || f.End.Before(f.Start) {
 			return permanent("finding %d (%s, node %q, gpu %q, pod %q): start/end reversed or outside 1970-2106",
 				i, f.Kind, f.Node, f.GPUUUID, f.Pod)
+		}
+		if err := ledger.CheckRowCluster(f.Cluster); err != nil {
+			return permanent("finding %d (%s, node %q): %w", i, f.Kind, f.Node, err)
 		}
 	}
 	return nil

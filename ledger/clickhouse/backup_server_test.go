@@ -40,7 +40,7 @@ func TestBackupRestoreExactOnServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := old.Append(ctx, rows, findings); err != nil {
+	if err := appendBeforeClusters(ctx, old, rows, findings); err != nil {
 		t.Fatal(err)
 	}
 	old.Close()
@@ -117,4 +117,20 @@ func TestBackupRestoreExactOnServer(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ledger_rows: 3001 rows") {
 		t.Errorf("restore into a restored ledger: %v", err)
 	}
+}
+
+// appendBeforeClusters is Append as a store before schema 8 wrote: the
+// same columns but the cluster, which the inserts name last.
+func appendBeforeClusters(ctx context.Context, s *Store, rows []attribution.Row, findings []attribution.Finding) error {
+	version := uint64(time.Now().UnixNano())
+	buf, cols := rowColumns(rows, version)
+	defer buf.release()
+	if err := s.insert(ctx, tableRows, rowInsertColumns[:len(rowInsertColumns)-1], cols[:len(cols)-1], len(rows)); err != nil {
+		return err
+	}
+	fc := findingColumns(findings, version)
+	if err := s.insert(ctx, tableFindings, findingInsertColumns[:len(findingInsertColumns)-1], fc[:len(fc)-1], len(findings)); err != nil {
+		return err
+	}
+	return s.mark(ctx, touchedHours(rows))
 }

@@ -27,7 +27,8 @@ func TestBackupCoversEveryTable(t *testing.T) {
 	re := regexp.MustCompile(`CREATE TABLE IF NOT EXISTS db\.(\w+)`)
 	var created []string
 	for _, stmt := range ddl {
-		if m := re.FindStringSubmatch(stmt); m != nil && m[1] != "schema_migrations" {
+		// Migration 8's copies take their tables' names (rekeyDDL).
+		if m := re.FindStringSubmatch(stmt); m != nil && m[1] != "schema_migrations" && !strings.HasSuffix(m[1], "_v8") {
 			created = append(created, m[1])
 		}
 	}
@@ -37,7 +38,7 @@ func TestBackupCoversEveryTable(t *testing.T) {
 	if !slices.Equal(got, created) {
 		t.Errorf("backed up + rebuilt %v, the migrations create %v", got, created)
 	}
-	want := []string{"ledger_rows", "ledger_findings", "gpuledger_prices", "quota_changes", "node_labels", "month_closings", "price_books"}
+	want := []string{"ledger_rows", "ledger_findings", "gpuledger_prices", "quota_changes", "node_labels", "month_closings", "price_books", "cluster_identities"}
 	if b := backupTables(SchemaVersion); !slices.Equal(b, want) {
 		t.Errorf("backupTables(%d) = %v, want %v", SchemaVersion, b, want)
 	}

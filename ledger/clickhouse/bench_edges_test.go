@@ -16,14 +16,18 @@ import (
 // the one BenchmarkMonthlyReportClickHouse generates at
 // GPULEDGER_BENCH_GPUS=10000, or part of it), at the UTC hour
 // GPULEDGER_BENCH_HOUR (RFC 3339, default 2026-03-01T00:00:00Z):
+//
 //   - edge-rows-streamed: the hour's rows streamed (FINAL) to Go, as the
 //     report found its data bounds before FirstRowStart and LastRowEnd;
+//
 //   - first-row-start and last-row-end: the same bounds in the server;
+//
 //   - rebuild-one-hour: the hour marked and its rollups rebuilt (the
 //     shipper's upkeep as hours close);
+//
 //   - coverage-day: the coverage search over the hour's UTC day.
 //
-//	GPULEDGER_TEST_CLICKHOUSE_DSN=clickhouse://default@127.0.0.1:9000/ GPULEDGER_BENCH_CLICKHOUSE_DB=gpuledger_bench_month_10000gpu_v1 go test -run '^$' -bench FleetHourClickHouse -benchtime 3x ./ledger/clickhouse
+//     GPULEDGER_TEST_CLICKHOUSE_DSN=clickhouse://default@127.0.0.1:9000/ GPULEDGER_BENCH_CLICKHOUSE_DB=gpuledger_bench_month_10000gpu_v1 go test -run '^$' -bench FleetHourClickHouse -benchtime 3x ./ledger/clickhouse
 func BenchmarkFleetHourClickHouse(b *testing.B) {
 	if os.Getenv(chtest.EnvDSN) == "" || os.Getenv(envBenchDB) == "" {
 		b.Skipf("needs a kept database: set %s and %s", chtest.EnvDSN, envBenchDB)

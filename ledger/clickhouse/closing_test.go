@@ -19,7 +19,7 @@ func heldHours(start time.Time, n int) []attribution.Row {
 	var rows []attribution.Row
 	for i := range n {
 		s := start.Add(time.Duration(i) * time.Hour)
-		base := attribution.Row{IntervalStart: s, IntervalEnd: s.Add(time.Hour), Node: "n1", GPUUUID: "GPU-1", SliceID: "GPU-1",
+		base := attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: s, IntervalEnd: s.Add(time.Hour), Node: "n1", GPUUUID: "GPU-1", SliceID: "GPU-1",
 			GPUModel: "A100-SXM4-80GB", SharingMode: "exclusive", Method: attribution.MethodMeasured}
 		c := base
 		c.Kind, c.Team, c.Namespace, c.Pod, c.PodUID, c.Container = attribution.KindContainer, "ml", "ml", "train", "uid-1", "c"

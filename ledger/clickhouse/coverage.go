@@ -28,15 +28,15 @@ import (
 // quadratic (one day of a 10,000-GPU fleet asked for 258 GiB). Only each
 // GPU's first start, last end, the end of its last interval (to join the
 // chunks) and its holes come back.
-const coverageSQL = `SELECT node, gpu_uuid, tupleElement((arraySort(groupArray((s, e))) AS iv)[1], 1) AS first_ns, max(e) AS last_ns,
+const coverageSQL = `SELECT cluster, node, gpu_uuid, tupleElement((arraySort(groupArray((s, e))) AS iv)[1], 1) AS first_ns, max(e) AS last_ns,
 	tupleElement(iv[-1], 2) AS tail_ns,
 	arrayFilter(h -> h.1 < h.2, arrayMap((a, b) -> (a, b), arrayPopBack(arrayMap(x -> x.2, iv)), arrayPopFront(arrayMap(x -> x.1, iv)))) AS holes
 FROM (
-	SELECT node, gpu_uuid, toUInt64(interval_start) * 1000000000 + interval_start_ns AS s,
+	SELECT cluster, node, gpu_uuid, toUInt64(interval_start) * 1000000000 + interval_start_ns AS s,
 		toUInt64(interval_end) * 1000000000 + interval_end_ns AS e
 	FROM %s WHERE %s
 )
-GROUP BY node, gpu_uuid`
+GROUP BY cluster, node, gpu_uuid`
 
 // Coverage implements ledger.CoverageReader in the server, a chunk of about
 // Options.CoverageChunk stored rows at a time (hour-aligned, in time
@@ -51,7 +51,7 @@ func (s *Store) Coverage(ctx context.Context, from, to time.Time) (ledger.Covera
 	if err != nil {
 		return ledger.Coverage{}, fmt.Errorf("cannot read the ledger's coverage: %w", err)
 	}
-	devs := map[[2]string]*coveredDevice{}
+	devs := map[[3]string]*coveredDevice{}
 	ns := func(v uint64) time.Time { return time.Unix(0, int64(v)).UTC() }
 	var out ledger.Coverage
 	held := 0
@@ -59,17 +59,17 @@ func (s *Store) Coverage(ctx context.Context, from, to time.Time) (ledger.Covera
 		q := fmt.Sprintf(coverageSQL, s.table(tableRows), rawRange(maxTime(from, c.from), minTime(to, c.to)))
 		err := s.query(ctx, "read the ledger's coverage", q, func(rs driver.Rows) error {
 			var (
-				node, gpu         string
-				first, last, tail uint64
-				holes             [][]any
+				cluster, node, gpu string
+				first, last, tail  uint64
+				holes              [][]any
 			)
-			if err := rs.Scan(&node, &gpu, &first, &last, &tail, &holes); err != nil {
+			if err := rs.Scan(&cluster, &node, &gpu, &first, &last, &tail, &holes); err != nil {
 				return scanError{err}
 			}
-			k := [2]string{node, gpu}
+			k := [3]string{cluster, node, gpu}
 			d := devs[k]
 			if d == nil {
-				d = &coveredDevice{DeviceCoverage: ledger.DeviceCoverage{Node: node, GPUUUID: gpu, First: ns(first), Last: ns(last)}}
+				d = &coveredDevice{DeviceCoverage: ledger.DeviceCoverage{Cluster: cluster, Node: node, GPUUUID: gpu, First: ns(first), Last: ns(last)}}
 				devs[k] = d
 			} else {
 				if d.tail.Before(ns(first)) {
@@ -92,7 +92,7 @@ func (s *Store) Coverage(ctx context.Context, from, to time.Time) (ledger.Covera
 		}
 		if held > 2*ledger.MaxCoverageHoles {
 			// Keep memory bounded: holes past the first MaxCoverageHoles
-			// (by node, GPU, time) now stay past them, whatever comes.
+			// (by cluster, node, GPU, time) now stay past them, whatever comes.
 			held = trimHoles(devs)
 			out.Truncated = true
 		}
@@ -117,19 +117,21 @@ type coveredDevice struct {
 	tail time.Time
 }
 
-// sortedDevices are the keys of devs by node, then GPU.
-func sortedDevices(devs map[[2]string]*coveredDevice) [][2]string {
-	keys := make([][2]string, 0, len(devs))
+// sortedDevices are the keys of devs by cluster, node, then GPU.
+func sortedDevices(devs map[[3]string]*coveredDevice) [][3]string {
+	keys := make([][3]string, 0, len(devs))
 	for k := range devs {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	slices.SortFunc(keys, func(a, b [3]string) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]), cmp.Compare(a[2], b[2]))
+	})
 	return keys
 }
 
-// trimHoles keeps the first MaxCoverageHoles holes of devs by node, GPU
+// trimHoles keeps the first MaxCoverageHoles holes of devs by cluster, node, GPU
 // and time, dropping the rest, and returns how many are kept.
-func trimHoles(devs map[[2]string]*coveredDevice) int {
+func trimHoles(devs map[[3]string]*coveredDevice) int {
 	n := 0
 	for _, k := range sortedDevices(devs) {
 		d := devs[k]

@@ -81,7 +81,7 @@ func gappyRows(seed uint64, start time.Time, nested bool) []attribution.Row {
 	add := func(node, gpu string, s, e time.Time) {
 		d := e.Sub(s).Seconds()
 		for _, k := range []attribution.Kind{attribution.KindUnallocated, attribution.KindIdle} {
-			r := attribution.Row{IntervalStart: s, IntervalEnd: e, Node: node, GPUUUID: gpu, SliceID: gpu, GPUModel: "A100-SXM4-80GB",
+			r := attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: s, IntervalEnd: e, Node: node, GPUUUID: gpu, SliceID: gpu, GPUModel: "A100-SXM4-80GB",
 				SharingMode: "exclusive", Kind: k, Method: attribution.MethodMeasured}
 			if k == attribution.KindIdle {
 				r.UsedGPUSeconds = d

@@ -19,10 +19,10 @@ type deviceKey struct {
 
 var deviceGrain = rawGrain[deviceKey]{
 	what:      "aggregate raw ledger rows per device",
-	keyCols:   "team, namespace, gpu_model, sharing_mode, kind, gpu_uuid, slice_id, pod",
+	keyCols:   "team, namespace, gpu_model, sharing_mode, kind, cluster, gpu_uuid, slice_id, pod",
 	extraCols: "max(mig_profile), ",
 	dest: func(k *deviceKey, profile *string) []any {
-		return []any{&k.g.team, &k.g.namespace, &k.g.model, &k.g.mode, &k.g.kind, &k.gpu, &k.slice, &k.pod, profile}
+		return []any{&k.g.team, &k.g.namespace, &k.g.model, &k.g.mode, &k.g.kind, &k.g.cluster, &k.gpu, &k.slice, &k.pod, profile}
 	},
 	fill: func(a *ledger.Aggregate, k deviceKey) {
 		teamGrain.fill(a, k.g)

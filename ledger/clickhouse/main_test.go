@@ -65,7 +65,7 @@ func fleet(seed uint64, nodes, gpus, n int, start time.Time) []attribution.Row {
 			for g := 0; g < gpus; g++ {
 				uuid := fmt.Sprintf("GPU-%02d-%02d", nd, g)
 				model := []string{"A100-SXM4-80GB", "H100-80GB-HBM3"}[g%2]
-				base := attribution.Row{IntervalStart: is, IntervalEnd: ie, Node: node, GPUUUID: uuid,
+				base := attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: is, IntervalEnd: ie, Node: node, GPUUUID: uuid,
 					GPUModel: model, SliceID: uuid, SharingMode: string(tenancy.Exclusive), Method: attribution.MethodMeasured}
 				for c := 0; c < 2; c++ {
 					r := base

@@ -3,7 +3,10 @@ package clickhouse
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/gpuledger/gpuledger/ledger"
 )
@@ -63,6 +66,11 @@ func migrateTo(ctx context.Context, dsn ledger.DSN, cluster string, upto int) er
 				return fmt.Errorf("cannot apply migration %d (%s): %w", m.version, m.description, err)
 			}
 		}
+		for _, t := range m.rekeys {
+			if err := s.rekey(ctx, cluster, t); err != nil {
+				return fmt.Errorf("cannot apply migration %d (%s): %w", m.version, m.description, err)
+			}
+		}
 		if err := s.recordMigration(ctx, m); err != nil {
 			return err
 		}
@@ -92,6 +100,42 @@ func (s *Store) addColumn(ctx context.Context, cluster string, c addedColumn) er
 			if err := s.exec(ctx, stmt); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// rekey copies t's table into one keyed as t says (rekeyDDL) unless the
+// table already has t's last column. The old table's columns are read
+// from the server, so the copy takes exactly what is stored. A migrate
+// cut off after the copy's rows went in, before the swap, copies them
+// again under the same versions: the ReplacingMergeTree collapses them.
+func (s *Store) rekey(ctx context.Context, cluster string, t table) error {
+	storage := t.name
+	if cluster != "" {
+		storage += "_local"
+	}
+	var cols []string
+	err := s.query(ctx, "read the columns of "+s.table(storage),
+		fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = '%s'", s.db, storage),
+		func(rs driver.Rows) error {
+			var c string
+			if err := rs.Scan(&c); err != nil {
+				return scanError{err}
+			}
+			cols = append(cols, c)
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	last := columnNames(t.columns)
+	if len(cols) == 0 || slices.Contains(cols, last[len(last)-1]) {
+		return nil // created with the column, or copied already
+	}
+	for _, stmt := range rekeyDDL(s.db, cluster, t, cols) {
+		if err := s.exec(ctx, stmt); err != nil {
+			return err
 		}
 	}
 	return nil

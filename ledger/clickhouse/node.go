@@ -22,9 +22,9 @@ type nodeKey struct {
 
 var nodeGrain = rawGrain[nodeKey]{
 	what:    "aggregate raw ledger rows per node",
-	keyCols: "team, namespace, gpu_model, sharing_mode, kind, node",
+	keyCols: "team, namespace, gpu_model, sharing_mode, kind, cluster, node",
 	dest: func(k *nodeKey, _ *string) []any {
-		return []any{&k.g.team, &k.g.namespace, &k.g.model, &k.g.mode, &k.g.kind, &k.node}
+		return []any{&k.g.team, &k.g.namespace, &k.g.model, &k.g.mode, &k.g.kind, &k.g.cluster, &k.node}
 	},
 	fill: func(a *ledger.Aggregate, k nodeKey) {
 		teamGrain.fill(a, k.g)
@@ -46,7 +46,7 @@ func (s *Store) aggregateNodes(ctx context.Context, q ledger.AggregateQuery) ([]
 	}
 	slices.SortStableFunc(out, func(a, b ledger.Aggregate) int {
 		return cmp.Or(a.BucketStart.Compare(b.BucketStart), cmp.Compare(a.Team, b.Team), cmp.Compare(a.Namespace, b.Namespace),
-			cmp.Compare(a.GPUModel, b.GPUModel), cmp.Compare(a.Mode, b.Mode), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Node, b.Node))
+			cmp.Compare(a.GPUModel, b.GPUModel), cmp.Compare(a.Mode, b.Mode), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Node, b.Node))
 	})
 	return out, nil
 }

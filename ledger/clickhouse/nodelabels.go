@@ -16,7 +16,7 @@ var (
 	_ ledger.NodeLabelReader = (*Store)(nil)
 )
 
-var nodeLabelsInsertColumns = []string{"node", "key", "at", "value", "deleted", "version"}
+var nodeLabelsInsertColumns = []string{"node", "key", "at", "value", "deleted", "version", "cluster"}
 
 // AppendNodeLabels inserts node label changes (nodelabel.Store) with the
 // checks of the embedded ledger (nodelabel.Validate), At within
@@ -25,7 +25,7 @@ var nodeLabelsInsertColumns = []string{"node", "key", "at", "value", "deleted", 
 // nothing. A failure may leave part of the call written, which the
 // caller's retry of the whole call replaces.
 func (s *Store) AppendNodeLabels(ctx context.Context, changes []nodelabel.Change) error {
-	if err := nodelabel.Validate(changes, minStorable, maxStorable); err != nil {
+	if err := ledger.ValidateNodeLabels(changes, minStorable, maxStorable); err != nil {
 		return permanentError{fmt.Errorf("cannot append node label changes to %s: %w", s.table(tableNodeLabels), err)}
 	}
 	if len(changes) == 0 {
@@ -40,7 +40,9 @@ func nodeLabelColumns(changes []nodelabel.Change, version uint64) []any {
 	n := len(changes)
 	node, key, value := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	at, deleted, versions := make([]int64, 0, n), make([]uint8, 0, n), make([]uint64, 0, n)
+	clusters := make([]string, 0, n)
 	for _, c := range changes {
+		clusters = append(clusters, ledger.ClusterOrDefault(c.Cluster))
 		node, key, value = append(node, c.Node), append(key, c.Key), append(value, c.Value)
 		d := uint8(0)
 		if c.Deleted {
@@ -48,7 +50,7 @@ func nodeLabelColumns(changes []nodelabel.Change, version uint64) []any {
 		}
 		at, deleted, versions = append(at, c.At.Unix()), append(deleted, d), append(versions, version)
 	}
-	return []any{node, key, at, value, deleted, versions}
+	return []any{node, key, at, value, deleted, versions, clusters}
 }
 
 // NodeLabels is each node's value of key as last recorded at or before at,
@@ -63,9 +65,9 @@ func (s *Store) NodeLabels(ctx context.Context, key string, at time.Time) (map[s
 	sec, _ := clampSec(at)
 	// argMax over the node's rows, FINAL so that a replayed change counts
 	// once. The alias must not be "at", which would shadow the column.
-	q := fmt.Sprintf(`SELECT node, argMax(value, at), argMax(deleted, at) AS last_deleted
+	q := fmt.Sprintf(`SELECT cluster, node, argMax(value, at), argMax(deleted, at) AS last_deleted
 FROM %s FINAL WHERE key = '%s' AND at <= %s
-GROUP BY node
+GROUP BY cluster, node
 HAVING last_deleted = 0
 LIMIT %d`, s.table(tableNodeLabels), key, dt(sec), nodelabel.MaxChanges+1)
 	out := map[string]string{}
@@ -74,13 +76,13 @@ LIMIT %d`, s.table(tableNodeLabels), key, dt(sec), nodelabel.MaxChanges+1)
 			return fmt.Errorf("cannot %s from %s: more than %d nodes", what, s.table(tableNodeLabels), nodelabel.MaxChanges)
 		}
 		var (
-			node, value string
-			deleted     uint8
+			cluster, node, value string
+			deleted              uint8
 		)
-		if err := rs.Scan(&node, &value, &deleted); err != nil {
+		if err := rs.Scan(&cluster, &node, &value, &deleted); err != nil {
 			return scanError{err}
 		}
-		out[node] = value
+		out[ledger.NodeKey(cluster, node)] = value
 		return nil
 	})
 	if err != nil {

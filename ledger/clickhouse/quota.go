@@ -41,7 +41,7 @@ var quotaTable = table{
 	shardKey: "cityHash64(object)",
 }
 
-var quotaInsertColumns = []string{"source", "object", "resource", "at", "team", "milli", "limit_milli", "deleted", "version"}
+var quotaInsertColumns = []string{"source", "object", "resource", "at", "team", "milli", "limit_milli", "deleted", "version", "cluster"}
 
 // maxQuotaChanges is ledger.MaxQuotaChanges, lowered by tests.
 var maxQuotaChanges = ledger.MaxQuotaChanges
@@ -67,17 +67,19 @@ func (s *Store) AppendQuota(ctx context.Context, changes []quota.Change) error {
 		milli, limit                   = make([]int64, n), make([]int64, n)
 		deleted                        = make([]uint8, n)
 		versions                       = make([]uint64, n)
+		clusters                       = make([]string, n)
 	)
 	for i := range changes {
 		c := &changes[i]
 		source[i], object[i], resource[i], team[i] = c.Source, c.Object, c.Resource, c.Team
 		at[i], milli[i], limit[i], versions[i] = c.At.Unix(), c.Milli, c.LimitMilli, version
+		clusters[i] = ledger.ClusterOrDefault(c.Cluster)
 		if c.Deleted {
 			deleted[i] = 1
 		}
 	}
 	return s.insert(ctx, tableQuota, quotaInsertColumns,
-		[]any{source, object, resource, at, team, milli, limit, deleted, versions}, n)
+		[]any{source, object, resource, at, team, milli, limit, deleted, versions, clusters}, n)
 }
 
 // QuotaChanges streams, ordered by At then source, object and resource,
@@ -99,15 +101,15 @@ func (s *Store) QuotaChanges(ctx context.Context, from, to time.Time, fn func(qu
 	// replayed change counts once. The alias must not be "at", which
 	// would shadow the column inside argMax.
 	state := fmt.Sprintf(`SELECT source, object, resource, max(at) AS last_at, argMax(team, at), argMax(milli, at),
-	argMax(limit_milli, at), argMax(deleted, at) AS last_deleted
+	argMax(limit_milli, at), argMax(deleted, at) AS last_deleted, cluster
 FROM %s FINAL WHERE at <= %s
-GROUP BY source, object, resource
+GROUP BY cluster, source, object, resource
 HAVING last_deleted = 0
-ORDER BY last_at, source, object, resource
+ORDER BY last_at, cluster, source, object, resource
 LIMIT %d`, s.table(tableQuota), dt(f), maxQuotaChanges+1)
-	after := fmt.Sprintf(`SELECT source, object, resource, at, team, milli, limit_milli, deleted
+	after := fmt.Sprintf(`SELECT source, object, resource, at, team, milli, limit_milli, deleted, cluster
 FROM %s FINAL WHERE at > %s AND at < %s
-ORDER BY at, source, object, resource
+ORDER BY at, cluster, source, object, resource
 LIMIT %d`, s.table(tableQuota), dt(f), dt(t), maxQuotaChanges+1)
 	n := 0
 	each := func(rs driver.Rows) error {
@@ -120,7 +122,7 @@ LIMIT %d`, s.table(tableQuota), dt(f), dt(t), maxQuotaChanges+1)
 			at      time.Time
 			deleted uint8
 		)
-		if err := rs.Scan(&c.Source, &c.Object, &c.Resource, &at, &c.Team, &c.Milli, &c.LimitMilli, &deleted); err != nil {
+		if err := rs.Scan(&c.Source, &c.Object, &c.Resource, &at, &c.Team, &c.Milli, &c.LimitMilli, &deleted, &c.Cluster); err != nil {
 			return scanError{err}
 		}
 		c.At, c.Deleted = at.UTC(), deleted != 0

@@ -13,10 +13,10 @@ import (
 
 const selectRowColumns = `interval_start, interval_start_ns, interval_end, interval_end_ns,
 	node, gpu_uuid, gpu_model, slice_id, sharing_mode, kind, namespace, pod, pod_uid, container, team,
-	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, mig_profile`
+	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, mig_profile, cluster`
 
 const selectFindingColumns = `start_time, start_ns, end_time, end_ns, kind, node, gpu_uuid,
-	namespace, pod, container, team, detail, noisy_pod`
+	namespace, pod, container, team, detail, noisy_pod, cluster`
 
 var _ ledger.RowReader = (*Store)(nil)
 
@@ -66,7 +66,7 @@ FROM %s WHERE %s GROUP BY h ORDER BY h`,
 
 func (s *Store) rowsIn(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
 	q := fmt.Sprintf(`SELECT %s FROM %s FINAL WHERE %s
-ORDER BY interval_start, interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind`,
+ORDER BY interval_start, interval_start_ns, cluster, node, gpu_uuid, slice_id, pod_uid, container, kind`,
 		selectRowColumns, s.table(tableRows), rawRange(from, to))
 	return s.query(ctx, "read ledger rows", q, func(rs driver.Rows) error {
 		var (
@@ -78,7 +78,7 @@ ORDER BY interval_start, interval_start_ns, node, gpu_uuid, slice_id, pod_uid, c
 		if err := rs.Scan(&start, &sNs, &end, &eNs,
 			&r.Node, &r.GPUUUID, &r.GPUModel, &r.SliceID, &r.SharingMode, &kind,
 			&r.Namespace, &r.Pod, &r.PodUID, &r.Container, &r.Team,
-			&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.EnergyJoules, &r.Method, &r.MIGProfile); err != nil {
+			&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.EnergyJoules, &r.Method, &r.MIGProfile, &r.Cluster); err != nil {
 			return scanError{err}
 		}
 		r.IntervalStart, r.IntervalEnd, r.Kind = joinTime(start, sNs), joinTime(end, eNs), attribution.Kind(kind)
@@ -92,7 +92,7 @@ func (s *Store) Findings(ctx context.Context, from, to time.Time, fn func(attrib
 	from, to = openBounds(from, to)
 	q := fmt.Sprintf(`SELECT %s FROM %s FINAL
 WHERE %s AND (%s OR %s)
-ORDER BY start_time, start_ns, kind, node, gpu_uuid, namespace, pod, container`,
+ORDER BY start_time, start_ns, kind, cluster, node, gpu_uuid, namespace, pod, container`,
 		selectFindingColumns, s.table(tableFindings),
 		timeLT("start_time", "start_ns", to), timeGT("end_time", "end_ns", from), timeGE("start_time", "start_ns", from))
 	return s.query(ctx, "read findings", q, func(rs driver.Rows) error {
@@ -102,7 +102,7 @@ ORDER BY start_time, start_ns, kind, node, gpu_uuid, namespace, pod, container`,
 			sNs, eNs   uint32
 		)
 		if err := rs.Scan(&start, &sNs, &end, &eNs, &f.Kind, &f.Node, &f.GPUUUID,
-			&f.Namespace, &f.Pod, &f.Container, &f.Team, &f.Detail, &f.NoisyPod); err != nil {
+			&f.Namespace, &f.Pod, &f.Container, &f.Team, &f.Detail, &f.NoisyPod, &f.Cluster); err != nil {
 			return scanError{err}
 		}
 		f.Start, f.End = joinTime(start, sNs), joinTime(end, eNs)

@@ -20,7 +20,7 @@ import (
 func edgeRows(at []time.Time) []attribution.Row {
 	rows := make([]attribution.Row, len(at))
 	for i, t := range at {
-		rows[i] = attribution.Row{IntervalStart: t, IntervalEnd: t.Add(time.Minute), Node: "node-0", GPUUUID: "GPU-0",
+		rows[i] = attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: t, IntervalEnd: t.Add(time.Minute), Node: "node-0", GPUUUID: "GPU-0",
 			GPUModel: "A100", SliceID: fmt.Sprintf("s%02d", i), SharingMode: string(tenancy.Exclusive),
 			Kind: attribution.KindContainer, Namespace: "ns", Pod: "p", PodUID: "u", Container: "c", Team: "t",
 			AllocatedGPUSeconds: 1, UsedGPUSeconds: float64(i), Method: attribution.MethodMeasured}

@@ -137,14 +137,14 @@ func rebuildQueryRanges(segs []segment) [][]segment {
 
 // rawHourGroups sums raw rows FINAL per hour and group over the ranges.
 func (s *Store) rawHourGroups(ctx context.Context, segs []segment, builds map[int64]*build) error {
-	q := fmt.Sprintf(`SELECT toUInt32(intDiv(toUInt32(interval_start), 3600) * 3600) AS h, team, namespace, gpu_model, sharing_mode, kind,
+	q := fmt.Sprintf(`SELECT toUInt32(intDiv(toUInt32(interval_start), 3600) * 3600) AS h, team, namespace, gpu_model, sharing_mode, kind, cluster,
 	sum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds), sum(energy_joules), count()
 FROM %s FINAL WHERE %s
-GROUP BY h, team, namespace, gpu_model, sharing_mode, kind`, s.table(tableRows), segmentsWhere(segs))
+GROUP BY h, team, namespace, gpu_model, sharing_mode, kind, cluster`, s.table(tableRows), segmentsWhere(segs))
 	return s.query(ctx, "aggregate raw rows for rollups", q, func(rs driver.Rows) error {
 		var h uint32
 		var g group
-		if err := rs.Scan(&h, &g.key.team, &g.key.namespace, &g.key.model, &g.key.mode, &g.key.kind,
+		if err := rs.Scan(&h, &g.key.team, &g.key.namespace, &g.key.model, &g.key.mode, &g.key.kind, &g.key.cluster,
 			&g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
 			return scanError{err}
 		}
@@ -283,7 +283,7 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 	var (
 		periods          []time.Time
 		versions, ids    []uint64
-		str              [5][]string
+		str              [6][]string
 		alloc, used, mem []float64
 		energy           []float64
 		rows             []uint64
@@ -300,7 +300,7 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 		sort.Slice(b.groups, func(i, j int) bool { return b.groups[i].key.less(b.groups[j].key) })
 		for _, g := range b.groups {
 			periods, versions, ids = append(periods, start), append(versions, b.version), append(ids, id)
-			for j, v := range []string{g.key.team, g.key.namespace, g.key.model, g.key.mode, g.key.kind} {
+			for j, v := range []string{g.key.team, g.key.namespace, g.key.model, g.key.mode, g.key.kind, g.key.cluster} {
 				str[j] = append(str[j], v)
 			}
 			alloc, used, mem, energy, rows = append(alloc, g.alloc), append(used, g.used), append(mem, g.mem), append(energy, g.energy), append(rows, g.rows)
@@ -312,9 +312,9 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 		hg, hp, hv, hb, hn = append(hg, grain), append(hp, start), append(hv, b.version), append(hb, id), append(hn, uint64(len(b.groups)))
 	}
 	if n := len(periods); n > 0 {
-		cols := []string{p.column(), "version", "build", "team", "namespace", "gpu_model", "sharing_mode", "kind",
+		cols := []string{p.column(), "version", "build", "team", "namespace", "gpu_model", "sharing_mode", "kind", "cluster",
 			"allocated_gpu_seconds", "used_gpu_seconds", "memory_mib_seconds", "energy_joules", "rows"}
-		vals := []any{periods, versions, ids, str[0], str[1], str[2], str[3], str[4], alloc, used, mem, energy, rows}
+		vals := []any{periods, versions, ids, str[0], str[1], str[2], str[3], str[4], str[5], alloc, used, mem, energy, rows}
 		if err := s.insert(ctx, p.table(), cols, vals, n); err != nil {
 			return err
 		}

@@ -21,14 +21,14 @@ func (s *Store) readRollup(ctx context.Context, grain string, from, to int64, wa
 	}
 	p := period{grain: grain}
 	seen := map[int64]map[groupKey]bool{}
-	q := fmt.Sprintf(`SELECT toUInt32(%[1]s), build, team, namespace, gpu_model, sharing_mode, kind,
+	q := fmt.Sprintf(`SELECT toUInt32(%[1]s), build, team, namespace, gpu_model, sharing_mode, kind, cluster,
 	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, rows
 FROM %[2]s WHERE %[1]s >= %[3]s AND %[1]s < %[4]s%[5]s`, p.column(), s.table(p.table()), dt(from), dt(to), buildFilter(want))
 	err := s.query(ctx, "read rollups", q, func(rs driver.Rows) error {
 		var start uint32
 		var build uint64
 		var g group
-		if err := rs.Scan(&start, &build, &g.key.team, &g.key.namespace, &g.key.model, &g.key.mode, &g.key.kind,
+		if err := rs.Scan(&start, &build, &g.key.team, &g.key.namespace, &g.key.model, &g.key.mode, &g.key.kind, &g.key.cluster,
 			&g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
 			return scanError{err}
 		}
@@ -98,5 +98,8 @@ func (k groupKey) less(o groupKey) bool {
 	if k.mode != o.mode {
 		return k.mode < o.mode
 	}
-	return k.kind < o.kind
+	if k.kind != o.kind {
+		return k.kind < o.kind
+	}
+	return k.cluster < o.cluster
 }

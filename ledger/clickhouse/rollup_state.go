@@ -169,8 +169,8 @@ func (s *Store) readMarks(ctx context.Context, from, to int64) (map[int64]map[st
 	return out, err
 }
 
-// group is one rollup row: the sums of one (team, namespace, model, mode,
-// kind) over a period.
+// group is one rollup row: the sums of one (cluster, team, namespace,
+// model, mode, kind) over a period.
 type group struct {
 	key groupKey
 	sums
@@ -184,6 +184,7 @@ type sums struct {
 
 type groupKey struct {
 	team, namespace, model, mode, kind string
+	cluster                            string
 }
 
 // StaleHours counts the UTC hours overlapping [from, to) whose rollups have

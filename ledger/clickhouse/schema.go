@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is the newest schema this binary knows. Open refuses a
 // database migrated by a newer binary.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // Table names. In cluster mode these are the Distributed tables and the
 // replicated storage lives in <name>_local; the store reads and writes the
@@ -86,7 +86,8 @@ const rollupColumns = `version UInt64,
 	energy_joules Float64,
 	rows UInt64`
 
-// tables are created in this order by migration 1.
+// tables are created in this order by migration 1, as they were then:
+// migration 8 copies the ones with a cluster into clusterTables.
 var tables = []table{
 	{
 		name:    tableRows,
@@ -252,6 +253,10 @@ type migration struct {
 	// columns are added after the statements, each only where the table
 	// lacks it: 18.16 has no ADD COLUMN IF NOT EXISTS.
 	columns []addedColumn
+	// rekeys are tables copied into new ones with these definitions,
+	// each only where the table lacks the definition's last column
+	// (rekeyDDL).
+	rekeys []table
 }
 
 // addedColumn is one column a migration adds to an existing table.
@@ -336,6 +341,84 @@ var migrations = []migration{
 			return tableDDL(db, cluster, priceBooksTable)
 		},
 	},
+	{
+		version: 8,
+		// The cluster joins the key of every table with a node or a
+		// report group. 18.16 can add to a sorting key only a column
+		// added in the same ALTER without a default, and rows stored
+		// before must read as the default cluster: so each table is
+		// copied into a new one with the new key (rekey).
+		description: "the cluster of rows, findings, quota changes, node labels and rollups; cluster identities",
+		statements: func(db, cluster string) []string {
+			return tableDDL(db, cluster, identitiesTable)
+		},
+		rekeys: clusterTables,
+	},
+}
+
+// clusterDefault is the cluster column of the tables that carry one: rows
+// stored before it read as attribution.DefaultCluster.
+const clusterDefault = "cluster String DEFAULT 'default'"
+
+// withCluster is t as migration 8 leaves it: the cluster column (and,
+// for the rows, the MIG profile of migration 3) among its columns, the
+// cluster in its key after lead (the sorting key's first expressions,
+// so that time ranges still read only their granules), and the shard
+// key.
+func withCluster(t table, columns, lead, rest, shardKey string) table {
+	t.columns = columns
+	t.orderBy = lead + "cluster, " + rest
+	t.shardKey = shardKey
+	return t
+}
+
+// clusterTables are the tables migration 8 copies with the cluster in
+// their key, in tables' order: rows, findings, the hourly and daily
+// rollups, then the quota changes and node labels.
+var clusterTables = []table{
+	withCluster(tables[0], strings.Replace(rowsColumns, "slice_id String,", "slice_id String,\n\tmig_profile String DEFAULT '',", 1)+",\n\t"+clusterDefault,
+		"toStartOfHour(interval_start), ", "node, gpu_uuid, slice_id, pod_uid, container, kind, interval_start, interval_start_ns", "cityHash64(cluster, node)"),
+	withCluster(tables[1], findingsColumns+",\n\t"+clusterDefault,
+		"kind, ", "node, gpu_uuid, namespace, pod, container, start_time, start_ns", "cityHash64(cluster, node)"),
+	withCluster(tables[5], tables[5].columns+",\n\t"+clusterDefault,
+		"hour, ", "team, namespace, gpu_model, sharing_mode, kind", tables[5].shardKey),
+	withCluster(tables[6], tables[6].columns+",\n\t"+clusterDefault,
+		"day, ", "team, namespace, gpu_model, sharing_mode, kind", tables[6].shardKey),
+	withCluster(quotaTable, quotaTable.columns+",\n\t"+clusterDefault,
+		"", "source, object, resource, at", quotaTable.shardKey),
+	withCluster(nodeLabelsTable, nodeLabelsTable.columns+",\n\t"+clusterDefault,
+		"key, ", "node, at", "cityHash64(cluster, node)"),
+}
+
+// rekeyName is the name a table is copied to before it takes the old
+// one's name.
+func rekeyName(name string) string { return name + "_v8" }
+
+// rekeyDDL are the statements that copy t's old table into one keyed as
+// t says and swap the two: create the copy, insert every row (through the
+// Distributed tables in cluster mode, so each row lands on the shard its
+// new key chooses), rename the old table away and the copy into its
+// place, drop the old one. The old columns are named in the copy, so a
+// column the copy adds takes its default. In cluster mode the Distributed
+// table names its storage, so it is created again over the renamed one.
+func rekeyDDL(db, cluster string, t table, oldColumns []string) []string {
+	cp := t
+	cp.name = rekeyName(t.name)
+	cols := strings.Join(oldColumns, ", ")
+	out := tableDDL(db, cluster, cp)
+	out = append(out, fmt.Sprintf("INSERT INTO %s.%s (%s) SELECT %s FROM %s.%s", db, cp.name, cols, cols, db, t.name))
+	old := t.name + "_v7"
+	if cluster == "" {
+		return append(out,
+			fmt.Sprintf("RENAME TABLE %[1]s.%[2]s TO %[1]s.%[3]s, %[1]s.%[4]s TO %[1]s.%[2]s", db, t.name, old, cp.name),
+			"DROP TABLE IF EXISTS "+db+"."+old)
+	}
+	return append(out,
+		"DROP TABLE IF EXISTS "+db+"."+t.name+onCluster(cluster),
+		"DROP TABLE IF EXISTS "+db+"."+cp.name+onCluster(cluster),
+		fmt.Sprintf("RENAME TABLE %[1]s.%[2]s_local TO %[1]s.%[3]s_local, %[1]s.%[4]s_local TO %[1]s.%[2]s_local%[5]s", db, t.name, old, cp.name, onCluster(cluster)),
+		distributedDDL(db, cluster, t),
+		"DROP TABLE IF EXISTS "+db+"."+old+"_local"+onCluster(cluster))
 }
 
 // MigrationDDL returns every statement Migrate would run on an empty
@@ -353,6 +436,10 @@ func MigrationDDL(db, cluster string) ([]string, error) {
 				out = append(out, c.ddl(db, cluster, t)...)
 			}
 		}
+		for _, t := range m.rekeys {
+			// On an empty database every earlier column is there.
+			out = append(out, rekeyDDL(db, cluster, t, columnNames(t.columns[:strings.LastIndex(t.columns, ",")]))...)
+		}
 	}
 	return out, nil
 }
@@ -362,3 +449,15 @@ func qualified(db, name string) string { return db + "." + name }
 
 // oneLine squeezes a statement for log lines.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// columnNames are the names of a column list as a table's columns give
+// them ("name Type,\n\tname Type").
+func columnNames(columns string) []string {
+	var out []string
+	for _, c := range strings.Split(columns, ",\n") {
+		if f := strings.Fields(c); len(f) > 0 {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}

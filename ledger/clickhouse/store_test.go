@@ -47,6 +47,11 @@ func TestRoundTrip(t *testing.T) {
 		{Start: t0.Add(2 * time.Hour), End: t0.Add(2 * time.Hour), Kind: attribution.FindingNoisyNeighbour,
 			Node: "node-00", GPUUUID: "GPU-00-01", Namespace: "ml-ns", Pod: "pod-0", Container: "main", Team: "ml"},
 	}
+	// Read back under the default cluster's name, or their own.
+	for i := range findings {
+		findings[i].Cluster = attribution.DefaultCluster
+	}
+	findings[1].Cluster = "east"
 	if err := s.Append(ctx, rows, findings); err != nil {
 		t.Fatalf("Append: %v", err)
 	}

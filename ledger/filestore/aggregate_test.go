@@ -20,7 +20,7 @@ import (
 func quarterHourRows(from, to time.Time) []attribution.Row {
 	var rows []attribution.Row
 	for t, i := from.UTC().Truncate(15*time.Minute), 0; t.Before(to); t, i = t.Add(15*time.Minute), i+1 {
-		base := attribution.Row{IntervalStart: t, IntervalEnd: t.Add(15 * time.Minute), Node: "n", GPUUUID: "GPU-1",
+		base := attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: t, IntervalEnd: t.Add(15 * time.Minute), Node: "n", GPUUUID: "GPU-1",
 			GPUModel: "L4", SharingMode: string(tenancy.Exclusive), Method: attribution.MethodMeasured}
 		c := base
 		c.Kind, c.SliceID, c.Namespace, c.Pod, c.PodUID, c.Container = attribution.KindContainer, "GPU-1", "ns-a", "p", "u", "c"

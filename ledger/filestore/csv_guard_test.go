@@ -38,7 +38,7 @@ func TestLedgerCSVGuardsFormulas(t *testing.T) {
 	var findings []attribution.Finding
 	for i, v := range cells {
 		start := t0.Add(time.Duration(i) * time.Minute)
-		rows = append(rows, attribution.Row{
+		rows = append(rows, attribution.Row{Cluster: attribution.DefaultCluster,
 			IntervalStart: start, IntervalEnd: start.Add(time.Minute), Node: v, GPUUUID: "GPU-1", GPUModel: v,
 			SliceID: "GPU-1", SharingMode: string(tenancy.Exclusive), Kind: attribution.KindContainer,
 			Namespace: v, Pod: v, PodUID: v, Container: v, Team: v, AllocatedGPUSeconds: 60, Method: attribution.MethodMeasured,

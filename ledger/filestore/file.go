@@ -90,6 +90,10 @@ type FileStore struct {
 	// hasChk: the file's rows carry checksums (schema version 8), which
 	// reads verify. A read-only open of an older file reads without them.
 	hasChk bool
+	// hasCluster: the file keeps the cluster (schema version 11). A
+	// read-only open of an older file reads every row, finding, quota
+	// change and node label as the default cluster's (clusterCol).
+	hasCluster bool
 	// now is the clock Retention is measured on (tests set it).
 	now func() time.Time
 	// rollups are the verified records of the rollups, by grain.cache
@@ -242,7 +246,7 @@ func (s *FileStore) open(ctx context.Context) error {
 	if err := s.migrate(ctx); err != nil {
 		return err
 	}
-	s.hasChk = true
+	s.hasChk, s.hasCluster = true, true
 	if err := s.groups.load(ctx, s.w); err != nil {
 		return fmt.Errorf("cannot open ledger file %s: %w", s.path, s.describe(err))
 	}
@@ -321,7 +325,7 @@ func (s *FileStore) openReadOnly(ctx context.Context) error {
 		return fmt.Errorf("ledger file %s has schema version %d and this gpuledger reads version %d: %w; run `gpuledger ledger migrate --ledger %s` once where the file is writable",
 			s.path, version, FileSchemaVersion, ErrSchemaOutdated, s.path)
 	}
-	s.hasChk = version >= 8
+	s.hasChk, s.hasCluster = version >= 8, version >= 11
 	if err := s.checkIntegrity(ctx, s.w, "small"); err != nil {
 		return err
 	}
@@ -381,4 +385,14 @@ func (s *FileStore) closeDBs() error {
 		return fmt.Errorf("cannot close ledger file %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// clusterCol is the cluster column of the findings, quota changes and
+// node labels in SQL: the column, or in a file from before clusters the
+// default cluster's name.
+func (s *FileStore) clusterCol() string {
+	if s.hasCluster {
+		return "cluster"
+	}
+	return "'" + attribution.DefaultCluster + "'"
 }

@@ -51,6 +51,19 @@ ORDER BY slot, grp`
 // per-device tables (deviceGrain); ByNode sums its result per node
 // (aggregateNodes).
 func (s *FileStore) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
+	if err := ledger.CheckAggregateCluster(q); err != nil {
+		return nil, fmt.Errorf("cannot aggregate ledger %s: %w", s.path, err)
+	}
+	as, err := s.aggregate(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	// The groups carry the cluster, so every grain sums per cluster;
+	// the filter and the fleet's sums are taken here.
+	return ledger.FoldClusters(as, q), nil
+}
+
+func (s *FileStore) aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
 	if q.ByNode {
 		if q.ByDevice {
 			return nil, fmt.Errorf("cannot aggregate ledger %s: ByNode and ByDevice together", s.path)
@@ -461,8 +474,6 @@ func readRaw[K comparable, R aggRow[K]](ctx context.Context, tx *sql.Tx, pieces 
 // mark's lowest seq on: a flipped bit in an index page that hides a row
 // from the index (or shows one twice) makes the two counts differ.
 const (
-	badRowsSQL = `SELECT count(*) FROM ledger_rows INDEXED BY ledger_rows_key
-WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2 AND chk <> 0 AND chk <> ` + chkFunc + `(` + rowChkCols + `)`
 	indexRowsSQL = `SELECT count(*) FROM ledger_rows INDEXED BY ledger_rows_key WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2`
 	tableRowsSQL = `SELECT count(*) FROM ledger_rows NOT INDEXED WHERE seq >= ?3 AND interval_start_ns >= ?1 AND interval_start_ns < ?2`
 )
@@ -482,7 +493,11 @@ func checkDirty(ctx context.Context, tx *sql.Tx, pieces []rawPiece, marks []dirt
 		m := marks[i]
 		lo, hi := slotStart(m.slot), slotEnd(m.slot)
 		var bad, viaIndex, viaTable int64
-		if err := tx.QueryRowContext(ctx, badRowsSQL, lo, hi).Scan(&bad); err != nil {
+		q, err := badRowsSQL(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, q, lo, hi).Scan(&bad); err != nil {
 			return fmt.Errorf("cannot check ledger rows of slot %s: %w", slotName(m.slot), err)
 		}
 		if bad > 0 {
@@ -571,7 +586,7 @@ func (s *FileStore) nameGroups(ctx context.Context, out []ledger.Aggregate, grps
 		if err != nil {
 			return err
 		}
-		a.Team, a.Namespace, a.GPUModel, a.Mode, a.Kind = g.team, g.namespace, g.model, g.mode, attribution.Kind(g.kind)
+		a.Cluster, a.Team, a.Namespace, a.GPUModel, a.Mode, a.Kind = g.cluster, g.team, g.namespace, g.model, g.mode, attribution.Kind(g.kind)
 	}
 	return nil
 }
@@ -582,7 +597,8 @@ func sortAggregates(as []ledger.Aggregate) {
 			return c
 		}
 		return cmp.Or(strings.Compare(x.Team, y.Team), strings.Compare(x.Namespace, y.Namespace),
-			strings.Compare(x.GPUModel, y.GPUModel), strings.Compare(x.Mode, y.Mode), strings.Compare(string(x.Kind), string(y.Kind)))
+			strings.Compare(x.GPUModel, y.GPUModel), strings.Compare(x.Mode, y.Mode), strings.Compare(string(x.Kind), string(y.Kind)),
+			strings.Compare(x.Cluster, y.Cluster))
 	})
 }
 
@@ -616,4 +632,16 @@ func queryBuckets(q ledger.AggregateQuery) ([]bucket, error) {
 		return calendarBuckets(q.From, q.To, loc, q.Bucket)
 	}
 	return nil, fmt.Errorf("unknown bucket %q (want %q, %q, %q or none)", q.Bucket, ledger.BucketHour, ledger.BucketDay, ledger.BucketMonth)
+}
+
+// badRowsSQL counts the rows of [?1, ?2) that fail their checksum, read
+// through the key index (see the statements above), for this file's
+// schema: with the cluster (schema 11), which the index holds a copy of.
+func badRowsSQL(ctx context.Context, tx *sql.Tx) (string, error) {
+	has, err := hasColumn(ctx, tx, "ledger_rows", "cluster")
+	if err != nil {
+		return "", err
+	}
+	return `SELECT count(*) FROM ledger_rows INDEXED BY ledger_rows_key
+WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2 AND chk <> 0 AND chk <> ` + rowChkSQL(has), nil
 }

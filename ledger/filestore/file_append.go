@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/calendar"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // insertRow writes one row per execution: modernc binds parameters in time
@@ -20,9 +21,9 @@ import (
 const insertRow = `INSERT INTO ledger_rows (
 	interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind,
 	interval_end_ns, grp, pod, allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds,
-	energy_joules, method, mig_profile, seq, chk)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind) DO UPDATE SET
+	energy_joules, method, mig_profile, seq, chk, cluster)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (interval_start_ns, cluster, node, gpu_uuid, slice_id, pod_uid, container, kind) DO UPDATE SET
 	interval_end_ns = excluded.interval_end_ns, grp = excluded.grp, pod = excluded.pod,
 	allocated_gpu_seconds = excluded.allocated_gpu_seconds, used_gpu_seconds = excluded.used_gpu_seconds,
 	memory_mib_seconds = excluded.memory_mib_seconds, energy_joules = excluded.energy_joules,
@@ -35,9 +36,9 @@ WHERE interval_end_ns IS NOT excluded.interval_end_ns OR grp IS NOT excluded.grp
 	OR mig_profile IS NOT excluded.mig_profile`
 
 const insertFinding = `INSERT INTO findings (
-	kind, node, gpu_uuid, namespace, pod, container, start_ns, end_ns, team, detail, noisy_pod, seq)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (kind, node, gpu_uuid, namespace, pod, container, start_ns) DO UPDATE SET
+	kind, cluster, node, gpu_uuid, namespace, pod, container, start_ns, end_ns, team, detail, noisy_pod, seq)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (kind, cluster, node, gpu_uuid, namespace, pod, container, start_ns) DO UPDATE SET
 	end_ns = excluded.end_ns, team = excluded.team, detail = excluded.detail,
 	noisy_pod = excluded.noisy_pod, seq = excluded.seq
 WHERE end_ns IS NOT excluded.end_ns OR team IS NOT excluded.team
@@ -172,7 +173,7 @@ func insertRows(ctx context.Context, tx *sql.Tx, groups *groupIDs, rows []attrib
 		res, err := st.ExecContext(ctx,
 			start, r.Node, r.GPUUUID, r.SliceID, r.PodUID, r.Container, string(r.Kind),
 			end, grp, r.Pod, r.AllocatedGPUSeconds, r.UsedGPUSeconds,
-			r.MemoryMiBSeconds, r.EnergyJoules, r.Method, r.MIGProfile, seq, rowChecksum(r, start, end, grp))
+			r.MemoryMiBSeconds, r.EnergyJoules, r.Method, r.MIGProfile, seq, rowChecksum(r, start, end, grp), grp0cluster(r))
 		if err != nil {
 			return 0, fmt.Errorf("cannot insert ledger row: %w", err)
 		}
@@ -183,6 +184,11 @@ func insertRows(ctx context.Context, tx *sql.Tx, groups *groupIDs, rows []attrib
 	}
 	return seq, nil
 }
+
+// grp0cluster is the row's cluster column: the key's copy of the cluster
+// its group names. The checksum covers both (rowChecksum), and a read
+// checks that they agree (scanRow).
+func grp0cluster(r *attribution.Row) string { return ledger.ClusterOrDefault(r.Cluster) }
 
 // rowChkCols are the columns a raw row's checksum covers, in
 // rowChecksum's order: all but seq, the outbox's number.
@@ -209,7 +215,23 @@ func rowChecksum(r *attribution.Row, start, end, grp int64) int64 {
 	h.f64(r.EnergyJoules)
 	h.str(r.Method)
 	h.str(r.MIGProfile)
+	// The cluster (schema 11) only where it is not the default, so rows
+	// stored before keep their checksums (rowChkSQL).
+	if c := r.Cluster; c != "" && c != attribution.DefaultCluster {
+		h.str(c)
+	}
 	return h.sum()
+}
+
+// rowChkSQL is the SQL of a raw row's checksum (rowChecksum) in a file
+// with the cluster column (hasCluster) or without.
+func rowChkSQL(hasCluster bool) string {
+	plain := chkFunc + "(" + rowChkCols + ")"
+	if !hasCluster {
+		return plain
+	}
+	return "CASE WHEN cluster = '" + attribution.DefaultCluster + "' THEN " + plain +
+		" ELSE " + chkFunc + "(" + rowChkCols + ", cluster) END"
 }
 
 func insertFindings(ctx context.Context, tx *sql.Tx, findings []attribution.Finding, seq int64) (int64, error) {
@@ -222,7 +244,7 @@ func insertFindings(ctx context.Context, tx *sql.Tx, findings []attribution.Find
 	}
 	for i := range findings {
 		f := &findings[i]
-		if _, err := st.ExecContext(ctx, f.Kind, f.Node, f.GPUUUID, f.Namespace, f.Pod, f.Container,
+		if _, err := st.ExecContext(ctx, f.Kind, ledger.ClusterOrDefault(f.Cluster), f.Node, f.GPUUUID, f.Namespace, f.Pod, f.Container,
 			f.Start.UnixNano(), f.End.UnixNano(), f.Team, f.Detail, f.NoisyPod, seq); err != nil {
 			return 0, fmt.Errorf("cannot insert finding: %w", err)
 		}
@@ -251,6 +273,9 @@ func validateRows(rows []attribution.Row) error {
 			return fmt.Errorf("%s: interval times missing or outside 1678-2262", where())
 		case r.IntervalEnd.Before(r.IntervalStart):
 			return fmt.Errorf("%s: interval ends before it starts", where())
+		}
+		if err := ledger.CheckRowCluster(r.Cluster); err != nil {
+			return fmt.Errorf("%s: %w", where(), err)
 		}
 		if name, v := nonFinite(r); name != "" {
 			return fmt.Errorf("%s: %s is %v", where(), name, v)
@@ -282,6 +307,9 @@ func validateFindings(findings []attribution.Finding) error {
 		if f.Start.IsZero() || !storable(f.Start) || !storable(f.End) || f.End.Before(f.Start) {
 			return fmt.Errorf("finding %d (%s, node %q, gpu %q, pod %q): start/end missing, reversed or outside 1678-2262",
 				i, f.Kind, f.Node, f.GPUUUID, f.Pod)
+		}
+		if err := ledger.CheckRowCluster(f.Cluster); err != nil {
+			return fmt.Errorf("finding %d (%s, node %q): %w", i, f.Kind, f.Node, err)
 		}
 	}
 	return nil

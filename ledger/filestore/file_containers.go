@@ -40,7 +40,7 @@ func (s *FileStore) ContainerRows(ctx context.Context, from, to time.Time, fn fu
 		if s.hasChk {
 			chk = "chk"
 		}
-		rs, err := q.QueryContext(ctx, fmt.Sprintf(selectContainerRows, chk), []driver.NamedValue{{Ordinal: 1, Value: lo}, {Ordinal: 2, Value: hi}, {Ordinal: 3, Value: string(attribution.KindContainer)}})
+		rs, err := q.QueryContext(ctx, fmt.Sprintf(selectContainerRows, chk, s.clusterCol()), []driver.NamedValue{{Ordinal: 1, Value: lo}, {Ordinal: 2, Value: hi}, {Ordinal: 3, Value: string(attribution.KindContainer)}})
 		if err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func (s *FileStore) ContainerRows(ctx context.Context, from, to time.Time, fn fu
 // selectContainerRows: the columns after memory_mib_seconds only serve
 // the row's checksum (%s: chk, or 0 in a file without checksums).
 const selectContainerRows = `SELECT interval_start_ns, ` + containerKeySQL + `,
-	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, mig_profile, %s
+	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, mig_profile, %s, %s
 FROM ledger_rows
 WHERE interval_start_ns >= ? AND interval_start_ns < ? AND kind = ?
 ORDER BY interval_start_ns`
@@ -71,7 +71,7 @@ func (s *FileStore) streamContainers(ctx context.Context, rs driver.Rows, fn fun
 	// A replica writes a row a minute: parse each key once and hand out
 	// the same strings, so callers that keep them hold one copy.
 	keys := map[string]containerKey{}
-	dest := make([]driver.Value, 9)
+	dest := make([]driver.Value, 10)
 	var r attribution.Row
 	for {
 		if err := rs.Next(dest); err == io.EOF {
@@ -88,7 +88,8 @@ func (s *FileStore) streamContainers(ctx context.Context, rs driver.Rows, fn fun
 		method, ok7 := dest[6].(string)
 		profile, ok8 := dest[7].(string)
 		chk, ok9 := dest[8].(int64)
-		if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && ok9) {
+		cluster, ok10 := dest[9].(string)
+		if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && ok9 && ok10) {
 			return errDamaged("container row at %v: unexpected column types %T %T %T %T %T %T %T %T %T", dest[0], dest[0], dest[1], dest[2], dest[3], dest[4], dest[5], dest[6], dest[7], dest[8])
 		}
 		k, ok := keys[key]
@@ -105,14 +106,14 @@ func (s *FileStore) streamContainers(ctx context.Context, rs driver.Rows, fn fun
 		}
 		r.IntervalStart, r.IntervalEnd, r.Kind = fromNS(start), fromNS(start+k.lengthNS), attribution.Kind(g.kind)
 		r.Node, r.GPUUUID, r.SliceID, r.Pod, r.PodUID, r.Container = k.node, k.gpuUUID, k.sliceID, k.pod, k.podUID, k.container
-		r.Team, r.Namespace, r.GPUModel, r.SharingMode = g.team, g.namespace, g.model, g.mode
+		r.Cluster, r.Team, r.Namespace, r.GPUModel, r.SharingMode = g.cluster, g.team, g.namespace, g.model, g.mode
 		r.AllocatedGPUSeconds, r.UsedGPUSeconds, r.MemoryMiBSeconds = a, u, m
 		if chk != 0 {
 			// The checksum covers the row as stored: kind 'container',
 			// and the fields this read does not hand out.
 			c := r
-			c.Kind, c.EnergyJoules, c.Method, c.MIGProfile = attribution.KindContainer, e, method, profile
-			if chk != rowChecksum(&c, start, start+k.lengthNS, k.grp) {
+			c.Kind, c.EnergyJoules, c.Method, c.MIGProfile, c.Cluster = attribution.KindContainer, e, method, profile, cluster
+			if chk != rowChecksum(&c, start, start+k.lengthNS, k.grp) || cluster != g.cluster {
 				return errDamaged("container row of %s at %s fails its checksum", k.podUID, ledger.FormatTime(r.IntervalStart))
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/ledger"
 )
 
@@ -28,23 +29,28 @@ import (
 
 // coverageIntervalsSQL is each GPU's distinct intervals of [?1, ?2): the
 // longest end of each start.
-const coverageIntervalsSQL = `SELECT node, gpu_uuid, interval_start_ns, max(interval_end_ns)
+const coverageIntervalsSQL = `SELECT %[1]s, node, gpu_uuid, interval_start_ns, max(interval_end_ns)
 FROM ledger_rows WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2
-GROUP BY interval_start_ns, node, gpu_uuid`
+GROUP BY interval_start_ns, %[1]s, node, gpu_uuid`
 
 // coverageSlotsSQL is each GPU's held partition per clean slot of
-// [?1, ?2] (slot numbers), from the per-device rollup.
-const coverageSlotsSQL = `SELECT d.slot, d.gpu_uuid,
+// [?1, ?2] (slot numbers), from the per-device rollup; a GPU is named by
+// its cluster, a NUL and its UUID (gpuName).
+const coverageSlotsSQL = `SELECT d.slot, %[1]s || char(0) || d.gpu_uuid,
 	total(CASE WHEN g.kind IN ('container', 'unallocated') THEN d.allocated_gpu_seconds ELSE 0 END)
 FROM ledger_rollup_device d JOIN row_groups g ON g.id = d.grp
 WHERE d.slot >= ?1 AND d.slot <= ?2
-GROUP BY d.slot, d.gpu_uuid`
+GROUP BY d.slot, %[1]s, d.gpu_uuid`
 
 // wholeSlotTolerance is how far a slot's held seconds may be from 900 and
 // still be whole: float sums of a slot's rows, not a second of time.
 const wholeSlotTolerance = 1e-3
 
-type covKey struct{ node, gpu string }
+type covKey struct{ cluster, node, gpu string }
+
+// gpuName names a GPU of the fleet in the maps of Coverage: two clusters
+// may each have a GPU of one UUID.
+func gpuName(cluster, gpu string) string { return cluster + "\x00" + gpu }
 
 type span struct{ s, e int64 }
 
@@ -75,7 +81,11 @@ func (s *FileStore) Coverage(ctx context.Context, from, to time.Time) (ledger.Co
 		candidate[d] = true
 	}
 	held := map[string]map[int64]float64{} // GPU -> slot -> seconds
-	rs, err := tx.QueryContext(ctx, coverageSlotsSQL, first, last)
+	gcol := "'" + attribution.DefaultCluster + "'"
+	if s.hasCluster {
+		gcol = "g.cluster"
+	}
+	rs, err := tx.QueryContext(ctx, fmt.Sprintf(coverageSlotsSQL, gcol), first, last)
 	if err != nil {
 		return fail(err)
 	}
@@ -161,14 +171,14 @@ func (s *FileStore) coverageRead(ctx context.Context, tx *sql.Tx, ranges []span,
 	}
 	ivs := map[covKey][]span{}
 	for _, r := range ranges {
-		rs, err := tx.QueryContext(ctx, coverageIntervalsSQL, r.s, r.e)
+		rs, err := tx.QueryContext(ctx, fmt.Sprintf(coverageIntervalsSQL, s.clusterCol()), r.s, r.e)
 		if err != nil {
 			return fail(err)
 		}
 		for rs.Next() {
 			var k covKey
 			var iv span
-			if err := rs.Scan(&k.node, &k.gpu, &iv.s, &iv.e); err != nil {
+			if err := rs.Scan(&k.cluster, &k.node, &k.gpu, &iv.s, &iv.e); err != nil {
 				rs.Close()
 				return fail(err)
 			}
@@ -184,16 +194,18 @@ func (s *FileStore) coverageRead(ctx context.Context, tx *sql.Tx, ranges []span,
 	for k := range ivs {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b covKey) int { return cmp.Or(cmp.Compare(a.node, b.node), cmp.Compare(a.gpu, b.gpu)) })
+	slices.SortFunc(keys, func(a, b covKey) int {
+		return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.node, b.node), cmp.Compare(a.gpu, b.gpu))
+	})
 	var out ledger.Coverage
 	n := 0
 	for _, k := range keys {
 		iv := ivs[k]
 		slices.SortFunc(iv, func(a, b span) int { return cmp.Or(cmp.Compare(a.s, b.s), cmp.Compare(a.e, b.e)) })
-		d := ledger.DeviceCoverage{Node: k.node, GPUUUID: k.gpu, First: time.Unix(0, iv[0].s).UTC()}
+		d := ledger.DeviceCoverage{Cluster: k.cluster, Node: k.node, GPUUUID: k.gpu, First: time.Unix(0, iv[0].s).UTC()}
 		end := iv[0].e
 		for _, x := range iv[1:] {
-			if x.s > end && (sealed == nil || !sealed(k.gpu, end, x.s)) {
+			if x.s > end && (sealed == nil || !sealed(gpuName(k.cluster, k.gpu), end, x.s)) {
 				if n++; n > ledger.MaxCoverageHoles {
 					out.Truncated = true
 				} else {

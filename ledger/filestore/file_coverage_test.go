@@ -26,7 +26,7 @@ func gappyRows(seed uint64, start time.Time, nested bool) []attribution.Row {
 	add := func(node, gpu string, s, e time.Time) {
 		d := e.Sub(s).Seconds()
 		for _, k := range []attribution.Kind{attribution.KindUnallocated, attribution.KindIdle} {
-			r := attribution.Row{IntervalStart: s, IntervalEnd: e, Node: node, GPUUUID: gpu, SliceID: gpu, GPUModel: "A100-SXM4-80GB",
+			r := attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: s, IntervalEnd: e, Node: node, GPUUUID: gpu, SliceID: gpu, GPUModel: "A100-SXM4-80GB",
 				SharingMode: "exclusive", Kind: k, Method: attribution.MethodMeasured}
 			if k == attribution.KindIdle {
 				r.UsedGPUSeconds = d
@@ -109,7 +109,7 @@ func TestFileCoverageReadsAroundWholeSlots(t *testing.T) {
 	start := time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
 	var rows []attribution.Row
 	add := func(node, gpu string, s, e time.Time) {
-		rows = append(rows, attribution.Row{IntervalStart: s, IntervalEnd: e, Node: node, GPUUUID: gpu, SliceID: gpu, GPUModel: "A100-SXM4-80GB",
+		rows = append(rows, attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: s, IntervalEnd: e, Node: node, GPUUUID: gpu, SliceID: gpu, GPUModel: "A100-SXM4-80GB",
 			SharingMode: "exclusive", Kind: attribution.KindUnallocated, AllocatedGPUSeconds: e.Sub(s).Seconds(), Method: attribution.MethodMeasured})
 	}
 	for m := 0; m < 1440; m++ {

@@ -7,15 +7,18 @@ import (
 	"sync"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // groupKey is what reports group by. Rows store it as one integer (grp)
 // into row_groups: GROUP BY then sorts integers instead of five strings
 // (about three times faster in SQLite), and rows are smaller.
-type groupKey struct{ team, namespace, model, mode, kind string }
+// The cluster is part of the group, so the rollups, which are keyed by
+// group, split by cluster without a column of their own.
+type groupKey struct{ cluster, team, namespace, model, mode, kind string }
 
 func groupOf(r *attribution.Row) groupKey {
-	return groupKey{r.Team, r.Namespace, r.GPUModel, r.SharingMode, string(r.Kind)}
+	return groupKey{ledger.ClusterOrDefault(r.Cluster), r.Team, r.Namespace, r.GPUModel, r.SharingMode, string(r.Kind)}
 }
 
 // groupCache mirrors row_groups. Groups are never deleted or changed, so
@@ -69,7 +72,13 @@ func (c *groupCache) key(ctx context.Context, db *sql.DB, id int64) (groupKey, e
 }
 
 func (c *groupCache) load(ctx context.Context, db *sql.DB) error {
-	rs, err := db.QueryContext(ctx, "SELECT id, team, namespace, gpu_model, sharing_mode, kind FROM row_groups")
+	col := "'" + attribution.DefaultCluster + "'"
+	if has, err := hasColumn(ctx, db, "row_groups", "cluster"); err != nil {
+		return err
+	} else if has {
+		col = "cluster"
+	}
+	rs, err := db.QueryContext(ctx, "SELECT id, "+col+", team, namespace, gpu_model, sharing_mode, kind FROM row_groups")
 	if err != nil {
 		return fmt.Errorf("cannot read row groups: %w", err)
 	}
@@ -80,7 +89,7 @@ func (c *groupCache) load(ctx context.Context, db *sql.DB) error {
 			id int64
 			k  groupKey
 		)
-		if err := rs.Scan(&id, &k.team, &k.namespace, &k.model, &k.mode, &k.kind); err != nil {
+		if err := rs.Scan(&id, &k.cluster, &k.team, &k.namespace, &k.model, &k.mode, &k.kind); err != nil {
 			return fmt.Errorf("cannot read row groups: %w", err)
 		}
 		m[k] = id
@@ -112,9 +121,9 @@ func (g *groupIDs) id(ctx context.Context, k groupKey) (int64, error) {
 		var err error
 		// DO UPDATE (a no-op) rather than DO NOTHING so RETURNING also
 		// yields the id of a group another process created.
-		g.insert, err = g.tx.PrepareContext(ctx, `INSERT INTO row_groups (team, namespace, gpu_model, sharing_mode, kind)
-VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (team, namespace, gpu_model, sharing_mode, kind) DO UPDATE SET team = excluded.team
+		g.insert, err = g.tx.PrepareContext(ctx, `INSERT INTO row_groups (cluster, team, namespace, gpu_model, sharing_mode, kind)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (cluster, team, namespace, gpu_model, sharing_mode, kind) DO UPDATE SET team = excluded.team
 RETURNING id`)
 		if err != nil {
 			return 0, fmt.Errorf("cannot prepare row group insert: %w", err)
@@ -122,7 +131,7 @@ RETURNING id`)
 		g.created = map[groupKey]int64{}
 	}
 	var id int64
-	if err := g.insert.QueryRowContext(ctx, k.team, k.namespace, k.model, k.mode, k.kind).Scan(&id); err != nil {
+	if err := g.insert.QueryRowContext(ctx, k.cluster, k.team, k.namespace, k.model, k.mode, k.kind).Scan(&id); err != nil {
 		return 0, fmt.Errorf("cannot store row group: %w", err)
 	}
 	g.created[k] = id

@@ -22,7 +22,7 @@ GROUP BY grp, node`
 // gpuNodesSQL lists the (node, GPU) pairs of [?1, ?2) from the rows' key
 // index alone (interval_start_ns, node, gpu_uuid lead it), so no row is
 // read.
-const gpuNodesSQL = `SELECT DISTINCT node, gpu_uuid FROM ledger_rows WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2`
+const gpuNodesSQL = `SELECT DISTINCT %s, node, gpu_uuid FROM ledger_rows WHERE interval_start_ns >= ?1 AND interval_start_ns < ?2`
 
 // aggregateNodes is Aggregate with ByNode. A GPU sits in one node, so the
 // per-device aggregates (from the device rollup) summed by their GPU's
@@ -54,18 +54,18 @@ func (s *FileStore) aggregateNodes(ctx context.Context, q ledger.AggregateQuery)
 	type key struct {
 		bucket                      int64
 		team, ns, model, mode, kind string
-		node                        string
+		cluster, node               string
 	}
 	index := map[key]int{}
 	var out []ledger.Aggregate
 	for _, d := range devs {
-		k := key{d.BucketStart.UnixNano(), d.Team, d.Namespace, d.GPUModel, d.Mode, string(d.Kind), nodes[d.GPUUUID]}
+		k := key{d.BucketStart.UnixNano(), d.Team, d.Namespace, d.GPUModel, d.Mode, string(d.Kind), d.Cluster, nodes[gpuKey{d.Cluster, d.GPUUUID}]}
 		i, ok := index[k]
 		if !ok {
 			i = len(out)
 			index[k] = i
 			out = append(out, ledger.Aggregate{BucketStart: d.BucketStart, Team: d.Team, Namespace: d.Namespace, GPUModel: d.GPUModel,
-				Mode: d.Mode, Kind: d.Kind, Node: k.node})
+				Mode: d.Mode, Kind: d.Kind, Cluster: d.Cluster, Node: k.node})
 		}
 		out[i].EnergyJoules += d.EnergyJoules
 		out[i].Rows += d.Rows
@@ -74,24 +74,31 @@ func (s *FileStore) aggregateNodes(ctx context.Context, q ledger.AggregateQuery)
 	return out, nil
 }
 
-// gpuNodes maps each GPU UUID of [lo, hi) to its node; ambiguous is true
-// when one UUID appears on two nodes.
-func (s *FileStore) gpuNodes(ctx context.Context, lo, hi int64) (nodes map[string]string, ambiguous bool, err error) {
-	rs, err := s.r.QueryContext(ctx, gpuNodesSQL, lo, hi)
+// gpuKey is a GPU of the fleet: two clusters may each have a GPU of one
+// UUID (simulated nodes do).
+type gpuKey struct{ cluster, gpu string }
+
+// gpuNodes maps each GPU of [lo, hi) to its node; ambiguous is true
+// when one UUID appears on two nodes of a cluster.
+func (s *FileStore) gpuNodes(ctx context.Context, lo, hi int64) (nodes map[gpuKey]string, ambiguous bool, err error) {
+	rs, err := s.r.QueryContext(ctx, fmt.Sprintf(gpuNodesSQL, s.clusterCol()), lo, hi)
 	if err != nil {
 		return nil, false, err
 	}
 	defer rs.Close()
-	nodes = map[string]string{}
+	nodes = map[gpuKey]string{}
 	for rs.Next() {
-		var node, gpu string
-		if err := rs.Scan(&node, &gpu); err != nil {
+		var (
+			k    gpuKey
+			node string
+		)
+		if err := rs.Scan(&k.cluster, &node, &k.gpu); err != nil {
 			return nil, false, err
 		}
-		if prev, ok := nodes[gpu]; ok && prev != node {
+		if prev, ok := nodes[k]; ok && prev != node {
 			ambiguous = true
 		}
-		nodes[gpu] = node
+		nodes[k] = node
 	}
 	return nodes, ambiguous, rs.Err()
 }
@@ -170,7 +177,11 @@ func (s *FileStore) aggregateNodesRaw(ctx context.Context, bs []bucket) ([]ledge
 // give it.
 func verifyRange(ctx context.Context, tx *sql.Tx, bs []bucket) (map[int64]int64, error) {
 	var bad int64
-	if err := tx.QueryRowContext(ctx, badRowsSQL, bs[0].lo, bs[len(bs)-1].hi).Scan(&bad); err != nil {
+	q, err := badRowsSQL(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.QueryRowContext(ctx, q, bs[0].lo, bs[len(bs)-1].hi).Scan(&bad); err != nil {
 		return nil, fmt.Errorf("cannot check ledger rows: %w", err)
 	}
 	if bad > 0 {
@@ -192,7 +203,7 @@ func sortNodeAggregates(out []ledger.Aggregate) {
 		if c := x.BucketStart.Compare(y.BucketStart); c != 0 {
 			return c
 		}
-		return strings.Compare(x.Team+"\x00"+x.Namespace+"\x00"+x.GPUModel+"\x00"+x.Mode+"\x00"+string(x.Kind)+"\x00"+x.Node,
-			y.Team+"\x00"+y.Namespace+"\x00"+y.GPUModel+"\x00"+y.Mode+"\x00"+string(y.Kind)+"\x00"+y.Node)
+		return strings.Compare(x.Team+"\x00"+x.Namespace+"\x00"+x.GPUModel+"\x00"+x.Mode+"\x00"+string(x.Kind)+"\x00"+x.Cluster+"\x00"+x.Node,
+			y.Team+"\x00"+y.Namespace+"\x00"+y.GPUModel+"\x00"+y.Mode+"\x00"+string(y.Kind)+"\x00"+y.Cluster+"\x00"+y.Node)
 	})
 }

@@ -16,8 +16,8 @@ var (
 
 // upsertNodeLabel replaces the change of a node's key at the same second:
 // a replay writes the same rows, and a second change within one second wins.
-const upsertNodeLabel = `INSERT INTO node_labels (node, key, at, value, deleted) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (node, key, at) DO UPDATE SET value = excluded.value, deleted = excluded.deleted`
+const upsertNodeLabel = `INSERT INTO node_labels (cluster, node, key, at, value, deleted) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (cluster, node, key, at) DO UPDATE SET value = excluded.value, deleted = excluded.deleted`
 
 // AppendNodeLabels writes node label changes in one transaction
 // (nodelabel.Store), At stored to the second (truncated). Every change is
@@ -27,7 +27,7 @@ func (s *FileStore) AppendNodeLabels(ctx context.Context, changes []nodelabel.Ch
 	if s.opts.ReadOnly {
 		return fmt.Errorf("cannot append node label changes to ledger %s: it is opened read-only", s.path)
 	}
-	if err := nodelabel.Validate(changes, minStorable, maxStorable); err != nil {
+	if err := ledger.ValidateNodeLabels(changes, minStorable, maxStorable); err != nil {
 		return fmt.Errorf("cannot append node label changes to ledger %s: %w", s.path, err)
 	}
 	if len(changes) == 0 {
@@ -35,7 +35,7 @@ func (s *FileStore) AppendNodeLabels(ctx context.Context, changes []nodelabel.Ch
 	}
 	return s.upsertAll(ctx, "node label changes", upsertNodeLabel, len(changes), func(i int) ([]any, string) {
 		c := &changes[i]
-		return []any{c.Node, c.Key, c.At.Unix(), c.Value, c.Deleted}, fmt.Sprintf("label %s of node %s", c.Key, c.Node)
+		return []any{ledger.ClusterOrDefault(c.Cluster), c.Node, c.Key, c.At.Unix(), c.Value, c.Deleted}, fmt.Sprintf("label %s of node %s", c.Key, c.Node)
 	})
 }
 
@@ -86,8 +86,8 @@ func (s *FileStore) NodeLabels(ctx context.Context, key string, at time.Time) (m
 	}
 	// SQLite takes the bare columns of a max() aggregate from the row
 	// holding the maximum: each node's last change at or before at.
-	rs, err := s.r.QueryContext(ctx, `SELECT node, value, deleted, max(at) FROM node_labels
-WHERE key = ? AND at <= ? GROUP BY node LIMIT ?`, key, at.Unix(), nodelabel.MaxChanges+1)
+	rs, err := s.r.QueryContext(ctx, `SELECT `+s.clusterCol()+`, node, value, deleted, max(at) FROM node_labels
+WHERE key = ? AND at <= ? GROUP BY `+s.clusterCol()+`, node LIMIT ?`, key, at.Unix(), nodelabel.MaxChanges+1)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, s.describe(err))
 	}
@@ -98,15 +98,16 @@ WHERE key = ? AND at <= ? GROUP BY node LIMIT ?`, key, at.Unix(), nodelabel.MaxC
 			return nil, fmt.Errorf("%s: more than %d nodes", where, nodelabel.MaxChanges)
 		}
 		var (
+			cluster     string
 			node, value string
 			deleted     bool
 			last        int64
 		)
-		if err := rs.Scan(&node, &value, &deleted, &last); err != nil {
+		if err := rs.Scan(&cluster, &node, &value, &deleted, &last); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, s.describe(err))
 		}
 		if !deleted {
-			out[node] = value
+			out[ledger.NodeKey(cluster, node)] = value
 		}
 	}
 	if err := rs.Err(); err != nil {

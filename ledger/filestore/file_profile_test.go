@@ -89,7 +89,7 @@ func TestVersion4FileFromRelease(t *testing.T) {
 
 	// A new row on a slice the old rows hold: the device aggregate takes
 	// its profile (a slice's profile never changes, so old rows agree).
-	next := attribution.Row{IntervalStart: last.Add(time.Hour), IntervalEnd: last.Add(time.Hour + time.Minute),
+	next := attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: last.Add(time.Hour), IntervalEnd: last.Add(time.Hour + time.Minute),
 		Node: "n", GPUUUID: migSlice.GPUUUID, GPUModel: migSlice.GPUModel, SliceID: migSlice.SliceID,
 		MIGProfile: "3g.40gb", SharingMode: migSlice.Mode, Kind: attribution.KindContainer,
 		Namespace: migSlice.Namespace, Pod: migSlice.Pod, PodUID: "u", Container: "c", Team: migSlice.Team,
@@ -136,7 +136,7 @@ func TestMIGProfileRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r := attribution.Row{IntervalStart: t0, IntervalEnd: t0.Add(time.Minute), Node: "n", GPUUUID: "GPU-1",
+	r := attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: t0, IntervalEnd: t0.Add(time.Minute), Node: "n", GPUUUID: "GPU-1",
 		GPUModel: "A100-SXM4-80GB", SliceID: "MIG-1", MIGProfile: "1g.10gb", SharingMode: string(tenancy.MIG),
 		Kind: attribution.KindContainer, Namespace: "ns", Pod: "p", PodUID: "u", Container: "c", Team: "t",
 		AllocatedGPUSeconds: 60.0 / 7, UsedGPUSeconds: 1, Method: attribution.MethodMeasured}

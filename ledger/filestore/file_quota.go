@@ -3,6 +3,7 @@ package filestore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gpuledger/gpuledger/ledger"
@@ -19,9 +20,9 @@ var maxQuotaChanges = ledger.MaxQuotaChanges
 
 // upsertQuota replaces the change of a key at the same second: a replay of
 // a batch writes the same rows, and a second change within one second wins.
-const upsertQuota = `INSERT INTO quota_changes (source, object, resource, at, team, milli, limit_milli, deleted)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (source, object, resource, at) DO UPDATE SET
+const upsertQuota = `INSERT INTO quota_changes (cluster, source, object, resource, at, team, milli, limit_milli, deleted)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (cluster, source, object, resource, at) DO UPDATE SET
 	team = excluded.team, milli = excluded.milli, limit_milli = excluded.limit_milli, deleted = excluded.deleted`
 
 // AppendQuota writes quota changes in one transaction (quota.Store). At is
@@ -43,7 +44,7 @@ func (s *FileStore) AppendQuota(ctx context.Context, changes []quota.Change) err
 	}
 	return s.upsertAll(ctx, "quota changes", upsertQuota, len(changes), func(i int) ([]any, string) {
 		c := &changes[i]
-		return []any{c.Source, c.Object, c.Resource, c.At.Unix(), c.Team, c.Milli, c.LimitMilli, c.Deleted},
+		return []any{ledger.ClusterOrDefault(c.Cluster), c.Source, c.Object, c.Resource, c.At.Unix(), c.Team, c.Milli, c.LimitMilli, c.Deleted},
 			fmt.Sprintf("quota change of %s %s %s", c.Source, c.Object, c.Resource)
 	})
 }
@@ -70,14 +71,14 @@ func (s *FileStore) QuotaChanges(ctx context.Context, from, to time.Time, fn fun
 	// SQLite takes the bare columns of a max() aggregate from the row
 	// holding the maximum: the last change of each key at or before from.
 	// The second part is a range scan of the at index.
-	const q = `SELECT source, object, resource, last_at, team, milli, limit_milli, deleted FROM (
-	SELECT source, object, resource, max(at) AS last_at, team, milli, limit_milli, deleted
-	FROM quota_changes WHERE at <= ?1 GROUP BY source, object, resource
+	q := strings.ReplaceAll(`SELECT source, object, resource, last_at, team, milli, limit_milli, deleted, cl FROM (
+	SELECT source, object, resource, max(at) AS last_at, team, milli, limit_milli, deleted, CL AS cl
+	FROM quota_changes WHERE at <= ?1 GROUP BY CL, source, object, resource
 ) WHERE deleted = 0
 UNION ALL
-SELECT source, object, resource, at, team, milli, limit_milli, deleted
+SELECT source, object, resource, at, team, milli, limit_milli, deleted, CL
 FROM quota_changes WHERE at > ?1 AND at < ?2
-ORDER BY 4, 1, 2, 3`
+ORDER BY 4, 9, 1, 2, 3`, "CL", s.clusterCol())
 	rs, err := s.r.QueryContext(ctx, q, from.Unix(), quotaCeil(to))
 	if err != nil {
 		return fmt.Errorf("cannot read quota changes of %s from %s: %w", s.path, period, s.describe(err))
@@ -92,7 +93,7 @@ ORDER BY 4, 1, 2, 3`
 			c  quota.Change
 			at int64
 		)
-		if err := rs.Scan(&c.Source, &c.Object, &c.Resource, &at, &c.Team, &c.Milli, &c.LimitMilli, &c.Deleted); err != nil {
+		if err := rs.Scan(&c.Source, &c.Object, &c.Resource, &at, &c.Team, &c.Milli, &c.LimitMilli, &c.Deleted, &c.Cluster); err != nil {
 			return fmt.Errorf("cannot read quota changes of %s from %s: %w", s.path, period, s.describe(err))
 		}
 		c.At = time.Unix(at, 0).UTC()
@@ -139,7 +140,7 @@ func (s *FileStore) pruneQuota(ctx context.Context, expiry time.Time) (int64, er
 	}
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `DELETE FROM quota_changes WHERE at < ?1 AND EXISTS (
-	SELECT 1 FROM quota_changes n WHERE n.source = quota_changes.source AND n.object = quota_changes.object
+	SELECT 1 FROM quota_changes n WHERE n.cluster = quota_changes.cluster AND n.source = quota_changes.source AND n.object = quota_changes.object
 		AND n.resource = quota_changes.resource AND n.at > quota_changes.at AND n.at <= ?1)`, h)
 	if err != nil {
 		return 0, fmt.Errorf("cannot prune quota changes of %s: %w", s.path, err)

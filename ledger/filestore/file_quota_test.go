@@ -3,6 +3,7 @@ package filestore
 import (
 	"context"
 	"errors"
+	"github.com/gpuledger/gpuledger/attribution"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,7 +19,7 @@ func qday(month time.Month, day, hour int) time.Time {
 }
 
 func qchange(at time.Time, source, object, resource, team string, milli int64) quota.Change {
-	return quota.Change{At: at, Entry: quota.Entry{
+	return quota.Change{Cluster: attribution.DefaultCluster, At: at, Entry: quota.Entry{
 		Key: quota.Key{Source: source, Object: object, Resource: resource}, Team: team, Milli: milli}}
 }
 

@@ -15,18 +15,18 @@ import (
 // without checksums (see selectRowsSQL).
 const selectRows = `SELECT
 	interval_start_ns, interval_end_ns, node, gpu_uuid, slice_id, kind, pod, pod_uid, container, grp,
-	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, mig_profile, seq, %s
+	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, mig_profile, seq, %s, %s
 FROM ledger_rows`
 
 // selectRowsSQL is selectRows for this file.
 func (s *FileStore) selectRowsSQL() string {
 	if s.hasChk {
-		return fmt.Sprintf(selectRows, "chk")
+		return fmt.Sprintf(selectRows, "chk", s.clusterCol())
 	}
-	return fmt.Sprintf(selectRows, "0")
+	return fmt.Sprintf(selectRows, "0", s.clusterCol())
 }
 
-const selectFindings = `SELECT start_ns, end_ns, kind, node, gpu_uuid, namespace, pod, container, team, detail, noisy_pod, seq
+const selectFindings = `SELECT start_ns, end_ns, kind, %s, node, gpu_uuid, namespace, pod, container, team, detail, noisy_pod, seq
 FROM findings`
 
 var _ ledger.RowReader = (*FileStore)(nil)
@@ -41,7 +41,7 @@ func (s *FileStore) Rows(ctx context.Context, from, to time.Time, fn func(attrib
 	lo, hi := nsBound(from, math.MinInt64), nsBound(to, math.MaxInt64)
 	rs, err := s.r.QueryContext(ctx, s.selectRowsSQL()+`
 WHERE interval_start_ns >= ? AND interval_start_ns < ?
-ORDER BY interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind`, lo, hi)
+ORDER BY interval_start_ns, `+s.clusterCol()+`, node, gpu_uuid, slice_id, pod_uid, container, kind`, lo, hi)
 	if err != nil {
 		return fmt.Errorf("cannot query ledger rows in %s: %w", s.path, s.describe(err))
 	}
@@ -65,9 +65,9 @@ ORDER BY interval_start_ns, node, gpu_uuid, slice_id, pod_uid, container, kind`,
 // finding counts when it lies in the range), ordered by start.
 func (s *FileStore) Findings(ctx context.Context, from, to time.Time, fn func(attribution.Finding) error) error {
 	lo, hi := nsBound(from, math.MinInt64), nsBound(to, math.MaxInt64)
-	rs, err := s.r.QueryContext(ctx, selectFindings+`
+	rs, err := s.r.QueryContext(ctx, fmt.Sprintf(selectFindings, s.clusterCol())+`
 WHERE start_ns < ?2 AND (end_ns > ?1 OR start_ns >= ?1)
-ORDER BY start_ns, kind, node, gpu_uuid, namespace, pod, container`, lo, hi)
+ORDER BY start_ns, kind, `+s.clusterCol()+`, node, gpu_uuid, namespace, pod, container`, lo, hi)
 	if err != nil {
 		return fmt.Errorf("cannot query findings in %s: %w", s.path, s.describe(err))
 	}
@@ -95,7 +95,7 @@ func (s *FileStore) scanRow(ctx context.Context, rs *sql.Rows) (attribution.Row,
 		seq, chk        int64
 	)
 	err := rs.Scan(&start, &end, &r.Node, &r.GPUUUID, &r.SliceID, &kind, &r.Pod, &r.PodUID, &r.Container, &grp,
-		&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.EnergyJoules, &r.Method, &r.MIGProfile, &seq, &chk)
+		&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.EnergyJoules, &r.Method, &r.MIGProfile, &seq, &chk, &r.Cluster)
 	if err != nil {
 		return r, 0, err
 	}
@@ -110,6 +110,9 @@ func (s *FileStore) scanRow(ctx context.Context, rs *sql.Rows) (attribution.Row,
 	if err != nil {
 		return r, 0, err
 	}
+	if r.Cluster != g.cluster {
+		return r, 0, errDamaged("ledger row %d (node %q, gpu %q, interval %s) is keyed to cluster %q and grouped under %q", seq, r.Node, r.GPUUUID, ledger.FormatTime(fromNS(start)), r.Cluster, g.cluster)
+	}
 	r.IntervalStart, r.IntervalEnd = fromNS(start), fromNS(end)
 	r.Team, r.Namespace, r.GPUModel, r.SharingMode = g.team, g.namespace, g.model, g.mode
 	return r, seq, nil
@@ -121,7 +124,7 @@ func scanFinding(rs *sql.Rows) (attribution.Finding, int64, error) {
 		start, end int64
 		seq        int64
 	)
-	err := rs.Scan(&start, &end, &f.Kind, &f.Node, &f.GPUUUID, &f.Namespace, &f.Pod, &f.Container,
+	err := rs.Scan(&start, &end, &f.Kind, &f.Cluster, &f.Node, &f.GPUUUID, &f.Namespace, &f.Pod, &f.Container,
 		&f.Team, &f.Detail, &f.NoisyPod, &seq)
 	f.Start, f.End = fromNS(start), fromNS(end)
 	return f, seq, err

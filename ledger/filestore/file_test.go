@@ -24,19 +24,19 @@ func TestFileRoundTripEveryField(t *testing.T) {
 	ctx := context.Background()
 	want := []attribution.Row{{
 		IntervalStart: t0.Add(123456789 * time.Nanosecond), IntervalEnd: t0.Add(time.Minute),
-		Node: "n1", GPUUUID: "GPU-aaaa", GPUModel: "H100-80GB-HBM3", SliceID: "MIG-bbbb::3",
+		Cluster: "eu-1", Node: "n1", GPUUUID: "GPU-aaaa", GPUModel: "H100-80GB-HBM3", SliceID: "MIG-bbbb::3",
 		SharingMode: string(tenancy.MIGTimeslicing), Kind: attribution.KindContainer,
 		Namespace: "ns", Pod: "p", PodUID: "uid-1", Container: "c,\"quoted\"\nline", Team: "té∂m",
 		AllocatedGPUSeconds: 1.0 / 3, UsedGPUSeconds: 0.1 + 0.2, MemoryMiBSeconds: math.MaxFloat64,
 		EnergyJoules: 5e-324, Method: attribution.MethodEstimated,
 	}, {
-		IntervalStart: t0, IntervalEnd: t0.Add(time.Minute), Node: "n1", GPUUUID: "GPU-aaaa",
+		IntervalStart: t0, IntervalEnd: t0.Add(time.Minute), Cluster: attribution.DefaultCluster, Node: "n1", GPUUUID: "GPU-aaaa",
 		GPUModel: "H100-80GB-HBM3", SliceID: "GPU-aaaa", SharingMode: string(tenancy.Exclusive),
 		Kind: attribution.KindIdle, UsedGPUSeconds: 59.999999999999993, EnergyJoules: -1.5,
 		Method: attribution.MethodMeasured,
 	}}
 	findings := []attribution.Finding{{
-		Start: t0, End: t0.Add(time.Hour), Kind: attribution.FindingStarved, Node: "n1", GPUUUID: "GPU-aaaa",
+		Start: t0, End: t0.Add(time.Hour), Kind: attribution.FindingStarved, Cluster: "eu-1", Node: "n1", GPUUUID: "GPU-aaaa",
 		Namespace: "ns", Pod: "p", Container: "c", Team: "t", Detail: "noisy ns/q", NoisyPod: "ns/q",
 	}}
 	if err := s.Append(ctx, want, findings); err != nil {

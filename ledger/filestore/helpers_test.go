@@ -43,7 +43,7 @@ func fleetRows(start time.Time, intervals int, step time.Duration, gpus int) []a
 			u1, u2 := a1*0.3, a2/3
 			for c, x := range []struct{ alloc, used float64 }{{a1, u1}, {a2, u2}} {
 				team := teams[(g+c)%len(teams)]
-				rows = append(rows, attribution.Row{
+				rows = append(rows, attribution.Row{Cluster: attribution.DefaultCluster,
 					IntervalStart: s, IntervalEnd: e, Node: node, GPUUUID: uuid, GPUModel: model,
 					SliceID: fmt.Sprintf("%s::%d", uuid, c), SharingMode: string(tenancy.Timeslicing),
 					Kind: attribution.KindContainer, Namespace: "ns-" + team, Pod: fmt.Sprintf("pod-%d-%d", g, c),
@@ -53,7 +53,7 @@ func fleetRows(start time.Time, intervals int, step time.Duration, gpus int) []a
 					Method: attribution.MethodMeasured,
 				})
 			}
-			base := attribution.Row{IntervalStart: s, IntervalEnd: e, Node: node, GPUUUID: uuid, GPUModel: model,
+			base := attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: s, IntervalEnd: e, Node: node, GPUUUID: uuid, GPUModel: model,
 				SliceID: uuid, SharingMode: string(tenancy.Timeslicing), Method: attribution.MethodMeasured}
 			un, ua, id := base, base, base
 			un.Kind, un.AllocatedGPUSeconds = attribution.KindUnallocated, d-a1-a2

@@ -118,7 +118,7 @@ func (s *FileStore) pendingRows(ctx context.Context, q querier, mark int64, max 
 }
 
 func pendingFindings(ctx context.Context, q querier, mark int64, max int) ([]attribution.Finding, []int64, error) {
-	rs, err := q.QueryContext(ctx, selectFindings+" WHERE seq > ? ORDER BY seq LIMIT ?", mark, max)
+	rs, err := q.QueryContext(ctx, fmt.Sprintf(selectFindings, "cluster")+" WHERE seq > ? ORDER BY seq LIMIT ?", mark, max)
 	if err != nil {
 		return nil, nil, err
 	}

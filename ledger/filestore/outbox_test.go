@@ -20,7 +20,7 @@ func TestOutboxOrderAndMarks(t *testing.T) {
 	for c := 0; c < 3; c++ {
 		rows := fleetRows(t0.Add(time.Duration(c)*time.Minute), 1, time.Minute, 2)
 		f := attribution.Finding{Start: t0.Add(time.Duration(c) * time.Minute), End: t0.Add(time.Duration(c+1) * time.Minute), Kind: attribution.FindingNoisyNeighbour,
-			Node: "node-0", GPUUUID: "GPU-0001", Namespace: "ns", Pod: "p", Container: "c", Detail: string(rune('a' + c))}
+			Cluster: attribution.DefaultCluster, Node: "node-0", GPUUUID: "GPU-0001", Namespace: "ns", Pod: "p", Container: "c", Detail: string(rune('a' + c))}
 		if err := s.Append(ctx, rows, []attribution.Finding{f}); err != nil {
 			t.Fatal(err)
 		}

@@ -194,7 +194,7 @@ func (l *randomLedger) rows(from, to time.Time, step time.Duration, gpus int) []
 		d := step.Seconds()
 		for g := 0; g < gpus; g++ {
 			uuid := fmt.Sprintf("GPU-%d", g)
-			base := attribution.Row{IntervalStart: s, IntervalEnd: s.Add(step), Node: fmt.Sprintf("n%d", g/2), GPUUUID: uuid,
+			base := attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: s, IntervalEnd: s.Add(step), Node: fmt.Sprintf("n%d", g/2), GPUUUID: uuid,
 				GPUModel: []string{"L4", "H100-80GB-HBM3"}[g%2], SliceID: uuid, SharingMode: string(tenancy.Timeslicing),
 				Method: attribution.MethodMeasured}
 			for c := 0; c < 1+l.rng.IntN(3); c++ {
@@ -497,7 +497,7 @@ func TestRollupExtremeTimes(t *testing.T) {
 	lo, hi := time.Unix(0, math.MinInt64).UTC(), time.Unix(0, math.MaxInt64-1).UTC()
 	var rows []attribution.Row
 	for i, at := range []time.Time{lo, lo.Add(16 * time.Minute), time.Unix(-1, 0), time.Unix(0, 0), hi.Add(-20 * time.Minute), hi} {
-		rows = append(rows, attribution.Row{IntervalStart: at, IntervalEnd: at, Node: "n", GPUUUID: "g", SliceID: "g",
+		rows = append(rows, attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: at, IntervalEnd: at, Node: "n", GPUUUID: "g", SliceID: "g",
 			Kind: attribution.KindIdle, UsedGPUSeconds: float64(i) + 0.5, Team: fmt.Sprint(i % 2)})
 	}
 	// One row per Append so each slot goes through the dirty mark.
@@ -667,7 +667,7 @@ func TestRollupEdgePieces(t *testing.T) {
 	write := func(v float64, ts ...time.Time) {
 		var rows []attribution.Row
 		for i, ts := range ts {
-			r := attribution.Row{IntervalStart: ts, IntervalEnd: ts.Add(time.Minute), Node: "n", GPUUUID: "g", SliceID: "g",
+			r := attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: ts, IntervalEnd: ts.Add(time.Minute), Node: "n", GPUUUID: "g", SliceID: "g",
 				Kind: attribution.KindIdle, Team: fmt.Sprint(i % 3), UsedGPUSeconds: v / float64(3+i), EnergyJoules: float64(i)}
 			rows = append(rows, r)
 			model[keyOf(r)] = r

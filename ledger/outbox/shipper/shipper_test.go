@@ -26,7 +26,7 @@ func genRows(seed uint64, gpus, n int, start time.Time) []attribution.Row {
 		for g := 0; g < gpus; g++ {
 			uuid := fmt.Sprintf("GPU-%03d", g)
 			node := fmt.Sprintf("node-%d", g/8)
-			base := attribution.Row{IntervalStart: is, IntervalEnd: is.Add(time.Minute), Node: node, GPUUUID: uuid,
+			base := attribution.Row{Cluster: attribution.DefaultCluster, IntervalStart: is, IntervalEnd: is.Add(time.Minute), Node: node, GPUUUID: uuid,
 				GPUModel: "A100-SXM4-80GB", SliceID: uuid, SharingMode: string(tenancy.Exclusive), Method: attribution.MethodMeasured}
 			c := base
 			c.Kind, c.Namespace, c.Pod, c.PodUID, c.Container = attribution.KindContainer, "ml", "train-0", "uid-"+uuid, "main"
@@ -48,7 +48,7 @@ func genFindings(n int, start time.Time) []attribution.Finding {
 	var fs []attribution.Finding
 	for i := 0; i < n; i++ {
 		s := start.Add(time.Duration(i) * 7 * time.Minute)
-		fs = append(fs, attribution.Finding{Start: s, End: s.Add(5 * time.Minute), Kind: attribution.FindingIdleAllocation,
+		fs = append(fs, attribution.Finding{Cluster: attribution.DefaultCluster, Start: s, End: s.Add(5 * time.Minute), Kind: attribution.FindingIdleAllocation,
 			Node: "node-0", GPUUUID: fmt.Sprintf("GPU-%03d", i%4), Namespace: "ml", Pod: "train-0", Container: "main", Team: "ml"})
 	}
 	return fs
