@@ -34,7 +34,7 @@ func chDatasource() common.DataSourceRef {
 	return common.DataSourceRef{Type: &typ, Uid: &uid}
 }
 
-// chVariables: the data source, then team, namespace and GPU model. The
+// chVariables: the data source, then cluster, team, namespace and GPU model. The
 // values are the labels' hex (shown as the labels), so that no label, a
 // quote or backslash in it included, ever reaches the SQL text.
 func chVariables() []cog.Builder[dashboard.VariableModel] {
@@ -42,6 +42,7 @@ func chVariables() []cog.Builder[dashboard.VariableModel] {
 		dashboard.NewDatasourceVariableBuilder("datasource").
 			Label("Ledger (ClickHouse)").
 			Type(chquery.DatasourceType),
+		chVariable("cluster", "Cluster", sqlVariable("cluster", false)),
 		chVariable("team", "Team", sqlVariable("team", true)),
 		chVariable("namespace", "Namespace", sqlVariable("namespace", true)),
 		chVariable("model", "GPU model", sqlVariable("gpu_model", false)),
@@ -112,7 +113,7 @@ func chargebackClickHouse() *dashboard.DashboardBuilder {
 	one := 1.0
 	b := dashboard.NewDashboardBuilder("gpuledger / Chargeback from the ledger (ClickHouse)").
 		Uid(UIDChargebackCH).
-		Description("Months of chargeback from the ClickHouse ledger: the report's money per team and month to the cent, GPU-hours held and used, capacity held but unused, never allocated and idle device time, the sharing-mode mix, the top workloads and findings over time. Needs the grafana-clickhouse-datasource plugin and a price book loaded with `gpuledger ledger migrate --prices` (docs/dashboards.md).").
+		Description("Months of chargeback from the ClickHouse ledger, for the fleet or the clusters selected: the report's money per team and month to the cent, GPU-hours held and used, capacity held but unused, never allocated and idle device time, the sharing-mode mix, the top workloads and findings over time. Needs the grafana-clickhouse-datasource plugin and a price book loaded with `gpuledger ledger migrate --prices` (docs/dashboards.md).").
 		Tags([]string{"gpuledger", "gpu", "clickhouse"}).
 		Editable().
 		Timezone(common.TimeZoneUtc).
@@ -122,15 +123,15 @@ func chargebackClickHouse() *dashboard.DashboardBuilder {
 		Variables(chVariables())
 
 	b.WithPanel(chTable(chCostByTeam, "Cost per team and month",
-		"Each team's money for each calendar month the time range touches, as `gpuledger report` computes it for that month with the newest price book: its charge lines plus its share of the capacity no team was charged for (idle: shared). Whole months, to the minor unit; the filters choose which teams are shown, never how the month is shared out.",
+		"Each team's money for each calendar month the time range touches, as `gpuledger report` computes it for that month with the newest price book: its charge lines plus its share of the capacity no team was charged for (idle: shared). Whole months, to the minor unit; the team, namespace and model filters choose which teams are shown, never how the month is shared out. The cluster filter chooses whose invoice it is: All is the fleet's, as `gpuledger report` on the whole ledger; one cluster is the invoice of its own rows alone (its capacity, its uncharged capacity shared among its teams).",
 		24, 9, sqlCostByTeam()))
 	b.WithPanel(chTable(chInvoiceTotals, "Invoice per month",
-		"The month's invoice total, what the teams pay, the platform line (uncharged capacity no team pays for) and the rounding line, as in the finance CSV. Not narrowed by the filters.",
+		"The month's invoice total, what the teams pay, the platform line (uncharged capacity no team pays for) and the rounding line, as in the finance CSV, for the clusters selected (All: the fleet). Not narrowed by the team, namespace and model filters.",
 		24, 5, sqlInvoiceTotals()))
 	b.WithPanel(stat.NewPanelBuilder().
 		Id(chStaleHours).
 		Title("Hours not yet rolled up").
-		Description("Hours of the months shown whose newest hourly rollup does not cover every write (a late or replayed batch since the last rebuild). The panels show such an hour as last rolled up; `gpuledger report` reads it from the raw rows. 0: the cost panels equal the report; otherwise they catch up when the shipper rebuilds the hour.").
+		Description("Hours of the months shown whose newest hourly rollup does not cover every write (a late or replayed batch since the last rebuild). The panels show such an hour as last rolled up; `gpuledger report` reads it from the raw rows. 0: the cost panels equal the report; otherwise they catch up when the shipper rebuilds the hour. Counts the whole fleet's hours, whatever the cluster filter.").
 		Datasource(chDatasource()).
 		Span(24).
 		Height(3).

@@ -141,7 +141,7 @@ LIMIT 20`
 func sqlFindingsOverTime() string {
 	return `SELECT toStartOfDay(start_time) AS time, kind, count() AS "Findings"
 FROM ` + chFindings + ` FINAL
-WHERE $__timeFilter(start_time) AND start_time < $__toTime AND ` +
+WHERE $__timeFilter(start_time) AND start_time < $__toTime AND ` + clusterFilter() + " AND " +
 		varFilter("team", "team") + " AND " + varFilter("namespace", "namespace") + `
 GROUP BY time, kind ORDER BY time, kind`
 }
@@ -149,21 +149,25 @@ GROUP BY time, kind ORDER BY time, kind`
 // sqlFindingsTable lists the range's findings, newest first.
 func sqlFindingsTable() string {
 	return `SELECT start_time AS "Start", end_time AS "End", kind AS "Kind", team AS "Team",
-	namespace AS "Namespace", pod AS "Pod", container AS "Container", node AS "Node", gpu_uuid AS "GPU",
+	namespace AS "Namespace", pod AS "Pod", container AS "Container", cluster AS "Cluster", node AS "Node", gpu_uuid AS "GPU",
 	noisy_pod AS "Noisy pod", detail AS "Detail"
 FROM ` + chFindings + ` FINAL
-WHERE $__timeFilter(start_time) AND start_time < $__toTime AND ` +
+WHERE $__timeFilter(start_time) AND start_time < $__toTime AND ` + clusterFilter() + " AND " +
 		varFilter("team", "team") + " AND " + varFilter("namespace", "namespace") + `
 ORDER BY start_time DESC LIMIT 200`
 }
 
 // Variable queries: the label as text, its hex as the value.
 // Containers' rows only for team and namespace (platform rows have
-// neither); every row for the model.
+// neither); every row for the model and the cluster. The cluster
+// narrows the others' choices.
 func sqlVariable(col string, containers bool) string {
 	cond := monthsCond
 	if containers {
 		cond += " AND kind = 'container'"
+	}
+	if col != "cluster" {
+		cond += " AND " + clusterFilter()
 	}
 	return `SELECT DISTINCT ` + col + ` AS __text, hex(` + col + `) AS __value FROM ` + chHourly + `
 WHERE ` + cond + `

@@ -39,6 +39,12 @@ func varFilter(name, col string) string {
 	return "(decodeURLComponent('${" + name + ":percentencode}') = '" + allValue + "' OR has(" + varList(name) + ", hex(" + col + ")))"
 }
 
+// clusterFilter narrows rows to the clusters of the cluster variable (the
+// ledger's cluster column: collect and serve --cluster). Unlike the label
+// filters it applies before anything is computed: a cluster's invoice is
+// that of its own rows, All the fleet's, which is the report's.
+func clusterFilter() string { return varFilter("cluster", "cluster") }
+
 // labelFilters narrows rows to the team, namespace and model variables.
 func labelFilters() string {
 	return varFilter("team", "team") + " AND " + varFilter("namespace", "namespace") + " AND " + varFilter("model", "gpu_model")
@@ -53,14 +59,16 @@ func newestBuilds(timeCond string) string {
 }
 
 // hourGroups are the hourly rollup's groups of the newest builds in the
-// hours matching timeCond (a condition on the column hour): a group
-// written twice by a retried insert counts once.
+// hours matching timeCond (a condition on the column hour), in the
+// selected clusters: a group written twice by a retried insert counts
+// once. The cluster is part of the group, so that two clusters' groups
+// with the same team, namespace, model, mode and kind both count.
 func hourGroups(timeCond string) string {
-	return `SELECT hour, team, namespace, gpu_model, sharing_mode, kind,
+	return `SELECT hour, cluster, team, namespace, gpu_model, sharing_mode, kind,
 		any(allocated_gpu_seconds) AS alloc_s, any(used_gpu_seconds) AS used_s, any(energy_joules) AS energy_j
 	FROM ` + chHourly + `
-	WHERE ` + timeCond + ` AND (hour, build) IN (` + newestBuilds(timeCond) + `)
-	GROUP BY hour, build, team, namespace, gpu_model, sharing_mode, kind`
+	WHERE ` + timeCond + ` AND ` + clusterFilter() + ` AND (hour, build) IN (` + newestBuilds(timeCond) + `)
+	GROUP BY hour, build, cluster, team, namespace, gpu_model, sharing_mode, kind`
 }
 
 // monthsCond is every hour of the calendar months (UTC) that the time

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/gpuledger/gpuledger/dashboards/chquery"
@@ -39,11 +40,11 @@ func TestClickHouseBoard(t *testing.T) {
 		t.Fatal(err)
 	}
 	varUse := regexp.MustCompile(`\$\{?[a-z]+[}:]?`)
-	safe := regexp.MustCompile(`^\$\{(team|namespace|model):$`)
+	safe := regexp.MustCompile(`^\$\{(cluster|team|namespace|model):$`)
 	check := func(where, sql string) {
 		for _, m := range varUse.FindAllString(sql, -1) {
 			if !safe.MatchString(m) {
-				t.Errorf("%s uses %q: only ${team|namespace|model:percentencode}", where, m)
+				t.Errorf("%s uses %q: only ${cluster|team|namespace|model:percentencode}", where, m)
 			}
 		}
 	}
@@ -62,6 +63,11 @@ func TestClickHouseBoard(t *testing.T) {
 				t.Errorf("panel %q: target datasource %+v", p.Title, q.Datasource)
 			}
 			check("panel "+p.Title, q.RawSql)
+			// Every panel reads the clusters selected, but the count of
+			// hours not yet rolled up (the fleet's: marks have no cluster).
+			if p.ID != chStaleHours && !strings.Contains(q.RawSql, "${cluster:percentencode}") {
+				t.Errorf("panel %q ignores the cluster variable", p.Title)
+			}
 		}
 	}
 	names := map[string]bool{}
@@ -82,8 +88,11 @@ func TestClickHouseBoard(t *testing.T) {
 			t.Errorf("variable %s has no rawSql", v.Name)
 		}
 		check("variable "+v.Name, sql)
+		if v.Name != "cluster" && !strings.Contains(sql, "${cluster:percentencode}") {
+			t.Errorf("variable %s is not narrowed by the cluster variable", v.Name)
+		}
 	}
-	for _, want := range []string{"datasource", "team", "namespace", "model"} {
+	for _, want := range []string{"datasource", "cluster", "team", "namespace", "model"} {
 		if !names[want] {
 			t.Errorf("no %s variable", want)
 		}

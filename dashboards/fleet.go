@@ -25,6 +25,7 @@ const (
 	fleetAnomalies     = fleetSourceErrors + 1      // 26
 	fleetCycleDuration = fleetAnomalies + 1         // 27
 	fleetVersions      = PanelFleetLedgerErrors + 1 // 30
+	fleetCostByCluster = fleetVersions + 1          // 31
 )
 
 // collectorUp selects the scrape health of gpuledger collectors: any job
@@ -89,6 +90,10 @@ func fleet() *dashboard.DashboardBuilder {
 		"Cost per hour of the selected GPUs by model, at the price book's rates.",
 		unitPerHour, 12, 9,
 		q("A", sumBy("model, currency", priced(sumBy("cluster, model", rate(capacity)))), "{{model}} ({{currency}})")))
+	b.WithPanel(stacked(fleetCostByCluster, "Cost rate by cluster",
+		"Cost per hour of the selected GPUs by cluster, at the price book's rates, stacked: the fleet's cost rate split by the cluster label the chart's ServiceMonitor or PodMonitor sets (cluster.name). A series with no cluster is a Prometheus scraping without it.",
+		unitPerHour, 24, 9,
+		q("A", sumBy("cluster, currency", priced(sumBy("cluster, model", rate(capacity)))), "{{cluster}} ({{currency}})")))
 
 	b.WithRow(dashboard.NewRowBuilder("Collector health").Id(102))
 	b.WithPanel(tableOf(PanelFleetCollectorsUp, "Collector scrape targets",

@@ -20,9 +20,12 @@ func variables() []cog.Builder[dashboard.VariableModel] {
 		dashboard.NewDatasourceVariableBuilder("datasource").
 			Label("Data source").
 			Type("prometheus"),
-		// cluster is optional: Prometheus adds it (external or target
-		// label) where one Prometheus sees several clusters. Without it
-		// the variable is empty and "All" (.*) matches the missing label.
+		// cluster: the chart's ServiceMonitor and PodMonitor set it on
+		// every scraped series from cluster.name (metricRelabelings, so
+		// nothing a node exposes can set another), or Prometheus adds it
+		// (an external or target label) where one sees several clusters.
+		// Without it the variable is empty and "All" (.*) matches the
+		// missing label.
 		labelVariable("cluster", "Cluster", "label_values("+mCapacity+", cluster)"),
 		labelVariable("node", "Node", "label_values("+sel(mCapacity, `cluster=~"$cluster"`)+", node)"),
 		labelVariable("team", "Team", "label_values("+sel(mAllocated, gpuFilter)+", team)"),

@@ -333,7 +333,7 @@ func TestDefaults(t *testing.T) {
 	migrate := jobNamed(t, objs, "gpuledger-migrate")
 	checkClickHouseEnv(t, "migrate", migrate.Spec.Template.Spec.Containers[0], migrate.Spec.Template.Spec.Volumes, "gpuledger-clickhouse")
 	checkPricesJob(t, objs, "gpuledger-clickhouse")
-	checkServe(t, objs, "gpuledger-clickhouse")
+	checkServe(t, objs, "gpuledger-clickhouse", "default")
 	checkBundledClickHouse(t, objs)
 	if ds.Spec.Template.Spec.PriorityClassName != "" {
 		t.Errorf("priorityClassName %q by default: system-node-critical outside kube-system is refused on some clusters",
@@ -433,7 +433,7 @@ func TestAllFeatures(t *testing.T) {
 		}
 	}
 	checkAdvisor(t, objs, "14d")
-	checkServe(t, objs, "gpuledger-clickhouse")
+	checkServe(t, objs, "gpuledger-clickhouse", "gpu-eu-west-1")
 	// The ServiceMonitor also scrapes serve (month-to-date charges).
 	if svc := named[*corev1.Service](t, objs, "gpuledger-serve"); svc.Spec.Ports[0].Name != sm.Spec.Endpoints[0].Port {
 		t.Errorf("serve's Service port %q is not the ServiceMonitor's %q", svc.Spec.Ports[0].Name, sm.Spec.Endpoints[0].Port)
@@ -458,7 +458,8 @@ func TestAllFeatures(t *testing.T) {
 		t.Errorf("grace %v, args %q: want 45 s and --shutdown-timeout=40s", g, c.Args)
 	}
 	pm := only[*podMonitor](t, objs)
-	if len(pm.Spec.PodMetricsEndpoints) != 1 || len(pm.Spec.PodMetricsEndpoints[0].MetricRelabelings) != 1 ||
+	// The values' own rule, then the chart's cluster label.
+	if len(pm.Spec.PodMetricsEndpoints) != 1 || len(pm.Spec.PodMetricsEndpoints[0].MetricRelabelings) != 2 ||
 		!reflect.DeepEqual(pm.Spec.Selector.MatchLabels, ds.Spec.Selector.MatchLabels) {
 		t.Errorf("PodMonitor %+v", pm)
 	}
@@ -484,7 +485,7 @@ func TestAllFeatures(t *testing.T) {
 
 // An existing Secret replaces the chart's.
 func TestExistingSecret(t *testing.T) {
-	objs := render(t, "--set", "clickhouse.existingSecret=ch-creds", "--set", "clickhouse.dsnKey=url")
+	objs := render(t, "--set", "clickhouse.existingSecret=ch-creds", "--set", "clickhouse.dsnKey=url", "--set", "cluster.name=gpu-us-east-2")
 	for _, o := range objs {
 		if o.Kind == "Secret" {
 			t.Fatalf("rendered a Secret with clickhouse.existingSecret set")
@@ -497,7 +498,7 @@ func TestExistingSecret(t *testing.T) {
 	}
 	jobNamed(t, objs, "gpuledger-migrate")
 	checkPricesJob(t, objs, "ch-creds")
-	checkServe(t, objs, "ch-creds")
+	checkServe(t, objs, "ch-creds", "gpu-us-east-2")
 	for _, o := range objs {
 		if o.Kind == "StatefulSet" || o.Kind == "CronJob" {
 			t.Errorf("%s %s rendered with clickhouse.existingSecret set (report is off by default, no bundled server)", o.Kind, o.Name)
@@ -562,6 +563,11 @@ func TestSchemaRejects(t *testing.T) {
 		{[]string{"--set", "collector.dataDir.type=tmpfs"}, "at '/collector/dataDir/type'"},
 		{[]string{"--set", "image.pullPolicy=Sometimes"}, "at '/image/pullPolicy'"},
 		{[]string{"--set", "clickhouse.dsn=mysql://x"}, "at '/clickhouse/dsn'"},
+		{[]string{"--set", "cluster.name=eu west"}, "at '/cluster/name'"},
+		{[]string{"--set", "cluster.name=-eu"}, "at '/cluster/name'"},
+		{[]string{"--set", "cluster.name=" + strings.Repeat("a", 64)}, "at '/cluster/name': maxLength"},
+		{[]string{"--set", "cluster.name="}, "at '/cluster/name': minLength"},
+		{[]string{"--set", "cluster.bogus=1"}, "at '/cluster': additional properties 'bogus' not allowed"},
 		{[]string{"--set", "collector.goMemLimit=lots"}, "at '/collector/goMemLimit'"},
 		{[]string{"--set", "collector.pollInterval=soon"}, "at '/collector/pollInterval'"},
 		{[]string{"--set", "collector.ledgerRetention=forever"}, "at '/collector/ledgerRetention'"},
@@ -788,8 +794,8 @@ func checkCollector(t *testing.T, ds *appsv1.DaemonSet) {
 		t.Fatalf("%d containers", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	if c.Args[0] != "collect" {
-		t.Errorf("args %v", c.Args)
+	if len(c.Args) < 2 || c.Args[0] != "collect" || !strings.HasPrefix(c.Args[1], "--cluster=") {
+		t.Errorf("args %v: want collect --cluster=NAME first", c.Args)
 	}
 	if e := env(t, c, "NODE_NAME"); e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
 		t.Errorf("NODE_NAME not from the downward API: %+v", e)
@@ -988,7 +994,7 @@ func checkAdvisor(t *testing.T, objs []object, window string) {
 // The advisor needs the cluster ledger: enabling it without one fails
 // the rendering with a message saying so.
 func TestAdvisorNeedsClickHouse(t *testing.T) {
-	_, err := helm(t, "template", "gpuledger", chartDir, "--set", "advisor.enabled=true", "--set", "clickhouse.bundled.enabled=false")
+	_, err := helm(t, "template", "gpuledger", chartDir, "--set", "advisor.enabled=true", "--set", "clickhouse.bundled.enabled=false", "--set", "cluster.name=lab")
 	if err == nil || !strings.Contains(err.Error(), "advisor.enabled needs the cluster ledger") {
 		t.Fatalf("advisor without ClickHouse: %v", err)
 	}
@@ -1061,12 +1067,12 @@ func TestSecretFilesReadable(t *testing.T) {
 // non-root with a read-only root and its own service account, probes on
 // /healthz and /readyz, and a ClusterIP Service that selects exactly its
 // pods.
-func checkServe(t *testing.T, objs []object, secret string) {
+func checkServe(t *testing.T, objs []object, secret, cluster string) {
 	t.Helper()
 	d := named[*appsv1.Deployment](t, objs, "gpuledger-serve")
 	pod := d.Spec.Template.Spec
 	c := pod.Containers[0]
-	want := []string{"serve", "--ledger=$(GPULEDGER_LEDGER)", "--prices=/etc/gpuledger/prices/prices.yaml", "--listen=:8080", "--quota", "--close-after-days=3"}
+	want := []string{"serve", "--cluster=" + cluster, "--ledger=$(GPULEDGER_LEDGER)", "--prices=/etc/gpuledger/prices/prices.yaml", "--listen=:8080", "--quota", "--close-after-days=3"}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("serve args %q, want %q", c.Args, want)
 	}
@@ -1223,7 +1229,7 @@ func TestNoPasswordRendered(t *testing.T) {
 // Without any cluster ledger (bundled off, no DSN) nothing reads one:
 // no serve, no migrate Job, no GPULEDGER_LEDGER on the collectors.
 func TestNoClusterLedger(t *testing.T) {
-	objs := render(t, "--set", "clickhouse.bundled.enabled=false")
+	objs := render(t, "--set", "clickhouse.bundled.enabled=false", "--set", "cluster.name=lab")
 	want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Service", "ServiceAccount"}
 	if got := kinds(objs); !slices.Equal(got, want) {
 		t.Fatalf("kinds %v, want %v", got, want)

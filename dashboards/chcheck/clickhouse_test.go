@@ -141,6 +141,9 @@ func newLedgerDB(t testing.TB, fill func(context.Context, *clickhouse.Store) err
 	if err := clickhouse.Migrate(ctx, dsn, ""); err != nil {
 		return nil, err
 	}
+	if err := ensureClusterColumns(ctx, dsn); err != nil {
+		return nil, err
+	}
 	s, err := clickhouse.Open(ctx, dsn, clickhouse.Options{})
 	if err != nil {
 		return nil, err
@@ -148,19 +151,54 @@ func newLedgerDB(t testing.TB, fill func(context.Context, *clickhouse.Store) err
 	if err := fill(ctx, s); err != nil {
 		return nil, err
 	}
-	conn, err := ch.Open(&ch.Options{
-		Addr: []string{fmt.Sprintf("%s:%d", dsn.Host, dsn.Port)},
-		Auth: ch.Auth{Database: dsn.Database, Username: dsn.User, Password: dsn.Password},
-	})
+	conn, err := open(dsn)
 	if err != nil {
 		return nil, err
 	}
 	return &ledgerDB{dsn: dsn, store: s, conn: conn}, nil
 }
 
+func open(dsn ledger.DSN) (driver.Conn, error) {
+	return ch.Open(&ch.Options{
+		Addr: []string{fmt.Sprintf("%s:%d", dsn.Host, dsn.Port)},
+		Auth: ch.Auth{Database: dsn.Database, Username: dsn.User, Password: dsn.Password},
+	})
+}
+
+// clusterTables are the tables whose cluster column the dashboard reads.
+var clusterTables = []string{"ledger_rollup_hourly", "ledger_findings"}
+
+// ensureClusterColumns adds the column cluster String DEFAULT 'default'
+// (every row of a ledger from before fleets is the cluster "default") to
+// the tables the dashboard filters by cluster, where the migrations have
+// not created it: the column is the ledger's, and these tests run the
+// dashboard whether or not the store's migrations have it yet. 18.16 has
+// no ADD COLUMN IF NOT EXISTS, hence system.columns first.
+func ensureClusterColumns(ctx context.Context, dsn ledger.DSN) error {
+	conn, err := open(dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, table := range clusterTables {
+		var n uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = 'cluster'",
+			dsn.Database, table).Scan(&n); err != nil {
+			return fmt.Errorf("cannot read the columns of %s: %w", table, err)
+		}
+		if n > 0 {
+			continue
+		}
+		if err := conn.Exec(ctx, "ALTER TABLE "+table+" ADD COLUMN cluster String DEFAULT 'default'"); err != nil {
+			return fmt.Errorf("cannot add the cluster column to %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
 // all selects All in every variable.
 func all() map[string]chcheck.Value {
-	return map[string]chcheck.Value{"team": {All: true}, "namespace": {All: true}, "model": {All: true}}
+	return map[string]chcheck.Value{"cluster": {All: true}, "team": {All: true}, "namespace": {All: true}, "model": {All: true}}
 }
 
 // run expands sql for the range and variables and returns its rows, each

@@ -23,7 +23,7 @@ func TestQuotesInLabels(t *testing.T) {
 	if value == "" {
 		t.Fatalf("team variable does not offer %q: %v", quoteTeam, teams)
 	}
-	vars := map[string]chcheck.Value{"team": {Values: []string{value}}, "namespace": {All: true}, "model": {All: true}}
+	vars := map[string]chcheck.Value{"cluster": {All: true}, "team": {Values: []string{value}}, "namespace": {All: true}, "model": {All: true}}
 	sql := b.panelSQL(t, "GPU-hours per team and month")
 	q, err := chcheck.Expand(sql, month(), vars)
 	if err != nil {
@@ -57,7 +57,7 @@ func TestCraftedVariableValues(t *testing.T) {
 		{"'; DROP TABLE ledger_rows; --"},
 		{`%27`, `%5C`},
 	} {
-		vars := map[string]chcheck.Value{"team": {Values: crafted}, "namespace": {Values: crafted}, "model": {Values: crafted}}
+		vars := map[string]chcheck.Value{"cluster": {Values: crafted}, "team": {Values: crafted}, "namespace": {Values: crafted}, "model": {Values: crafted}}
 		for _, p := range b.Panels {
 			if p.Title == "Invoice per month" || p.Title == "Hours not yet rolled up" {
 				continue // not filtered

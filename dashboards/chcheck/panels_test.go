@@ -16,8 +16,9 @@ func TestEveryPanelRuns(t *testing.T) {
 	b := loadBoard(t)
 	selections := map[string]map[string]chcheck.Value{
 		"all":      all(),
-		"one team": {"team": {Values: []string{hexOf("search")}}, "namespace": {All: true}, "model": {All: true}},
-		"several": {"team": {Values: []string{hexOf("ml"), hexOf("ads")}}, "namespace": {Values: []string{hexOf("train"), hexOf("ctr")}},
+		"one team": {"cluster": {All: true}, "team": {Values: []string{hexOf("search")}}, "namespace": {All: true}, "model": {All: true}},
+		"several": {"cluster": {Values: []string{hexOf("default"), hexOf("gpu-us-east-2")}},
+			"team": {Values: []string{hexOf("ml"), hexOf("ads")}}, "namespace": {Values: []string{hexOf("train"), hexOf("ctr")}},
 			"model": {Values: []string{hexOf("A100-SXM4-80GB"), hexOf("H100-SXM5-80GB"), hexOf("L4")}}},
 	}
 	n := 0

@@ -335,7 +335,7 @@ func dashboardStatements(t *testing.T) []string {
 			}
 		}
 	}
-	all := map[string]chcheck.Value{"team": {All: true}, "namespace": {All: true}, "model": {All: true}}
+	all := map[string]chcheck.Value{"cluster": {All: true}, "team": {All: true}, "namespace": {All: true}, "model": {All: true}}
 	var out []string
 	for _, sql := range raw {
 		q, err := chcheck.Expand(sql, chcheck.Range{From: from, To: to.Add(-time.Millisecond)}, all)

@@ -245,3 +245,28 @@ chart's copy of deploy/prices.yaml. A ConfigMap of the user's
 {{- if regexMatch "(?m)^example:[ \t]*true[ \t]*(#.*)?$" (default (.Files.Get "files/prices.yaml") .Values.prices.book) -}}true{{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+This Kubernetes cluster's name in the ledger (collect and serve --cluster).
+Where the ledger is shared or external (a DSN or an existing Secret, or the
+bundled server off) "default" is refused: two clusters left at the default
+would write one cluster's rows, and neither bill nor dashboard could tell
+them apart again.
+*/}}
+{{- define "gpuledger.clusterName" -}}
+{{- $c := .Values.clickhouse -}}
+{{- if and (eq .Values.cluster.name "default") (or $c.dsn $c.existingSecret (not $c.bundled.enabled)) -}}
+{{- fail "cluster.name is required when the ledger is shared or external (clickhouse.dsn or clickhouse.existingSecret set, or clickhouse.bundled.enabled false): set it to this Kubernetes cluster's own name, not \"default\", so that its rows stay apart from other clusters' in the ledger (docs/install.md, \"A fleet of clusters\")" -}}
+{{- end -}}
+{{- .Values.cluster.name -}}
+{{- end -}}
+
+{{/* The metricRelabelings rule that labels every scraped series with the
+cluster's name (cluster.metricsLabel); nothing while the name is "default". */}}
+{{- define "gpuledger.clusterRelabeling" -}}
+{{- if and .Values.cluster.metricsLabel (ne .Values.cluster.name "default") -}}
+- action: replace
+  targetLabel: cluster
+  replacement: {{ include "gpuledger.clusterName" . | quote }}
+{{- end -}}
+{{- end -}}
