@@ -565,6 +565,8 @@ func TestSchemaRejects(t *testing.T) {
 		{[]string{"--set", "clickhouse.dsn=mysql://x"}, "at '/clickhouse/dsn'"},
 		{[]string{"--set", "cluster.name=eu west"}, "at '/cluster/name'"},
 		{[]string{"--set", "cluster.name=-eu"}, "at '/cluster/name'"},
+		{[]string{"--set", "cluster.name=EU-West"}, "at '/cluster/name'"},
+		{[]string{"--set", "cluster.name=eu.west"}, "at '/cluster/name'"},
 		{[]string{"--set", "cluster.name=" + strings.Repeat("a", 64)}, "at '/cluster/name': maxLength"},
 		{[]string{"--set", "cluster.name="}, "at '/cluster/name': minLength"},
 		{[]string{"--set", "cluster.bogus=1"}, "at '/cluster': additional properties 'bogus' not allowed"},
