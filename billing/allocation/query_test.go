@@ -72,7 +72,7 @@ func TestBadParameters(t *testing.T) {
 		"filter=team:%25ZZ":                      "filter",
 		"filter=team:":                           "filter",
 		"filter=" + strings.Repeat("team:a,", 33) + "team:b": "filter",
-		"format=csv": "format",
+		"format=csv":                             "format",
 		"window=2026-11&window=2026-10":          "window",
 		"aggregate=" + strings.Repeat("x", 2000): "aggregate",
 	}
