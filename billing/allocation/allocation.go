@@ -120,7 +120,8 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 			dims = append(dims, d)
 		}
 	}
-	g := &grainSource{st: st, loc: book.Location, src: SourceFor(dims), from: q.From, to: q.To, cache: map[string]*bucketed{}}
+	g := &grainSource{st: st, loc: book.Location, src: SourceFor(dims), from: q.From, to: q.To, cache: map[string]*bucketed{},
+		quotaPriced: book.Policy == pricebook.PolicyQuota}
 	rep, err := report.BuildDated(ctx, fullView{view{g, ledger.BucketDay}}, book, q.From, q.To, now)
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the window's report: %w", err)
@@ -146,7 +147,7 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 	n := 0
 	add := func(from, to time.Time, sr *report.Report, b *bucketed) error {
 		set := Set{Start: from.Format(time.RFC3339), End: to.Format(time.RFC3339), Total: json.Number(sr.Money(sr.Total))}
-		set.Entries = group(sr, q, memory(b, from, to))
+		set.Entries = group(sr, q, g.src, memory(b, from, to))
 		if n += len(set.Entries); n > MaxEntries {
 			return &ParamError{Param: "aggregate", Msg: fmt.Sprintf("more than %d entries: group by fewer fields, filter, or use a longer step or a shorter window", MaxEntries)}
 		}
@@ -233,7 +234,7 @@ func memory(b *bucketed, from, to time.Time) map[[4]string]float64 {
 }
 
 // keysOf are a report line's values of every field.
-func keysOf(l report.Line) map[Dim]string {
+func keysOf(l report.Line, src Source) map[Dim]string {
 	switch l.Type {
 	case report.LineRounding:
 		m := map[Dim]string{}
@@ -245,7 +246,10 @@ func keysOf(l report.Line) map[Dim]string {
 		return map[Dim]string{Team: Platform, Namespace: Platform, Workload: Platform, Pod: Platform,
 			Container: Platform, Node: Platform, GPUModel: l.GPUModel, SharingMode: l.SharingMode}
 	}
-	ns, x := decode(l.Namespace)
+	ns, x := l.Namespace, [4]string{}
+	if src != SourceRollups {
+		ns, x = decode(l.Namespace)
+	}
 	return map[Dim]string{Team: l.Team, Namespace: ns, Workload: x[0], Pod: x[1], Container: x[2], Node: x[3],
 		GPUModel: l.GPUModel, SharingMode: l.SharingMode}
 }
@@ -261,14 +265,14 @@ func (q Query) keep(keys map[Dim]string) bool {
 
 // group adds up rep's lines per the query's grouping, keeping the
 // filtered ones; largest total first.
-func group(rep *report.Report, q Query, mem map[[4]string]float64) []Entry {
+func group(rep *report.Report, q Query, src Source, mem map[[4]string]float64) []Entry {
 	byName := map[string]*Entry{}
 	seen := map[[4]string]bool{}
 	for _, l := range rep.Lines {
 		if l.Type == report.LineRounding && l.Amount == 0 {
 			continue // no entry for a rounding of nothing
 		}
-		keys := keysOf(l)
+		keys := keysOf(l, src)
 		if !q.keep(keys) {
 			continue
 		}

@@ -200,3 +200,64 @@ func TestGroupingsAddUpToTheReport(t *testing.T) {
 		}
 	}
 }
+
+// TestPriceBooksOverTime: with two price books recorded, the second in
+// force from 13:00 UTC on 10 November (the middle of a Berlin day), every
+// grouping's total and the month by team are report.BuildDated's.
+func TestPriceBooksOverTime(t *testing.T) {
+	ctx := context.Background()
+	old := parseBook(t, shared)
+	newer := parseBook(t, strings.Replace(shared, `A100: "2.30"`, `A100: "2.75"`, 1))
+	for name, st := range stores(t, novemberRows()) {
+		ps, ok := st.(ledger.PriceBookStore)
+		if !ok {
+			t.Fatalf("%s keeps no price books", name)
+		}
+		if _, _, err := report.RecordBook(ctx, ps, old, time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), now); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := report.RecordBook(ctx, ps, newer, time.Date(2026, 11, 10, 13, 0, 0, 0, time.UTC), now); err != nil {
+			t.Fatal(err)
+		}
+		from, to, _ := report.Month("2026-11", newer.Location)
+		rep, err := report.BuildDated(ctx, st, newer, from, to, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.PriceBooks) != 2 {
+			t.Fatalf("%s: the report was priced by %d books, want 2", name, len(rep.PriceBooks))
+		}
+		for _, agg := range []string{"team", "pod", "node,container", "namespace,workload"} {
+			v := url.Values{"window": {"2026-11"}, "aggregate": {agg}}
+			q, err := Parse(v, newer.Location, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := Run(ctx, st, newer, q, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum int64
+			for _, e := range a.Sets[0].Entries {
+				sum += e.Minor()
+			}
+			if sum != rep.Total || a.Total != json.Number(rep.Money(rep.Total)) {
+				t.Errorf("%s by %s: entries add up to %d, total %s; the report's %d", name, agg, sum, a.Total, rep.Total)
+			}
+			if agg != "team" {
+				continue
+			}
+			for _, tm := range rep.Teams {
+				var got int64
+				for _, e := range a.Sets[0].Entries {
+					if e.Name == tm.Team {
+						got = e.Minor()
+					}
+				}
+				if got != tm.Total {
+					t.Errorf("%s: team %s pays %d, the report's %d", name, tm.Team, got, tm.Total)
+				}
+			}
+		}
+	}
+}

@@ -52,7 +52,13 @@ const sep = "\x1f"
 var extra = []Dim{Workload, Pod, Container, Node}
 
 func encode(ns, wl, pod, ctr, node string) string {
-	return strings.Join([]string{ns, wl, pod, ctr, node}, sep)
+	vs := []string{ns, wl, pod, ctr, node}
+	for i, v := range vs {
+		// Kubernetes names never hold it; a ledger row that does cannot
+		// split its line into someone else's fields.
+		vs[i] = strings.ReplaceAll(v, sep, "\uFFFD")
+	}
+	return strings.Join(vs, sep)
 }
 
 // decode splits a line's namespace into the namespace and its extra
@@ -83,6 +89,14 @@ type grainSource struct {
 	src      Source
 	from, to time.Time
 	cache    map[string]*bucketed // by bucket unit
+	// books are the ledger's recorded price books, read once per query
+	// (every step's report asks for them).
+	books     []ledger.PriceBookRecord
+	booksRead bool
+	// quotaPriced: the book bills quota (policy quota), so a step's
+	// report needs the quota changes; under any other policy they only
+	// fill the report's quota section, which a step does not show.
+	quotaPriced bool
 }
 
 // load reads the window at unit (day or hour) once.
@@ -253,6 +267,13 @@ func (v view) Coverage(context.Context, time.Time, time.Time) (ledger.Coverage, 
 }
 
 func (v view) QuotaChanges(ctx context.Context, from, to time.Time, fn func(quota.Change) error) error {
+	if !v.g.quotaPriced {
+		return nil
+	}
+	return v.quotaChanges(ctx, from, to, fn)
+}
+
+func (v view) quotaChanges(ctx context.Context, from, to time.Time, fn func(quota.Change) error) error {
 	qr, err := ledger.Quota(v.g.st)
 	if err != nil {
 		return err
@@ -271,10 +292,18 @@ func (v view) NodeLabels(ctx context.Context, key string, at time.Time) (map[str
 // PriceBooks are the books the ledger records (none where it records
 // none): the report prices each hour at the book then in force.
 func (v view) PriceBooks(ctx context.Context) ([]ledger.PriceBookRecord, error) {
-	if ps, ok := v.g.st.(ledger.PriceBookStore); ok {
-		return ps.PriceBooks(ctx)
+	if v.g.booksRead {
+		return v.g.books, nil
 	}
-	return nil, nil
+	if ps, ok := v.g.st.(ledger.PriceBookStore); ok {
+		books, err := ps.PriceBooks(ctx)
+		if err != nil {
+			return nil, err
+		}
+		v.g.books = books
+	}
+	v.g.booksRead = true
+	return v.g.books, nil
 }
 
 // RecordPriceBook refuses: the API only reads.
@@ -296,6 +325,11 @@ func (v fullView) Coverage(ctx context.Context, from, to time.Time) (ledger.Cove
 		return ledger.Coverage{}, err
 	}
 	return cr.Coverage(ctx, from, to)
+}
+
+// QuotaChanges: the window's report has its quota section, as report's.
+func (v fullView) QuotaChanges(ctx context.Context, from, to time.Time, fn func(quota.Change) error) error {
+	return v.quotaChanges(ctx, from, to, fn)
 }
 
 func (v fullView) Rows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
