@@ -44,6 +44,10 @@ func SourceFor(dims []Dim) Source {
 	return src
 }
 
+// maxGroups bounds the (day, pod, container, node) groups a container
+// rows read holds in memory.
+const maxGroups = 1_000_000
+
 // sep joins a line's extra fields to its namespace: no Kubernetes name
 // holds it.
 const sep = "\x1f"
@@ -178,6 +182,9 @@ func (g *grainSource) read(ctx context.Context, from, to time.Time, unit string,
 		k := key{i, r.Team, r.Namespace, r.GPUModel, r.SharingMode, r.Pod, r.Container, r.Node}
 		a := sums[k]
 		if a == nil {
+			if len(sums) >= maxGroups {
+				return &ParamError{Param: "window", Msg: fmt.Sprintf("more than %d containers a day in the window: use a shorter window or group without container and node", maxGroups)}
+			}
 			a = &ledger.Aggregate{BucketStart: bs[i].Start, Team: r.Team, GPUModel: r.GPUModel, Mode: r.SharingMode,
 				Kind: attribution.KindContainer, Namespace: encode(r.Namespace, workload.FromPod(r.Pod), r.Pod, r.Container, r.Node)}
 			sums[k] = a
