@@ -145,3 +145,24 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Weeks start on Monday in the book's zone: 1 November 2026 is a Sunday.
+func TestWeekSteps(t *testing.T) {
+	loc := berlin(t)
+	v := url.Values{"window": {"2026-11-01,2026-11-16"}, "step": {"week"}}
+	q, err := Parse(v, loc, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, _, err := stepRanges(q, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range steps {
+		got = append(got, s.From.Format("01-02")+"/"+s.To.Format("01-02"))
+	}
+	if strings.Join(got, " ") != "11-01/11-02 11-02/11-09 11-09/11-16" {
+		t.Errorf("weeks %v", got)
+	}
+}
