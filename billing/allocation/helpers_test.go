@@ -140,7 +140,7 @@ func clickhouseStore(t *testing.T) *clickhouse.Store {
 	t.Helper()
 	ctx := context.Background()
 	var ch *clickhouse.Store
-	t.Run("clickhouse", func(t *testing.T) {
+	t.Run("open-clickhouse", func(t *testing.T) {
 		dsn, err := ledger.ParseDSN(harness.DSN(t))
 		if err != nil {
 			t.Fatal(err)
