@@ -32,6 +32,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /reports/{file}", s.page("report", reportTimeout, s.serveReport).head(s.headMonth))
 	mux.Handle("GET /advice/{file}", s.page("advice", adviceTimeout, s.serveAdvice).head(s.headMonth))
 	mux.Handle("GET /glossary", s.page("glossary", pageTimeout, serveGlossary))
+	s.allocationRoutes(mux)
 	mux.Handle("GET /metrics", s.m.handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

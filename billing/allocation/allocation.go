@@ -1,0 +1,347 @@
+package allocation
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/calendar"
+	"github.com/gpuledger/gpuledger/ledger"
+)
+
+// MaxEntries bounds the entries of one answer, all sets together: a
+// grouping finer than that (pods by the hour over a month) is refused,
+// naming the parameters to narrow.
+const MaxEntries = 200_000
+
+// Result is the answer to a query. Every number is a decimal text
+// (json.Number): money in the currency's minor unit, as the report writes
+// it.
+type Result struct {
+	Window    Window   `json:"window"`
+	Currency  string   `json:"currency"`
+	Policy    string   `json:"policy"`
+	Idle      string   `json:"idle"`
+	Aggregate []string `json:"aggregate"`
+	Filter    string   `json:"filter,omitempty"`
+	Step      string   `json:"step,omitempty"`
+	// Source is the ledger read that answered (SourceFor).
+	Source string `json:"source"`
+	// Total is the window's money, the report's total for the window.
+	Total json.Number `json:"total"`
+	// Sets are the entries, one set per step (one set without a step).
+	Sets []Set `json:"sets"`
+}
+
+// Window is the range asked and what the ledger covers of it.
+type Window struct {
+	Start    string `json:"start"`
+	End      string `json:"end"`
+	Timezone string `json:"timezone"`
+	// DataStart and DataEnd: the start of the first ledger row and the end
+	// of the last in the window (empty when it has none).
+	DataStart string `json:"data_start,omitempty"`
+	DataEnd   string `json:"data_end,omitempty"`
+	// Partial: the data covers less than the window (it has not ended,
+	// data starts late or stops early, or GPUs have gaps).
+	Partial     bool   `json:"partial"`
+	PartialNote string `json:"partial_note,omitempty"`
+}
+
+// Set is one step's entries (the whole window's without a step).
+type Set struct {
+	Start string `json:"start"`
+	End   string `json:"end"`
+	// Total is the step's money: the report over the step alone.
+	Total   json.Number `json:"total"`
+	Entries []Entry     `json:"entries"`
+}
+
+// Entry is one group: its fields' values and what it held, used and pays.
+type Entry struct {
+	// Name is the values of the grouping's fields joined by "/".
+	Name string            `json:"name"`
+	Keys map[string]string `json:"keys"`
+	// HeldHours and UsedHours are its containers' allocated and used
+	// GPU-hours; IdleHours the held hours they left unused (per line,
+	// never negative), or, for the platform, the capacity it pays for.
+	HeldHours  json.Number  `json:"held_gpu_hours"`
+	UsedHours  json.Number  `json:"used_gpu_hours"`
+	IdleHours  json.Number  `json:"idle_gpu_hours"`
+	Efficiency *json.Number `json:"efficiency"`
+	// IdleShareHours: the capacity nobody was charged for that this group
+	// pays a share of (idle: shared).
+	IdleShareHours json.Number `json:"idle_share_gpu_hours"`
+	MemoryMiBHours json.Number `json:"memory_mib_hours"`
+	EnergyKWh      json.Number `json:"energy_kwh"`
+	// Charge, IdleShare, Platform and Rounding are the amounts of its
+	// report lines by type; Total their sum.
+	Charge    json.Number `json:"charge"`
+	IdleShare json.Number `json:"idle_share"`
+	Platform  json.Number `json:"platform"`
+	Rounding  json.Number `json:"rounding"`
+	Total     json.Number `json:"total"`
+
+	// The exact values, for the pages and the CSV.
+	Values                  []string `json:"-"`
+	held, used, idle, share *big.Rat
+	mem, energy             *big.Rat
+	charge, idleShare       int64
+	platform, rounding      int64
+}
+
+// Minor is the entry's total in minor units.
+func (e *Entry) Minor() int64 { return e.charge + e.idleShare + e.platform + e.rounding }
+
+// Answer is a Result with the report that priced the window.
+type Answer struct {
+	Result
+	Query  Query
+	Report *report.Report
+}
+
+// Run answers q from st, priced by book; now says what has not happened
+// yet (a window not ended is partial) and which book is in force.
+func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, now time.Time) (*Answer, error) {
+	if book == nil || book.Location == nil {
+		return nil, fmt.Errorf("cannot answer the allocation query: no price book")
+	}
+	dims := slices.Clone(q.Aggregate)
+	for _, d := range Dims {
+		if len(q.Filter[d]) > 0 && !slices.Contains(dims, d) {
+			dims = append(dims, d)
+		}
+	}
+	g := &grainSource{st: st, loc: book.Location, src: SourceFor(dims), from: q.From, to: q.To, cache: map[string]*bucketed{},
+		quotaPriced: book.Policy == pricebook.PolicyQuota}
+	rep, err := report.BuildDated(ctx, fullView{view{g, ledger.BucketDay}}, book, q.From, q.To, now)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the window's report: %w", err)
+	}
+	rep.GeneratedAt = now
+	a := &Answer{Query: q, Report: rep}
+	r := &a.Result
+	r.Window = Window{Start: q.From.Format(time.RFC3339), End: q.To.Format(time.RFC3339), Timezone: book.Timezone,
+		Partial: rep.Partial(), PartialNote: rep.PartialNote()}
+	if s, e := rep.DataBounds(); !s.IsZero() {
+		r.Window.DataStart, r.Window.DataEnd = s.Format(time.RFC3339), e.Format(time.RFC3339)
+	}
+	r.Currency, r.Policy, r.Idle = book.Currency.Code, string(book.Policy), string(book.Idle)
+	for _, d := range q.Aggregate {
+		r.Aggregate = append(r.Aggregate, string(d))
+	}
+	r.Filter, r.Step, r.Source = FormatFilter(q.Filter), q.Step, string(g.src)
+	r.Total = json.Number(rep.Money(rep.Total))
+	steps, unit, err := stepRanges(q, book.Location)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	add := func(from, to time.Time, sr *report.Report, b *bucketed) error {
+		set := Set{Start: from.Format(time.RFC3339), End: to.Format(time.RFC3339), Total: json.Number(sr.Money(sr.Total))}
+		set.Entries = group(sr, q, g.src, memory(b, from, to))
+		if n += len(set.Entries); n > MaxEntries {
+			return &ParamError{Param: "aggregate", Msg: fmt.Sprintf("more than %d entries: group by fewer fields, filter, or use a longer step or a shorter window", MaxEntries)}
+		}
+		r.Sets = append(r.Sets, set)
+		return nil
+	}
+	if steps == nil {
+		b, err := g.load(ctx, ledger.BucketDay)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(q.From, q.To, rep, b); err != nil {
+			return nil, err
+		}
+		return a, nil
+	}
+	b, err := g.load(ctx, unit)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range steps {
+		sr, err := report.BuildDated(ctx, view{g, unit}, book, s.From, s.To, now)
+		if err != nil {
+			return nil, fmt.Errorf("cannot build the report of %s to %s: %w", s.From.Format(time.RFC3339), s.To.Format(time.RFC3339), err)
+		}
+		if err := add(s.From, s.To, sr, b); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// stepRanges cuts the window into its steps in loc, and names the bucket
+// unit the steps' reports read (hours for hour steps, else days).
+func stepRanges(q Query, loc *time.Location) ([]calendar.Bucket, string, error) {
+	switch q.Step {
+	case StepNone:
+		return nil, ledger.BucketDay, nil
+	case StepHour, StepDay, StepMonth:
+		bs, err := calendar.Buckets(q.From, q.To, loc, q.Step)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(bs) > MaxSteps {
+			return nil, "", &ParamError{Param: "step", Msg: fmt.Sprintf("%d steps: at most %d", len(bs), MaxSteps)}
+		}
+		unit := ledger.BucketDay
+		if q.Step == StepHour {
+			unit = ledger.BucketHour
+		}
+		return bs, unit, nil
+	}
+	// Weeks start on Monday, in loc: days merged.
+	days, err := calendar.Buckets(q.From, q.To, loc, calendar.Day)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []calendar.Bucket
+	for _, d := range days {
+		if len(out) == 0 || d.Start.Weekday() == time.Monday {
+			out = append(out, d)
+			continue
+		}
+		out[len(out)-1].To = d.To
+	}
+	return out, ledger.BucketDay, nil
+}
+
+// memory is the containers' MiB-seconds per (team, namespace, model,
+// mode) line key of [from, to), from the aggregates the report read.
+func memory(b *bucketed, from, to time.Time) map[[4]string]float64 {
+	out := map[[4]string]float64{}
+	for i, k := range b.buckets {
+		if k.From.Before(from) || k.To.After(to) {
+			continue
+		}
+		for _, a := range b.aggs[i] {
+			if a.Kind == attribution.KindContainer {
+				out[[4]string{a.Team, a.Namespace, a.GPUModel, a.Mode}] += a.MemoryMiBSeconds
+			}
+		}
+	}
+	return out
+}
+
+// keysOf are a report line's values of every field.
+func keysOf(l report.Line, src Source) map[Dim]string {
+	switch l.Type {
+	case report.LineRounding:
+		m := map[Dim]string{}
+		for _, d := range Dims {
+			m[d] = Rounding
+		}
+		return m
+	case report.LinePlatform:
+		return map[Dim]string{Team: Platform, Namespace: Platform, Workload: Platform, Pod: Platform,
+			Container: Platform, Node: Platform, GPUModel: l.GPUModel, SharingMode: l.SharingMode}
+	}
+	ns, x := l.Namespace, [4]string{}
+	if src != SourceRollups {
+		ns, x = decode(l.Namespace)
+	}
+	return map[Dim]string{Team: l.Team, Namespace: ns, Workload: x[0], Pod: x[1], Container: x[2], Node: x[3],
+		GPUModel: l.GPUModel, SharingMode: l.SharingMode}
+}
+
+func (q Query) keep(keys map[Dim]string) bool {
+	for d, vs := range q.Filter {
+		if !slices.Contains(vs, keys[d]) {
+			return false
+		}
+	}
+	return true
+}
+
+// group adds up rep's lines per the query's grouping, keeping the
+// filtered ones; largest total first.
+func group(rep *report.Report, q Query, src Source, mem map[[4]string]float64) []Entry {
+	byName := map[string]*Entry{}
+	seen := map[[4]string]bool{}
+	for _, l := range rep.Lines {
+		if l.Type == report.LineRounding && l.Amount == 0 {
+			continue // no entry for a rounding of nothing
+		}
+		keys := keysOf(l, src)
+		if !q.keep(keys) {
+			continue
+		}
+		vals := make([]string, len(q.Aggregate))
+		for i, d := range q.Aggregate {
+			vals[i] = keys[d]
+		}
+		name := strings.Join(vals, "/")
+		e := byName[name]
+		if e == nil {
+			e = &Entry{Name: name, Values: vals, held: new(big.Rat), used: new(big.Rat), idle: new(big.Rat),
+				share: new(big.Rat), mem: new(big.Rat), energy: new(big.Rat)}
+			byName[name] = e
+		}
+		if l.EnergyKWh != nil {
+			e.energy.Add(e.energy, l.EnergyKWh)
+		}
+		switch l.Type {
+		case report.LineCharge:
+			e.charge += l.Amount
+			e.held.Add(e.held, l.AllocatedHours)
+			e.used.Add(e.used, l.UsedHours)
+			if idle := new(big.Rat).Sub(l.AllocatedHours, l.UsedHours); idle.Sign() > 0 {
+				e.idle.Add(e.idle, idle)
+			}
+			// Memory once per line key: a line key has one charge line.
+			k := [4]string{l.Team, l.Namespace, l.GPUModel, l.SharingMode}
+			if !seen[k] {
+				seen[k] = true
+				if m, ok := new(big.Rat).SetString(fmt.Sprintf("%.6f", mem[k]/3600)); ok {
+					e.mem.Add(e.mem, m)
+				}
+			}
+		case report.LineIdleShare:
+			e.idleShare += l.Amount
+			e.share.Add(e.share, l.ChargedHours(rep.Book.Policy))
+		case report.LinePlatform:
+			e.platform += l.Amount
+			e.idle.Add(e.idle, l.ChargedHours(rep.Book.Policy))
+		case report.LineRounding:
+			e.rounding += l.Amount
+		default: // quota policy: the quota and above-quota lines
+			e.charge += l.Amount
+		}
+	}
+	out := make([]Entry, 0, len(byName))
+	for _, e := range byName {
+		e.Keys = map[string]string{}
+		for i, d := range q.Aggregate {
+			e.Keys[string(d)] = e.Values[i]
+		}
+		e.HeldHours, e.UsedHours, e.IdleHours = dec(e.held, 6), dec(e.used, 6), dec(e.idle, 6)
+		if e.held.Sign() > 0 {
+			x := dec(new(big.Rat).Quo(e.used, e.held), 4)
+			e.Efficiency = &x
+		}
+		e.IdleShareHours, e.MemoryMiBHours, e.EnergyKWh = dec(e.share, 6), dec(e.mem, 6), dec(e.energy, 6)
+		e.Charge, e.IdleShare = json.Number(rep.Money(e.charge)), json.Number(rep.Money(e.idleShare))
+		e.Platform, e.Rounding = json.Number(rep.Money(e.platform)), json.Number(rep.Money(e.rounding))
+		e.Total = json.Number(rep.Money(e.Minor()))
+		out = append(out, *e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(b.Minor(), a.Minor()), strings.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// dec writes x with d decimals (rounded half away from zero).
+func dec(x *big.Rat, d int) json.Number {
+	return json.Number(x.FloatString(d))
+}

@@ -1,0 +1,352 @@
+package allocation
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/calendar"
+	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/quota"
+	"github.com/gpuledger/gpuledger/workload"
+)
+
+// Source is the cheapest read that gives a grouping its fields.
+type Source string
+
+const (
+	// SourceRollups: Store.Aggregate's day (or hour) aggregates, the
+	// report's own read: team, namespace, gpu_model, sharing_mode.
+	SourceRollups Source = "rollups"
+	// SourceDevices: the per-device aggregates (ByDevice, the FOCUS
+	// export's grain): adds pod and workload.
+	SourceDevices Source = "devices"
+	// SourceContainerRows: every container row (Store.ContainerRows):
+	// adds container and node. The only read with those fields, and the
+	// dearest (a row per container and ledger interval).
+	SourceContainerRows Source = "container_rows"
+)
+
+// SourceFor is the read a query's fields (grouped and filtered) need.
+func SourceFor(dims []Dim) Source {
+	src := SourceRollups
+	for _, d := range dims {
+		switch d {
+		case Container, Node:
+			return SourceContainerRows
+		case Pod, Workload:
+			src = SourceDevices
+		}
+	}
+	return src
+}
+
+// maxGroups bounds the (day, pod, container, node) groups a container
+// rows read holds in memory.
+const maxGroups = 1_000_000
+
+// sep joins a line's extra fields to its namespace: no Kubernetes name
+// holds it.
+const sep = "\x1f"
+
+// extra are the fields that ride in an aggregate's namespace, in order.
+var extra = []Dim{Workload, Pod, Container, Node}
+
+func encode(ns, wl, pod, ctr, node string) string {
+	vs := []string{ns, wl, pod, ctr, node}
+	for i, v := range vs {
+		// Kubernetes names never hold it; a ledger row that does cannot
+		// split its line into someone else's fields.
+		vs[i] = strings.ReplaceAll(v, sep, "\uFFFD")
+	}
+	return strings.Join(vs, sep)
+}
+
+// decode splits a line's namespace into the namespace and its extra
+// fields; a line the source did not encode (platform, rounding, a quota
+// line) has none.
+func decode(ns string) (string, [4]string) {
+	var x [4]string
+	parts := strings.Split(ns, sep)
+	if len(parts) != 5 {
+		return ns, x
+	}
+	copy(x[:], parts[1:])
+	return parts[0], x
+}
+
+// bucketed is a window's aggregates at one grain, per calendar bucket.
+type bucketed struct {
+	buckets []calendar.Bucket
+	aggs    [][]ledger.Aggregate
+}
+
+// grainSource is the ledger as the report reads it for one query: plain
+// aggregate queries are answered at the query's grain, from what was read
+// once for the window; every other read goes to the store.
+type grainSource struct {
+	st       ledger.Store
+	loc      *time.Location
+	src      Source
+	from, to time.Time
+	cache    map[string]*bucketed // by bucket unit
+	// books are the ledger's recorded price books, read once per query
+	// (every step's report asks for them).
+	books     []ledger.PriceBookRecord
+	booksRead bool
+	// quotaPriced: the book bills quota (policy quota), so a step's
+	// report needs the quota changes; under any other policy they only
+	// fill the report's quota section, which a step does not show.
+	quotaPriced bool
+}
+
+// load reads the window at unit (day or hour) once.
+func (g *grainSource) load(ctx context.Context, unit string) (*bucketed, error) {
+	if b := g.cache[unit]; b != nil {
+		return b, nil
+	}
+	bs, err := calendar.Buckets(g.from, g.to, g.loc, unit)
+	if err != nil {
+		return nil, err
+	}
+	aggs, err := g.read(ctx, g.from, g.to, unit, bs)
+	if err != nil {
+		return nil, err
+	}
+	b := &bucketed{buckets: bs, aggs: make([][]ledger.Aggregate, len(bs))}
+	idx := map[int64]int{}
+	for i, k := range bs {
+		idx[k.Start.UnixNano()] = i
+	}
+	for _, a := range aggs {
+		i, ok := idx[a.BucketStart.UnixNano()]
+		if !ok {
+			return nil, fmt.Errorf("cannot place the ledger's %s bucket %s in the window", unit, a.BucketStart.Format(time.RFC3339))
+		}
+		b.aggs[i] = append(b.aggs[i], a)
+	}
+	g.cache[unit] = b
+	return b, nil
+}
+
+// read is [from, to)'s aggregates at unit and the source's grain.
+func (g *grainSource) read(ctx context.Context, from, to time.Time, unit string, bs []calendar.Bucket) ([]ledger.Aggregate, error) {
+	q := ledger.AggregateQuery{From: from, To: to, Location: g.loc, Bucket: unit}
+	switch g.src {
+	case SourceRollups:
+		return g.st.Aggregate(ctx, q)
+	case SourceDevices:
+		q.ByDevice = true
+		aggs, err := g.st.Aggregate(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for i := range aggs {
+			a := &aggs[i]
+			if a.Kind == attribution.KindContainer {
+				a.Namespace = encode(a.Namespace, workload.FromPod(a.Pod), a.Pod, "", "")
+			}
+		}
+		return resum(aggs), nil
+	}
+	// Container rows: the platform's kinds from the rollups (they have no
+	// container or pod), the containers' own from their rows.
+	aggs, err := g.st.Aggregate(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := aggs[:0]
+	for _, a := range aggs {
+		if a.Kind != attribution.KindContainer {
+			out = append(out, a)
+		}
+	}
+	if bs == nil {
+		if bs, err = calendar.Buckets(from, to, g.loc, unit); err != nil {
+			return nil, err
+		}
+	}
+	type key struct {
+		b                                     int
+		team, ns, model, mode, pod, ctr, node string
+	}
+	sums := map[key]*ledger.Aggregate{}
+	err = g.st.ContainerRows(ctx, from, to, func(r attribution.Row) error {
+		i := sort.Search(len(bs), func(i int) bool { return bs[i].To.After(r.IntervalStart) })
+		if i == len(bs) || r.IntervalStart.Before(bs[i].From) {
+			return fmt.Errorf("ledger row of pod %q starting %s is outside the window", r.Pod, r.IntervalStart.Format(time.RFC3339))
+		}
+		k := key{i, r.Team, r.Namespace, r.GPUModel, r.SharingMode, r.Pod, r.Container, r.Node}
+		a := sums[k]
+		if a == nil {
+			if len(sums) >= maxGroups {
+				return &ParamError{Param: "window", Msg: fmt.Sprintf("more than %d containers a day in the window: use a shorter window or group without container and node", maxGroups)}
+			}
+			a = &ledger.Aggregate{BucketStart: bs[i].Start, Team: r.Team, GPUModel: r.GPUModel, Mode: r.SharingMode,
+				Kind: attribution.KindContainer, Namespace: encode(r.Namespace, workload.FromPod(r.Pod), r.Pod, r.Container, r.Node)}
+			sums[k] = a
+		}
+		a.AllocatedSeconds += r.AllocatedGPUSeconds
+		a.UsedSeconds += r.UsedGPUSeconds
+		a.MemoryMiBSeconds += r.MemoryMiBSeconds
+		a.Rows++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range sums {
+		out = append(out, *a)
+	}
+	return out, nil
+}
+
+// resum adds up aggregates that differ only in the per-device fields,
+// which the report does not read.
+func resum(aggs []ledger.Aggregate) []ledger.Aggregate {
+	type key struct {
+		at                    int64
+		team, ns, model, mode string
+		kind                  attribution.Kind
+	}
+	idx := map[key]int{}
+	var out []ledger.Aggregate
+	for _, a := range aggs {
+		k := key{a.BucketStart.UnixNano(), a.Team, a.Namespace, a.GPUModel, a.Mode, a.Kind}
+		i, ok := idx[k]
+		if !ok {
+			a.GPUUUID, a.SliceID, a.Pod, a.MIGProfile = "", "", "", ""
+			idx[k] = len(out)
+			out = append(out, a)
+			continue
+		}
+		o := &out[i]
+		o.AllocatedSeconds += a.AllocatedSeconds
+		o.UsedSeconds += a.UsedSeconds
+		o.MemoryMiBSeconds += a.MemoryMiBSeconds
+		o.EnergyJoules += a.EnergyJoules
+		o.Rows += a.Rows
+	}
+	return out
+}
+
+// view is what one report build reads: the grain source at one bucket
+// unit (a step of hours hands the report hour buckets, each priced as the
+// report prices a day), with the abilities the report asks of a store.
+// A step's view lists no coverage, findings or rows: those only say how
+// partial the data is, which the window's own build says (fullView).
+type view struct {
+	g    *grainSource
+	unit string
+}
+
+func (v view) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
+	if q.ByDevice || q.ByNode || q.Bucket != ledger.BucketDay {
+		return v.g.st.Aggregate(ctx, q) // the report's own reads (edges, carbon)
+	}
+	b, err := v.g.load(ctx, v.unit)
+	if err != nil {
+		return nil, err
+	}
+	var out []ledger.Aggregate
+	for i, k := range b.buckets {
+		if k.To.After(q.From) && k.From.Before(q.To) {
+			if k.From.Before(q.From) || k.To.After(q.To) {
+				// A range that cuts a bucket (a price book in force from
+				// within it) is read as asked.
+				return v.g.read(ctx, q.From, q.To, v.unit, nil)
+			}
+			out = append(out, b.aggs[i]...)
+		}
+	}
+	return out, nil
+}
+
+func (v view) Findings(context.Context, time.Time, time.Time, func(attribution.Finding) error) error {
+	return nil
+}
+
+func (v view) Coverage(context.Context, time.Time, time.Time) (ledger.Coverage, error) {
+	return ledger.Coverage{}, nil
+}
+
+func (v view) QuotaChanges(ctx context.Context, from, to time.Time, fn func(quota.Change) error) error {
+	if !v.g.quotaPriced {
+		return nil
+	}
+	return v.quotaChanges(ctx, from, to, fn)
+}
+
+func (v view) quotaChanges(ctx context.Context, from, to time.Time, fn func(quota.Change) error) error {
+	qr, err := ledger.Quota(v.g.st)
+	if err != nil {
+		return err
+	}
+	return qr.QuotaChanges(ctx, from, to, fn)
+}
+
+func (v view) NodeLabels(ctx context.Context, key string, at time.Time) (map[string]string, error) {
+	nr, err := ledger.NodeLabels(v.g.st)
+	if err != nil {
+		return nil, err
+	}
+	return nr.NodeLabels(ctx, key, at)
+}
+
+// PriceBooks are the books the ledger records (none where it records
+// none): the report prices each hour at the book then in force.
+func (v view) PriceBooks(ctx context.Context) ([]ledger.PriceBookRecord, error) {
+	if v.g.booksRead {
+		return v.g.books, nil
+	}
+	if ps, ok := v.g.st.(ledger.PriceBookStore); ok {
+		books, err := ps.PriceBooks(ctx)
+		if err != nil {
+			return nil, err
+		}
+		v.g.books = books
+	}
+	v.g.booksRead = true
+	return v.g.books, nil
+}
+
+// RecordPriceBook refuses: the API only reads.
+func (v view) RecordPriceBook(context.Context, ledger.PriceBookRecord, time.Time) (bool, error) {
+	return false, fmt.Errorf("the allocation API does not record price books")
+}
+
+// fullView is the window's build: its findings, coverage and edge rows
+// come from the store, so partial and the data's bounds are the report's.
+type fullView struct{ view }
+
+func (v fullView) Findings(ctx context.Context, from, to time.Time, fn func(attribution.Finding) error) error {
+	return v.g.st.Findings(ctx, from, to, fn)
+}
+
+func (v fullView) Coverage(ctx context.Context, from, to time.Time) (ledger.Coverage, error) {
+	cr, err := ledger.Covered(v.g.st)
+	if err != nil {
+		return ledger.Coverage{}, err
+	}
+	return cr.Coverage(ctx, from, to)
+}
+
+// QuotaChanges: the window's report has its quota section, as report's.
+func (v fullView) QuotaChanges(ctx context.Context, from, to time.Time, fn func(quota.Change) error) error {
+	return v.quotaChanges(ctx, from, to, fn)
+}
+
+func (v fullView) Rows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
+	return v.g.st.Rows(ctx, from, to, fn)
+}
+
+var (
+	_ ledger.PriceBookStore  = view{}
+	_ ledger.QuotaReader     = view{}
+	_ ledger.NodeLabelReader = view{}
+	_ ledger.CoverageReader  = fullView{}
+	_ ledger.RowReader       = fullView{}
+)
