@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -25,7 +24,7 @@ var (
 	openAPI []byte
 	//go:embed explore.html.tmpl
 	exploreHTML     string
-	exploreTemplate = template.Must(template.New("explore").Parse(exploreHTML))
+	exploreTemplate = pageTemplate("explore", exploreHTML)
 )
 
 // allocationRoutes registers the allocation API, its OpenAPI document
@@ -178,8 +177,6 @@ type exploreRow struct {
 	Special                          bool
 }
 
-type crumb struct{ Label, Href string }
-
 // serveExplore is a drill-down page: the same query as the API (one
 // level of team, namespace, workload, pod at a time), a date form, and
 // the view as CSV. Its links are relative, so it works behind a prefix.
@@ -226,7 +223,7 @@ func (s *Server) serveExplore(ctx context.Context, w http.ResponseWriter, r *htt
 		}
 		return "explore?" + q.Encode()
 	}
-	crumbs := []crumb{{"All months", "./"}, {"Teams", link(allocation.Team, nil)}}
+	crumbs := []NavLink{{Label: "Teams", Href: link(allocation.Team, nil)}}
 	path := map[allocation.Dim][]string{}
 	for _, d := range drill[:i] {
 		vs := a.Query.Filter[d]
@@ -234,7 +231,7 @@ func (s *Server) serveExplore(ctx context.Context, w http.ResponseWriter, r *htt
 			break
 		}
 		path[d] = vs
-		crumbs = append(crumbs, crumb{string(d) + " " + vs[0], link(drill[slices.Index(drill, d)+1], clone(path))})
+		crumbs = append(crumbs, NavLink{Label: string(d) + " " + vs[0], Href: link(drill[slices.Index(drill, d)+1], clone(path))})
 	}
 	var rows []exploreRow
 	for _, e := range a.Sets[0].Entries {
@@ -256,10 +253,17 @@ func (s *Server) serveExplore(ctx context.Context, w http.ResponseWriter, r *htt
 		csvQ.Set("filter", f)
 	}
 	last := a.Query.To.Add(-time.Nanosecond)
+	// The page itself is the last crumb: it links nowhere.
+	crumbs[len(crumbs)-1].Href = ""
+	month := ""
+	if m := a.Query.From.Format("2006-01"); calendarMonth(a.Query.From, a.Query.To) {
+		month = m
+	}
 	var b bytes.Buffer
 	err = exploreTemplate.Execute(&b, map[string]any{
+		"Nav": NewNav(r.URL.Path, "explore", month, s.navMonths(ctx), crumbs...),
 		"Style": report.Stylesheet(), "CSP": report.ContentSecurityPolicy(), "Level": string(level),
-		"Crumbs": crumbs, "Rows": rows, "Window": a.Window, "Currency": a.Currency, "Total": string(a.Total),
+		"Rows": rows, "Window": a.Window, "Currency": a.Currency, "Total": string(a.Total),
 		"Policy": a.Policy, "Idle": a.Idle, "Source": a.Source,
 		"From": a.Query.From.Format(time.DateOnly), "To": last.Format(time.DateOnly),
 		"Filter": allocation.FormatFilter(a.Query.Filter), "Aggregate": string(level),
@@ -280,4 +284,12 @@ func clone(f map[allocation.Dim][]string) map[allocation.Dim][]string {
 		out[d] = slices.Clone(vs)
 	}
 	return out
+}
+
+// calendarMonth says whether [from, to) is one calendar month in from's
+// zone: its page's header then links that month's report and files.
+func calendarMonth(from, to time.Time) bool {
+	y, m, d := from.Date()
+	return d == 1 && from.Hour() == 0 && from.Minute() == 0 && from.Second() == 0 && from.Nanosecond() == 0 &&
+		to.Equal(time.Date(y, m+1, 1, 0, 0, 0, 0, from.Location()))
 }

@@ -16,8 +16,8 @@ import (
 )
 
 // servedPages are serve's pages of the test ledger: the months, a
-// month's report and advice, the glossary and an error page.
-var servedPages = []string{"/", "/reports/2026-10", "/reports/2026-11", "/advice/2026-10", "/glossary", "/reports/2025-01", "/no/such/page"}
+// month's report and advice, the glossary, an error page and a month's drill-down.
+var servedPages = []string{"/", "/reports/2026-10", "/reports/2026-11", "/advice/2026-10", "/glossary", "/reports/2025-01", "/no/such/page", "/explore?window=2026-10"}
 
 var hrefRE = regexp.MustCompile(`href="([^"]*)"`)
 

@@ -115,6 +115,7 @@ var servePages = []struct{ name, path string }{
 	{"advice", "/advice/2026-11"},
 	{"glossary", "/glossary"},
 	{"error", "/reports/2025-01"},
+	{"explore", "/explore?window=2026-11"},
 }
 
 // layoutProbe measures what a reader would have to scroll sideways to
