@@ -122,7 +122,29 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 	}
 	g := &grainSource{st: st, loc: book.Location, src: SourceFor(dims), from: q.From, to: q.To, cache: map[string]*bucketed{},
 		quotaPriced: book.Policy == pricebook.PolicyQuota}
-	rep, err := report.BuildDated(ctx, fullView{view{g, ledger.BucketDay}}, book, q.From, q.To, now)
+	// A fleet of several clusters is billed cluster by cluster and added,
+	// as report --cluster'less bills it (report.BuildFleet): each
+	// cluster's unused capacity is shared among its own teams.
+	clusters, err := report.Clusters(ctx, st, book.Location, q.From, q.To)
+	if err != nil {
+		return nil, err
+	}
+	build := func(src ledger.Store, from, to time.Time) (*report.Report, error) {
+		if len(clusters) > 1 {
+			return report.BuildFleet(ctx, src, book, from, to, now, "")
+		}
+		return report.BuildDated(ctx, src, book, from, to, now)
+	}
+	// The cluster of lines that name none: the one the window has.
+	onlyCluster := attribution.DefaultCluster
+	if len(clusters) == 1 {
+		onlyCluster = clusters[0]
+	}
+	caches := []string{""}
+	if len(clusters) > 1 {
+		caches = clusters
+	}
+	rep, err := build(windowSource(g), q.From, q.To)
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the window's report: %w", err)
 	}
@@ -145,9 +167,13 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 		return nil, err
 	}
 	n := 0
-	add := func(from, to time.Time, sr *report.Report, b *bucketed) error {
+	add := func(from, to time.Time, sr *report.Report, unit string) error {
+		mem, err := g.memory(ctx, unit, caches, from, to)
+		if err != nil {
+			return err
+		}
 		set := Set{Start: from.Format(time.RFC3339), End: to.Format(time.RFC3339), Total: json.Number(sr.Money(sr.Total))}
-		set.Entries = group(sr, q, g.src, memory(b, from, to))
+		set.Entries = group(sr, q, g.src, mem, onlyCluster)
 		if n += len(set.Entries); n > MaxEntries {
 			return &ParamError{Param: "aggregate", Msg: fmt.Sprintf("more than %d entries: group by fewer fields, filter, or use a longer step or a shorter window", MaxEntries)}
 		}
@@ -155,25 +181,24 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 		return nil
 	}
 	if steps == nil {
-		b, err := g.load(ctx, ledger.BucketDay)
-		if err != nil {
-			return nil, err
-		}
-		if err := add(q.From, q.To, rep, b); err != nil {
+		if err := add(q.From, q.To, rep, ledger.BucketDay); err != nil {
 			return nil, err
 		}
 		return a, nil
 	}
-	b, err := g.load(ctx, unit)
-	if err != nil {
-		return nil, err
+	var stepSrc ledger.Store = view{st, g, unit}
+	if len(clusters) > 1 {
+		// Seen through ledger.OneCluster a view would seem to stream
+		// rows: it streams none, and a step keeps its days' bounds, as
+		// the single cluster's step does.
+		stepSrc = noRows{view{st, g, unit}}
 	}
 	for _, s := range steps {
-		sr, err := report.BuildDated(ctx, view{g, unit}, book, s.From, s.To, now)
+		sr, err := build(stepSrc, s.From, s.To)
 		if err != nil {
 			return nil, fmt.Errorf("cannot build the report of %s to %s: %w", s.From.Format(time.RFC3339), s.To.Format(time.RFC3339), err)
 		}
-		if err := add(s.From, s.To, sr, b); err != nil {
+		if err := add(s.From, s.To, sr, unit); err != nil {
 			return nil, err
 		}
 	}
@@ -216,42 +241,54 @@ func stepRanges(q Query, loc *time.Location) ([]calendar.Bucket, string, error) 
 	return out, ledger.BucketDay, nil
 }
 
-// memory is the containers' MiB-seconds per (team, namespace, model,
-// mode) line key of [from, to), from the aggregates the report read.
-func memory(b *bucketed, from, to time.Time) map[[4]string]float64 {
-	out := map[[4]string]float64{}
-	for i, k := range b.buckets {
-		if k.From.Before(from) || k.To.After(to) {
-			continue
+// memory is the containers' MiB-seconds per (cluster, team, namespace,
+// model, mode) line key of [from, to), from the aggregates the report
+// read at unit of each of clusters ("" alone: the whole ledger, whose
+// lines name no cluster).
+func (g *grainSource) memory(ctx context.Context, unit string, clusters []string, from, to time.Time) (map[[5]string]float64, error) {
+	out := map[[5]string]float64{}
+	for _, c := range clusters {
+		b, err := g.load(ctx, unit, c)
+		if err != nil {
+			return nil, err
 		}
-		for _, a := range b.aggs[i] {
-			if a.Kind == attribution.KindContainer {
-				out[[4]string{a.Team, a.Namespace, a.GPUModel, a.Mode}] += a.MemoryMiBSeconds
+		for i, k := range b.buckets {
+			if k.From.Before(from) || k.To.After(to) {
+				continue
+			}
+			for _, a := range b.aggs[i] {
+				if a.Kind == attribution.KindContainer {
+					out[[5]string{c, a.Team, a.Namespace, a.GPUModel, a.Mode}] += a.MemoryMiBSeconds
+				}
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
-// keysOf are a report line's values of every field.
-func keysOf(l report.Line, src Source) map[Dim]string {
+// keysOf are a report line's values of every field; a line of a report
+// that names no cluster is of onlyCluster. The platform and rounding
+// lines keep their cluster: each cluster's bill has its own.
+func keysOf(rep *report.Report, l report.Line, src Source, onlyCluster string) map[Dim]string {
+	cluster := cmp.Or(rep.LineCluster(l), onlyCluster)
 	switch l.Type {
 	case report.LineRounding:
 		m := map[Dim]string{}
 		for _, d := range Dims {
 			m[d] = Rounding
 		}
+		m[Cluster] = cluster
 		return m
 	case report.LinePlatform:
 		return map[Dim]string{Team: Platform, Namespace: Platform, Workload: Platform, Pod: Platform,
-			Container: Platform, Node: Platform, GPUModel: l.GPUModel, SharingMode: l.SharingMode}
+			Container: Platform, Node: Platform, GPUModel: l.GPUModel, SharingMode: l.SharingMode, Cluster: cluster}
 	}
 	ns, x := l.Namespace, [4]string{}
 	if src != SourceRollups {
 		ns, x = decode(l.Namespace)
 	}
 	return map[Dim]string{Team: l.Team, Namespace: ns, Workload: x[0], Pod: x[1], Container: x[2], Node: x[3],
-		GPUModel: l.GPUModel, SharingMode: l.SharingMode}
+		GPUModel: l.GPUModel, SharingMode: l.SharingMode, Cluster: cluster}
 }
 
 func (q Query) keep(keys map[Dim]string) bool {
@@ -265,14 +302,14 @@ func (q Query) keep(keys map[Dim]string) bool {
 
 // group adds up rep's lines per the query's grouping, keeping the
 // filtered ones; largest total first.
-func group(rep *report.Report, q Query, src Source, mem map[[4]string]float64) []Entry {
+func group(rep *report.Report, q Query, src Source, mem map[[5]string]float64, onlyCluster string) []Entry {
 	byName := map[string]*Entry{}
-	seen := map[[4]string]bool{}
+	seen := map[[5]string]bool{}
 	for _, l := range rep.Lines {
 		if l.Type == report.LineRounding && l.Amount == 0 {
 			continue // no entry for a rounding of nothing
 		}
-		keys := keysOf(l, src)
+		keys := keysOf(rep, l, src, onlyCluster)
 		if !q.keep(keys) {
 			continue
 		}
@@ -299,7 +336,7 @@ func group(rep *report.Report, q Query, src Source, mem map[[4]string]float64) [
 				e.idle.Add(e.idle, idle)
 			}
 			// Memory once per line key: a line key has one charge line.
-			k := [4]string{l.Team, l.Namespace, l.GPUModel, l.SharingMode}
+			k := [5]string{l.Cluster, l.Team, l.Namespace, l.GPUModel, l.SharingMode}
 			if !seen[k] {
 				seen[k] = true
 				if m, ok := new(big.Rat).SetString(fmt.Sprintf("%.6f", mem[k]/3600)); ok {

@@ -37,13 +37,14 @@ const (
 	Node        Dim = "node"
 	GPUModel    Dim = "gpu_model"
 	SharingMode Dim = "sharing_mode"
-	// A cluster field belongs here once the ledger groups by cluster
-	// (ledger.AggregateQuery.Cluster): a Dim, a case in keysOf and a
-	// source in grainOf.
+	// Cluster is the cluster a line was billed in (ledger.AggregateQuery's
+	// cluster): a fleet of several is billed cluster by cluster, as
+	// report.BuildFleet bills it.
+	Cluster Dim = "cluster"
 )
 
 // Dims are the fields, in order.
-var Dims = []Dim{Team, Namespace, Workload, Pod, Container, Node, GPUModel, SharingMode}
+var Dims = []Dim{Team, Namespace, Workload, Pod, Container, Node, GPUModel, SharingMode, Cluster}
 
 // Steps are the series steps, by name.
 const (

@@ -92,7 +92,7 @@ type grainSource struct {
 	loc      *time.Location
 	src      Source
 	from, to time.Time
-	cache    map[string]*bucketed // by bucket unit
+	cache    map[string]*bucketed // by bucket unit and cluster (cacheKey)
 	// books are the ledger's recorded price books, read once per query
 	// (every step's report asks for them).
 	books     []ledger.PriceBookRecord
@@ -103,16 +103,19 @@ type grainSource struct {
 	quotaPriced bool
 }
 
-// load reads the window at unit (day or hour) once.
-func (g *grainSource) load(ctx context.Context, unit string) (*bucketed, error) {
-	if b := g.cache[unit]; b != nil {
+func cacheKey(unit, cluster string) string { return unit + "\x00" + cluster }
+
+// load reads the window at unit (day or hour) once, of one cluster (""
+// the whole ledger).
+func (g *grainSource) load(ctx context.Context, unit, cluster string) (*bucketed, error) {
+	if b := g.cache[cacheKey(unit, cluster)]; b != nil {
 		return b, nil
 	}
 	bs, err := calendar.Buckets(g.from, g.to, g.loc, unit)
 	if err != nil {
 		return nil, err
 	}
-	aggs, err := g.read(ctx, g.from, g.to, unit, bs)
+	aggs, err := g.read(ctx, g.from, g.to, unit, bs, cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -128,13 +131,14 @@ func (g *grainSource) load(ctx context.Context, unit string) (*bucketed, error) 
 		}
 		b.aggs[i] = append(b.aggs[i], a)
 	}
-	g.cache[unit] = b
+	g.cache[cacheKey(unit, cluster)] = b
 	return b, nil
 }
 
-// read is [from, to)'s aggregates at unit and the source's grain.
-func (g *grainSource) read(ctx context.Context, from, to time.Time, unit string, bs []calendar.Bucket) ([]ledger.Aggregate, error) {
-	q := ledger.AggregateQuery{From: from, To: to, Location: g.loc, Bucket: unit}
+// read is [from, to)'s aggregates at unit and the source's grain, of one
+// cluster ("" the whole ledger).
+func (g *grainSource) read(ctx context.Context, from, to time.Time, unit string, bs []calendar.Bucket, cluster string) ([]ledger.Aggregate, error) {
+	q := ledger.AggregateQuery{From: from, To: to, Location: g.loc, Bucket: unit, Cluster: cluster}
 	switch g.src {
 	case SourceRollups:
 		return g.st.Aggregate(ctx, q)
@@ -175,6 +179,9 @@ func (g *grainSource) read(ctx context.Context, from, to time.Time, unit string,
 	}
 	sums := map[key]*ledger.Aggregate{}
 	err = g.st.ContainerRows(ctx, from, to, func(r attribution.Row) error {
+		if cluster != "" && ledger.ClusterOrDefault(r.Cluster) != cluster {
+			return nil
+		}
 		i := sort.Search(len(bs), func(i int) bool { return bs[i].To.After(r.IntervalStart) })
 		if i == len(bs) || r.IntervalStart.Before(bs[i].From) {
 			return fmt.Errorf("ledger row of pod %q starting %s is outside the window", r.Pod, r.IntervalStart.Format(time.RFC3339))
@@ -239,6 +246,9 @@ func resum(aggs []ledger.Aggregate) []ledger.Aggregate {
 // A step's view lists no coverage, findings or rows: those only say how
 // partial the data is, which the window's own build says (fullView).
 type view struct {
+	// Store answers what a view does not: a fleet's bill asks for its
+	// clusters (ByCluster) and sees each through ledger.OneCluster.
+	ledger.Store
 	g    *grainSource
 	unit string
 }
@@ -247,7 +257,7 @@ func (v view) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.
 	if q.ByDevice || q.ByNode || q.Bucket != ledger.BucketDay {
 		return v.g.st.Aggregate(ctx, q) // the report's own reads (edges, carbon)
 	}
-	b, err := v.g.load(ctx, v.unit)
+	b, err := v.g.load(ctx, v.unit, q.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +267,7 @@ func (v view) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.
 			if k.From.Before(q.From) || k.To.After(q.To) {
 				// A range that cuts a bucket (a price book in force from
 				// within it) is read as asked.
-				return v.g.read(ctx, q.From, q.To, v.unit, nil)
+				return v.g.read(ctx, q.From, q.To, v.unit, nil, q.Cluster)
 			}
 			out = append(out, b.aggs[i]...)
 		}
@@ -343,7 +353,38 @@ func (v fullView) Rows(ctx context.Context, from, to time.Time, fn func(attribut
 	return v.g.st.Rows(ctx, from, to, fn)
 }
 
+// noRows is a step's view of one cluster of a fleet: it streams no rows,
+// so the step's data bounds are its days', as a view's (no RowReader).
+type noRows struct{ view }
+
+func (noRows) Rows(context.Context, time.Time, time.Time, func(attribution.Row) error) error { return nil }
+
+// rowBounder is a store that finds the extremes of its rows itself
+// (ClickHouse, in the server), as report asks of its source: the window's
+// build passes it on, so the data bounds cost what report's do.
+type rowBounder interface {
+	FirstRowStart(ctx context.Context, from, to time.Time) (time.Time, error)
+	LastRowEnd(ctx context.Context, from, to time.Time) (time.Time, error)
+}
+
+// boundedView is a fullView over a store that is a rowBounder.
+type boundedView struct {
+	fullView
+	rowBounder
+}
+
+// windowSource is the window's build over g's store: a fullView, which
+// finds its data bounds as the store does.
+func windowSource(g *grainSource) ledger.Store {
+	v := fullView{view{g.st, g, ledger.BucketDay}}
+	if rb, ok := g.st.(rowBounder); ok {
+		return boundedView{v, rb}
+	}
+	return v
+}
+
 var (
+	_ ledger.Store           = view{}
 	_ ledger.PriceBookStore  = view{}
 	_ ledger.QuotaReader     = view{}
 	_ ledger.NodeLabelReader = view{}

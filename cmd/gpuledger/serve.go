@@ -244,7 +244,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		// The team label is the book's at start: the quota objects' teams
 		// are read with the label the ledger's teams were.
 		book, _, _ := prices()
-		if qs, err = newQuotaService(f.ledger, f.kubeconfig, book.TeamLabel, carbonNodeLabel(book), f.quotaInterval); err != nil {
+		if qs, err = newQuotaService(f.ledger, f.kubeconfig, book.TeamLabel, carbonNodeLabel(book), f.cluster, f.quotaInterval); err != nil {
 			return err
 		}
 		opts = append(opts, func(c *web.Config) { c.Collectors = append(c.Collectors, qs.Collectors()...) })
