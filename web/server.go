@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,11 +76,8 @@ const (
 	// one set is a month's rows per GPU, slice and pod, much larger than a
 	// report, and the running month's FOCUS file is the one read most.
 	maxDeviceSets = 4
-	// DefaultMaxComputations is how many reports, advice and lists of
-	// months are computed at once by default; MaxMaxComputations bounds
-	// Config.MaxComputations.
-	DefaultMaxComputations = 4
-	MaxMaxComputations     = 64
+	// MaxMaxComputations bounds Config.MaxComputations.
+	MaxMaxComputations = 64
 	// maxTokenFlights bounds the months whose token queries run at once
 	// (each month's queries run one after another).
 	maxTokenFlights = 2
@@ -88,6 +86,15 @@ const (
 	// written within the HTTP server's write timeout.
 	maxTokenWait = 2 * time.Minute
 )
+
+// DefaultMaxComputations is how many reports, advice and lists of months
+// are computed at once by default: one fewer than the processors Go runs
+// on, at least 1 and at most 4. A computation keeps its processor busy,
+// and the one left free answers /metrics, probes and pages already built
+// at once: with two processors and 8 clients loading pages, /metrics' p99
+// was 99-107 ms at 4 computations and 19-28 ms at 1 (BENCHMARKS.md,
+// "serve under load").
+var DefaultMaxComputations = max(1, min(4, runtime.GOMAXPROCS(0)-1))
 
 // Config is what a server reads.
 type Config struct {

@@ -21,7 +21,7 @@ import (
 
 const serveUsageText = `usage: gpuledger serve --ledger DSN --prices FILE [--listen :8080]
                        [--months 24] [--advice-refresh 1h] [--web.config.file FILE]
-                       [--max-computations 4] [--drain-timeout 30s]
+                       [--max-computations N] [--drain-timeout 30s]
                        [--prometheus URL [--prometheus-timeout D]]
                        [--quota [--quota-interval 1m] [--kubeconfig FILE]]
                        [--close-after-days N] [--cluster NAME]
@@ -50,7 +50,7 @@ book (docs/serve.md):
   --advice-refresh  how often the month-to-date advice behind /metrics is
                recomputed (Prometheus duration; default 1h; 0 never)
   --max-computations  reports, advice and month lists computed at once
-               (default 4, 1 to 64); identical requests share one
+               (default one fewer than the CPUs, 1 to 4; at most 64); identical requests share one
   --drain-timeout  on SIGTERM or SIGINT, how long pages in flight may
                finish before the server stops (default 30s, 1s to 5m)
   --web.config.file  exporter-toolkit web config: TLS, basic auth
