@@ -261,7 +261,7 @@ func (s *Server) serveExplore(ctx context.Context, w http.ResponseWriter, r *htt
 	}
 	var b bytes.Buffer
 	err = exploreTemplate.Execute(&b, map[string]any{
-		"Nav": NewNav(r.URL.Path, "explore", month, s.navMonths(ctx), crumbs...),
+		"Nav":   NewNav(r.URL.Path, "explore", month, s.navMonths(ctx), crumbs...),
 		"Style": report.Stylesheet(), "CSP": report.ContentSecurityPolicy(), "Level": string(level),
 		"Rows": rows, "Window": a.Window, "Currency": a.Currency, "Total": string(a.Total),
 		"Policy": a.Policy, "Idle": a.Idle, "Source": a.Source,

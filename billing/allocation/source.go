@@ -357,7 +357,9 @@ func (v fullView) Rows(ctx context.Context, from, to time.Time, fn func(attribut
 // so the step's data bounds are its days', as a view's (no RowReader).
 type noRows struct{ view }
 
-func (noRows) Rows(context.Context, time.Time, time.Time, func(attribution.Row) error) error { return nil }
+func (noRows) Rows(context.Context, time.Time, time.Time, func(attribution.Row) error) error {
+	return nil
+}
 
 // rowBounder is a store that finds the extremes of its rows itself
 // (ClickHouse, in the server), as report asks of its source: the window's
