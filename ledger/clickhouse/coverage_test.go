@@ -199,7 +199,7 @@ func TestCoverageOfALongRangeIsLinear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ledger.Coverage{Devices: []ledger.DeviceCoverage{{Node: "node-0", GPUUUID: "GPU-0", First: start, Last: end,
+	want := ledger.Coverage{Devices: []ledger.DeviceCoverage{{Cluster: attribution.DefaultCluster, Node: "node-0", GPUUUID: "GPU-0", First: start, Last: end,
 		Holes: []ledger.Hole{{From: lost, To: lost.Add(time.Minute)}}}}}
 	if !reflect.DeepEqual(cov, want) {
 		t.Errorf("coverage %+v, want %+v", cov, want)

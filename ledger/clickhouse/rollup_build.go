@@ -52,6 +52,10 @@ type build struct {
 	version uint64
 	groups  []group
 	cov     map[hourWriter]uint64
+	// devices are an hourly build's coverage rows; hasDevices says the
+	// build has a coverage rollup (every hourly build since migration 9).
+	devices    []hourCoverage
+	hasDevices bool
 }
 
 // buildHours aggregates the deduplicated raw rows of the given hours. The
@@ -73,7 +77,7 @@ func (s *Store) buildHours(ctx context.Context, hours []int64) error {
 	builds := map[int64]*build{}
 	var segs []segment
 	for _, h := range hours {
-		b := &build{period: period{grainHour, h}, version: versions(h), cov: map[hourWriter]uint64{}}
+		b := &build{period: period{grainHour, h}, version: versions(h), cov: map[hourWriter]uint64{}, hasDevices: true}
 		for w, seq := range marks[h] {
 			b.cov[hourWriter{h, w}] = seq
 		}
@@ -86,6 +90,7 @@ func (s *Store) buildHours(ctx context.Context, hours []int64) error {
 	g.SetLimit(rebuildQueries)
 	for _, q := range rebuildQueryRanges(mergeSegments(segs)) {
 		g.Go(func() error { return s.rawHourGroups(gctx, q, builds) })
+		g.Go(func() error { return s.rawHourCoverage(gctx, q, builds) })
 	}
 	if err := g.Wait(); err != nil {
 		return err
@@ -151,6 +156,41 @@ GROUP BY h, team, namespace, gpu_model, sharing_mode, kind, cluster`, s.table(ta
 		if b := builds[int64(h)]; b != nil {
 			b.groups = append(b.groups, g)
 		}
+		return nil
+	})
+}
+
+// hourCoverage is one GPU's row of an hour's coverage rollup.
+type hourCoverage struct {
+	cluster, node, gpu string
+	first, last, tail  uint64
+	holeFrom, holeTo   []uint64
+}
+
+// rawHourCoverage searches the raw rows of the ranges per hour and GPU with
+// coverageSQL, the search Coverage runs on raw rows, so a rollup hour
+// reads as its raw rows would.
+func (s *Store) rawHourCoverage(ctx context.Context, segs []segment, builds map[int64]*build) error {
+	q := coverageHourSQL(s.table(tableRows), segmentsWhere(segs))
+	return s.query(ctx, "search raw rows for the coverage rollup", q, func(rs driver.Rows) error {
+		var (
+			h     uint32
+			d     hourCoverage
+			holes [][]any
+		)
+		if err := rs.Scan(&h, &d.cluster, &d.node, &d.gpu, &d.first, &d.last, &d.tail, &holes); err != nil {
+			return scanError{err}
+		}
+		b := builds[int64(h)]
+		if b == nil {
+			return nil
+		}
+		d.holeFrom, d.holeTo = make([]uint64, len(holes)), make([]uint64, len(holes))
+		for i, hole := range holes {
+			d.holeFrom[i], _ = hole[0].(uint64)
+			d.holeTo[i], _ = hole[1].(uint64)
+		}
+		b.devices = append(b.devices, d)
 		return nil
 	})
 }
@@ -293,6 +333,12 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 		hp               []time.Time
 		hg               []string
 		hv, hb, hn       []uint64
+		hd               []int64
+		dh               []time.Time
+		dv, db           []uint64
+		dc, dn, du       []string
+		df, dl, dtail    []uint64
+		dhf, dht         [][]uint64
 	)
 	for _, b := range builds {
 		id := rand.Uint64()
@@ -309,7 +355,18 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 			cg, cp, ch, cw = append(cg, grain), append(cp, start), append(ch, time.Unix(hw.hour, 0).UTC()), append(cw, hw.writer)
 			cv, cb, cs = append(cv, b.version), append(cb, id), append(cs, seq)
 		}
+		devices := int64(-1)
+		if b.hasDevices {
+			devices = int64(len(b.devices))
+		}
+		for _, d := range b.devices {
+			dh, dv, db = append(dh, start), append(dv, b.version), append(db, id)
+			dc, dn, du = append(dc, d.cluster), append(dn, d.node), append(du, d.gpu)
+			df, dl, dtail = append(df, d.first), append(dl, d.last), append(dtail, d.tail)
+			dhf, dht = append(dhf, d.holeFrom), append(dht, d.holeTo)
+		}
 		hg, hp, hv, hb, hn = append(hg, grain), append(hp, start), append(hv, b.version), append(hb, id), append(hn, uint64(len(b.groups)))
+		hd = append(hd, devices)
 	}
 	if n := len(periods); n > 0 {
 		cols := []string{p.column(), "version", "build", "team", "namespace", "gpu_model", "sharing_mode", "kind", "cluster",
@@ -325,6 +382,12 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 			return err
 		}
 	}
-	cols := []string{"grain", "period", "version", "build", "groups"}
-	return s.insert(ctx, tableBuilds, cols, []any{hg, hp, hv, hb, hn}, len(hg))
+	if n := len(dh); n > 0 {
+		cols := []string{"hour", "version", "build", "cluster", "node", "gpu_uuid", "first_ns", "last_ns", "tail_ns", "hole_from", "hole_to"}
+		if err := s.insert(ctx, tableCovHourly, cols, []any{dh, dv, db, dc, dn, du, df, dl, dtail, dhf, dht}, n); err != nil {
+			return err
+		}
+	}
+	cols := []string{"grain", "period", "version", "build", "groups", "coverage_devices"}
+	return s.insert(ctx, tableBuilds, cols, []any{hg, hp, hv, hb, hn, hd}, len(hg))
 }
