@@ -62,32 +62,33 @@ func coverageHourSQL(table, where string) string {
 // (grouping 744,000 rows of a 1,000-GPU month by their strings first took
 // twice as long).
 const coverageRollupSQL = `SELECT cluster, node, gpu_uuid,
-	tupleElement((arraySort(groupUniqArray((toUInt32(hour), first_ns, tail_ns))) AS hs)[1], 2) AS first, max(last_ns) AS last,
+	tupleElement((arraySort(groupUniqArray((toUInt32(%[1]s), first_ns, tail_ns))) AS hs)[1], 2) AS first, max(last_ns) AS last,
 	tupleElement(hs[-1], 3) AS tail,
 	arraySort(arrayConcat(
 		arrayFilter(x -> x.1 < x.2, arrayMap((a, b) -> (a, b), arrayPopBack(arrayMap(x -> x.3, hs)), arrayPopFront(arrayMap(x -> x.2, hs)))),
 		groupUniqArrayArray(arrayMap((a, b) -> (a, b), hole_from, hole_to)))) AS holes,
 	length(hs) AS hours
-FROM %s WHERE hour >= %s AND hour < %s%s
+FROM %[2]s WHERE %[1]s >= %[3]s AND %[1]s < %[4]s%[5]s
 GROUP BY cluster, node, gpu_uuid`
 
 // coverageCountSQL counts the GPUs of each hour's build that are visible,
 // to find the hours whose rows coverageRollupSQL did not all see.
 const coverageCountSQL = `SELECT h, count() FROM (
-	SELECT DISTINCT toUInt32(hour) AS h, cluster, node, gpu_uuid FROM %s WHERE hour >= %s AND hour < %s%s
+	SELECT DISTINCT toUInt32(%[1]s) AS h, cluster, node, gpu_uuid FROM %[2]s WHERE %[1]s >= %[3]s AND %[1]s < %[4]s%[5]s
 ) GROUP BY h`
 
 // coveragePart is a piece of a coverage search in time order: raw rows
 // in [from, to), or the coverage rollup's builds of the hours in it.
 type coveragePart struct {
 	from, to time.Time
-	builds   map[int64]header // nil: raw rows
+	grain    string           // of the rollup: grainHour or grainDay
+	builds   map[int64]header // by period start; nil: raw rows
 }
 
-// Coverage implements ledger.CoverageReader in the server. Whole UTC hours
-// whose rollup build is current and has its coverage rows visible are read
-// from the coverage rollup (ledger_coverage_hourly), joined per GPU in the
-// server; the rest (stale hours, the partial hours at the period's edges)
+// Coverage implements ledger.CoverageReader in the server. Whole UTC days,
+// then whole UTC hours, whose rollup build is current and has its coverage
+// rows visible are read from the coverage rollups (ledger_coverage_daily,
+// ledger_coverage_hourly), joined per GPU in the server; the rest (stale hours, the partial hours at the period's edges)
 // are searched in raw rows, a chunk of about Options.CoverageChunk stored
 // rows at a time (hour-aligned, in time order). A GPU's holes between two
 // parts are where its first interval of the later part starts after its
@@ -109,7 +110,7 @@ func (s *Store) Coverage(ctx context.Context, from, to time.Time) (ledger.Covera
 const maxCoverageTries = 3
 
 func (s *Store) coverage(ctx context.Context, from, to time.Time) (ledger.Coverage, error) {
-	skip := map[int64]bool{} // hours to read from raw rows whatever their build
+	skip := map[period]bool{} // periods not to read from their rollup
 	for try := 1; ; try++ {
 		var parts []coveragePart
 		if try < maxCoverageTries {
@@ -124,16 +125,16 @@ func (s *Store) coverage(ctx context.Context, from, to time.Time) (ledger.Covera
 		if err != nil || len(torn) == 0 {
 			return cov, err
 		}
-		for _, h := range torn {
-			skip[h] = true
+		for _, p := range torn {
+			skip[p] = true
 		}
 	}
 }
 
 // coverageParts splits [from, to) into raw parts and rollup parts: the
-// whole hours with a clean build that has coverage rows, and the hours
-// without writes between them.
-func (s *Store) coverageParts(ctx context.Context, from, to time.Time, skip map[int64]bool) ([]coveragePart, error) {
+// whole UTC days, then the whole hours, with a clean build that has
+// coverage rows, and the hours without writes between them.
+func (s *Store) coverageParts(ctx context.Context, from, to time.Time, skip map[period]bool) ([]coveragePart, error) {
 	lo, hi := ceilUnix(from, 3600), floorUnix(to, 3600)
 	if lo >= hi {
 		return []coveragePart{{from: from, to: to}}, nil
@@ -143,44 +144,69 @@ func (s *Store) coverageParts(ctx context.Context, from, to time.Time, skip map[
 		return nil, err
 	}
 	var parts []coveragePart
-	add := func(start, end time.Time, h header, rollup bool) {
+	// add appends [start, end) read from grain's rollup under h, or from
+	// raw rows (grain ""); a rollup period without writes (h zero) joins
+	// any rollup part.
+	add := func(start, end time.Time, grain string, h header) {
 		if !start.Before(end) {
 			return
 		}
-		if n := len(parts); n > 0 && parts[n-1].to.Equal(start) && (parts[n-1].builds != nil) == rollup &&
-			(!rollup || len(parts[n-1].builds) < maxBuildFilter) {
+		n := len(parts)
+		last := coveragePart{}
+		if n > 0 && parts[n-1].to.Equal(start) {
+			last = parts[n-1]
+		}
+		switch {
+		case grain == "" && last.to.Equal(start) && last.builds == nil:
 			parts[n-1].to = end
-		} else {
+		case grain != "" && h.build == 0 && last.builds != nil:
+			parts[n-1].to = end
+		case grain != "" && last.builds != nil && last.grain == grain && len(last.builds) < maxBuildFilter:
+			parts[n-1].to = end
+			parts[n-1].builds[start.Unix()] = h
+		case grain == "":
 			parts = append(parts, coveragePart{from: start, to: end})
-			if rollup {
-				parts[n].builds = map[int64]header{}
+		default:
+			parts = append(parts, coveragePart{from: start, to: end, grain: grain, builds: map[int64]header{}})
+			if h.build != 0 {
+				parts[n].builds[start.Unix()] = h
 			}
 		}
-		if rollup && h.build != 0 {
-			parts[len(parts)-1].builds[start.Unix()] = h
-		}
 	}
-	add(from, time.Unix(lo, 0).UTC(), header{}, false)
-	for h := lo; h < hi; h += 3600 {
+	// rollup says whether p reads from its coverage rollup, and under
+	// which build (zero: p has no writes).
+	rollup := func(p period) (header, bool) {
+		if !st.hasMarks(p) {
+			return header{}, true
+		}
+		hd, clean := st.clean(p)
+		return hd, clean && hd.devices >= 0 && !skip[p]
+	}
+	add(from, time.Unix(lo, 0).UTC(), "", header{})
+	for h := lo; h < hi; {
+		if d := (period{grainDay, h}); h%86400 == 0 && h+86400 <= hi {
+			if hd, ok := rollup(d); ok {
+				add(time.Unix(h, 0).UTC(), time.Unix(h+86400, 0).UTC(), grainDay, hd)
+				h += 86400
+				continue
+			}
+		}
 		start, end := time.Unix(h, 0).UTC(), time.Unix(h+3600, 0).UTC()
-		p := period{grainHour, h}
-		switch hd, clean := st.clean(p); {
-		case !st.hasMarks(p):
-			add(start, end, header{}, true) // no writes, no rows
-		case clean && hd.devices >= 0 && !skip[h]:
-			add(start, end, hd, true)
-		default:
-			add(start, end, header{}, false)
+		if hd, ok := rollup(period{grainHour, h}); ok {
+			add(start, end, grainHour, hd)
+		} else {
+			add(start, end, "", header{})
 		}
+		h += 3600
 	}
-	add(time.Unix(hi, 0).UTC(), to, header{}, false)
+	add(time.Unix(hi, 0).UTC(), to, "", header{})
 	return parts, nil
 }
 
 // coverageOf reads the parts in time order and joins them per GPU. torn
-// are the hours whose build's coverage rows were not all visible: the
+// are the periods whose build's coverage rows were not all visible: the
 // result is then incomplete and the caller reads again.
-func (s *Store) coverageOf(ctx context.Context, parts []coveragePart) (ledger.Coverage, []int64, error) {
+func (s *Store) coverageOf(ctx context.Context, parts []coveragePart) (ledger.Coverage, []period, error) {
 	devs := map[[3]string]*coveredDevice{}
 	ns := func(v uint64) time.Time { return time.Unix(0, int64(v)).UTC() }
 	var out ledger.Coverage
@@ -273,12 +299,13 @@ func (s *Store) coverageOf(ctx context.Context, parts []coveragePart) (ledger.Co
 // the builds' headers: a rebuild's newer rows can replace an older build's
 // in a merge before the newer header is written. Rows never come back once
 // merged away, so a full count means the read saw every row. On a short
-// count it returns the hours that are short (all the part's hours where a
+// count it returns the periods that are short (all the part's where a
 // recount finds none short: the rows went between the two reads).
-func (s *Store) coverageRollup(ctx context.Context, p coveragePart, scan func(driver.Rows) error, pairs *uint64) ([]int64, error) {
+func (s *Store) coverageRollup(ctx context.Context, p coveragePart, scan func(driver.Rows) error, pairs *uint64) ([]period, error) {
 	filter := buildFilter(p.builds)
 	lo, hi := dt(p.from.Unix()), dt(p.to.Unix())
-	q := fmt.Sprintf(coverageRollupSQL, s.table(tableCovHourly), lo, hi, filter)
+	pp := period{grain: p.grain}
+	q := fmt.Sprintf(coverageRollupSQL, pp.column(), s.table(pp.covTable()), lo, hi, filter)
 	if err := s.query(ctx, "read the ledger's coverage rollup", q, scan); err != nil {
 		return nil, err
 	}
@@ -290,7 +317,7 @@ func (s *Store) coverageRollup(ctx context.Context, p coveragePart, scan func(dr
 		return nil, nil
 	}
 	seen := map[int64]int64{}
-	q = fmt.Sprintf(coverageCountSQL, s.table(tableCovHourly), lo, hi, filter)
+	q = fmt.Sprintf(coverageCountSQL, pp.column(), s.table(pp.covTable()), lo, hi, filter)
 	err := s.query(ctx, "count the ledger's coverage rollup", q, func(rs driver.Rows) error {
 		var h uint32
 		var n uint64
@@ -303,17 +330,16 @@ func (s *Store) coverageRollup(ctx context.Context, p coveragePart, scan func(dr
 	if err != nil {
 		return nil, err
 	}
-	var torn, all []int64
-	for h, hd := range p.builds {
-		if seen[h] != hd.devices {
-			torn = append(torn, h)
+	var torn, all []period
+	for start, hd := range p.builds {
+		if seen[start] != hd.devices {
+			torn = append(torn, period{p.grain, start})
 		}
-		all = append(all, h)
+		all = append(all, period{p.grain, start})
 	}
 	if len(torn) == 0 {
 		torn = all
 	}
-	slices.Sort(torn)
 	return torn, nil
 }
 

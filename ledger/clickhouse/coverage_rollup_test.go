@@ -100,7 +100,7 @@ func TestCoverageRollupMatchesRawSearchAndAWalk(t *testing.T) {
 		t.Fatalf("stale hours after late writes: %d, %v, want 2", n, err)
 	}
 
-	windows := []struct{ from, to time.Time }{
+	windows := []window{
 		{start, start.Add(hours * time.Hour)},
 		{start.Add(-time.Hour), start.Add((hours + 1) * time.Hour)},
 		{start.Add(17*time.Minute + 31*time.Second), start.Add(8*time.Hour + 5*time.Minute)},
@@ -109,30 +109,7 @@ func TestCoverageRollupMatchesRawSearchAndAWalk(t *testing.T) {
 	}
 	check := func(name string) {
 		t.Helper()
-		for _, w := range windows {
-			want := coveragetest.WalkHoles(rows, w.from, w.to)
-			got, err := s.Coverage(ctx, w.from, w.to)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, _, err := s.coverageOf(ctx, []coveragePart{{from: w.from, to: w.to}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, raw) {
-				t.Errorf("%s [%s, %s): rollup-backed coverage\n got %+v\nraw %+v", name, w.from, w.to, got, raw)
-			}
-			byKey := map[string]ledger.DeviceCoverage{}
-			for _, d := range got.Devices {
-				if d.Holes == nil {
-					d.Holes = []ledger.Hole{}
-				}
-				byKey[ledger.NodeKey(d.Cluster, d.Node)+"/"+d.GPUUUID] = d
-			}
-			if !reflect.DeepEqual(byKey, want) || got.Truncated {
-				t.Errorf("%s [%s, %s): coverage (truncated %v)\n got %v\nwant %v", name, w.from, w.to, got.Truncated, byKey, want)
-			}
-		}
+		checkCoverage(t, s, name, rows, windows)
 	}
 	// The rollup is read at all: the full window has rollup parts with
 	// builds, and raw parts for the stale hours.
@@ -225,4 +202,126 @@ SELECT grain, period, version + 1, build, groups FROM %s WHERE grain = 'h' AND p
 	if n, err := s.StaleHours(ctx, start, start.Add(3*time.Hour)); err != nil || n != 0 {
 		t.Fatalf("stale hours after the rebuild: %d, %v, want 0", n, err)
 	}
+}
+
+type window struct{ from, to time.Time }
+
+// checkCoverage compares Coverage of each window with the raw search and
+// with a second-by-second walk over rows.
+func checkCoverage(t *testing.T, s *Store, name string, rows []attribution.Row, windows []window) {
+	t.Helper()
+	ctx := context.Background()
+	for _, w := range windows {
+		want := coveragetest.WalkHoles(rows, w.from, w.to)
+		got, err := s.Coverage(ctx, w.from, w.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _, err := s.coverageOf(ctx, []coveragePart{{from: w.from, to: w.to}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, raw) {
+			t.Errorf("%s [%s, %s): rollup-backed coverage\n got %+v\nraw %+v", name, w.from, w.to, got, raw)
+		}
+		byKey := map[string]ledger.DeviceCoverage{}
+		for _, d := range got.Devices {
+			if d.Holes == nil {
+				d.Holes = []ledger.Hole{}
+			}
+			byKey[ledger.NodeKey(d.Cluster, d.Node)+"/"+d.GPUUUID] = d
+		}
+		if !reflect.DeepEqual(byKey, want) || got.Truncated {
+			t.Errorf("%s [%s, %s): coverage (truncated %v)\n got %v\nwant %v", name, w.from, w.to, got.Truncated, byKey, want)
+		}
+	}
+}
+
+// partsOf counts the periods of each grain a coverage search of [from, to)
+// reads from rollups, and its raw parts.
+func partsOf(t *testing.T, s *Store, from, to time.Time) (days, hours, raw int) {
+	t.Helper()
+	parts, err := s.coverageParts(context.Background(), from, to, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		switch p.grain {
+		case grainDay:
+			days += len(p.builds)
+		case grainHour:
+			hours += len(p.builds)
+		default:
+			raw++
+		}
+	}
+	return days, hours, raw
+}
+
+// TestCoverageDailyRollupMatchesRawSearchAndAWalk: over three days, whole
+// UTC days read from the daily coverage rollup, a day with a stale hour
+// hour by hour (its stale hour raw), the edges of windows that cut days
+// and hours raw; and a daily build whose rows a newer one replaced in a
+// merge is read hour by hour. Each equals the raw search and the walk.
+func TestCoverageDailyRollupMatchesRawSearchAndAWalk(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	start := time.Date(2026, 5, 4, 0, 0, 0, 0, time.UTC)
+	const hours = 72
+	end := start.Add(hours * time.Hour)
+	kept, lost := rollupLedger(17, start, hours)
+	appendAll(t, s, kept, 5000)
+	if err := s.RebuildRollups(ctx, start, end); err != nil {
+		t.Fatal(err)
+	}
+	if days, hrs, raw := partsOf(t, s, start, end); days != 3 || hrs != 0 || raw != 0 {
+		t.Fatalf("after the rebuild: %d days, %d hours, %d raw parts from the coverage rollups, want 3, 0, 0", days, hrs, raw)
+	}
+	windows := []window{
+		{start, end},
+		{start.Add(-2 * time.Hour), end.Add(time.Hour)},
+		{start.Add(5*time.Hour + 13*time.Minute + 7*time.Second), end.Add(-3*time.Hour - 59*time.Second)},
+		{start.Add(23 * time.Hour), start.Add(49 * time.Hour)},
+	}
+	checkCoverage(t, s, "all current", kept, windows)
+
+	// Lost rows of hour 30 found again after the rebuild: day 1 is read
+	// hour by hour, hour 30 from raw rows.
+	rows := append([]attribution.Row(nil), kept...)
+	var late []attribution.Row
+	for _, r := range lost {
+		if r.IntervalStart.Sub(start)/time.Hour == 30 {
+			late = append(late, r)
+		}
+	}
+	if len(late) == 0 {
+		t.Fatal("no lost rows in hour 30")
+	}
+	rows = append(rows, late...)
+	appendAll(t, s, late, 1000)
+	if days, hrs, raw := partsOf(t, s, start, end); days != 2 || hrs != 23 || raw != 1 {
+		t.Fatalf("with hour 30 stale: %d days, %d hours, %d raw parts, want 2, 23, 1", days, hrs, raw)
+	}
+	checkCoverage(t, s, "a stale hour", rows, windows)
+	if err := s.RebuildRollups(ctx, start, end); err != nil {
+		t.Fatal(err)
+	}
+	if days, hrs, raw := partsOf(t, s, start, end); days != 3 || hrs != 0 || raw != 0 {
+		t.Fatalf("rebuilt: %d days, %d hours, %d raw parts, want 3, 0, 0", days, hrs, raw)
+	}
+	checkCoverage(t, s, "rebuilt", rows, windows)
+
+	// Day 2's current rows of one GPU replaced by a newer build's whose
+	// header never came.
+	d2 := start.Add(48 * time.Hour)
+	err := s.insert(ctx, tableCovDaily, []string{"day", "version", "build", "cluster", "node", "gpu_uuid", "first_ns", "last_ns", "tail_ns", "hole_from", "hole_to"},
+		[]any{[]time.Time{d2}, []uint64{uint64(time.Now().Add(time.Hour).UnixNano())}, []uint64{7}, []string{"east"}, []string{"node-1"}, []string{"GPU-1-1"},
+			[]uint64{uint64(d2.UnixNano())}, []uint64{uint64(d2.UnixNano())}, []uint64{uint64(d2.UnixNano())}, [][]uint64{{}}, [][]uint64{{}}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.exec(ctx, "OPTIMIZE TABLE "+s.table(tableCovDaily)+" FINAL"); err != nil {
+		t.Fatal(err)
+	}
+	checkCoverage(t, s, "a torn daily build", rows, windows)
 }

@@ -205,24 +205,34 @@ func (s *Store) buildDays(ctx context.Context, lo, hi int64) (int, error) {
 	}
 	use := map[int64]header{} // hourly builds the new daily builds sum
 	var days []int64
+	covered := map[int64]map[int64]header{} // day -> the hourly builds its coverage joins
 days:
 	for d := lo; d < hi; d += 86400 {
 		p := period{grainDay, d}
-		if _, clean := st.clean(p); !st.hasMarks(p) || clean {
+		hd, clean := st.clean(p)
+		if !st.hasMarks(p) || (clean && hd.devices >= 0) {
 			continue
 		}
 		dayUse := map[int64]header{}
+		allCovered := true
 		for _, h := range p.hours() {
 			hdr, clean := st.clean(period{grainHour, h})
 			switch {
 			case clean:
 				dayUse[h] = hdr
+				allCovered = allCovered && hdr.devices >= 0
 			case len(st.marks[h]) > 0:
 				continue days
 			}
 		}
+		if clean && !allCovered {
+			continue // current but for coverage its hours do not have yet
+		}
 		for h, hdr := range dayUse {
 			use[h] = hdr
+		}
+		if allCovered {
+			covered[d] = dayUse
 		}
 		days = append(days, d)
 	}
@@ -237,13 +247,66 @@ days:
 	if err != nil {
 		return 0, err
 	}
+	dayCov := make([][]hourCoverage, len(days))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(rebuildQueries)
+	for i, d := range days {
+		if covered[d] == nil {
+			continue
+		}
+		g.Go(func() (err error) {
+			dayCov[i], err = s.dayCoverage(gctx, d, covered[d])
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
 	var out []*build
-	for _, d := range days {
+	for i, d := range days {
 		if b := dayBuild(period{grainDay, d}, versions(d), st, use, byHour, visible); b != nil {
+			b.devices, b.hasDevices = dayCov[i], dayCov[i] != nil
 			out = append(out, b)
 		}
 	}
 	return len(out), s.writeBuilds(ctx, grainDay, out)
+}
+
+// dayCoverage joins the hourly coverage rows of day d's builds per GPU
+// (coverageRollupSQL), the daily coverage rollup's rows. It returns nil
+// when some of those rows are not visible (a newer hourly build replaced
+// them in a merge): the day is then built without coverage and read hour
+// by hour until rebuilt.
+func (s *Store) dayCoverage(ctx context.Context, d int64, builds map[int64]header) ([]hourCoverage, error) {
+	var want int64
+	for _, hd := range builds {
+		want += hd.devices
+	}
+	out := []hourCoverage{}
+	var pairs uint64
+	q := fmt.Sprintf(coverageRollupSQL, "hour", s.table(tableCovHourly), dt(d), dt(d+86400), buildFilter(builds))
+	err := s.query(ctx, "join the coverage rollup's hours into days", q, func(rs driver.Rows) error {
+		var (
+			c     hourCoverage
+			holes [][]any
+			hours uint64
+		)
+		if err := rs.Scan(&c.cluster, &c.node, &c.gpu, &c.first, &c.last, &c.tail, &holes, &hours); err != nil {
+			return scanError{err}
+		}
+		c.holeFrom, c.holeTo = make([]uint64, len(holes)), make([]uint64, len(holes))
+		for i, hole := range holes {
+			c.holeFrom[i], _ = hole[0].(uint64)
+			c.holeTo[i], _ = hole[1].(uint64)
+		}
+		pairs += hours
+		out = append(out, c)
+		return nil
+	})
+	if err != nil || int64(pairs) != want {
+		return nil, err
+	}
+	return out, nil
 }
 
 // dayBuild sums a day's hourly builds, or returns nil when one of them is
@@ -383,8 +446,8 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 		}
 	}
 	if n := len(dh); n > 0 {
-		cols := []string{"hour", "version", "build", "cluster", "node", "gpu_uuid", "first_ns", "last_ns", "tail_ns", "hole_from", "hole_to"}
-		if err := s.insert(ctx, tableCovHourly, cols, []any{dh, dv, db, dc, dn, du, df, dl, dtail, dhf, dht}, n); err != nil {
+		cols := []string{p.column(), "version", "build", "cluster", "node", "gpu_uuid", "first_ns", "last_ns", "tail_ns", "hole_from", "hole_to"}
+		if err := s.insert(ctx, p.covTable(), cols, []any{dh, dv, db, dc, dn, du, df, dl, dtail, dhf, dht}, n); err != nil {
 			return err
 		}
 	}

@@ -42,6 +42,14 @@ func (p period) table() string {
 	return tableHourly
 }
 
+// covTable is the period's coverage rollup.
+func (p period) covTable() string {
+	if p.grain == grainDay {
+		return tableCovDaily
+	}
+	return tableCovHourly
+}
+
 func (p period) column() string {
 	if p.grain == grainDay {
 		return "day"

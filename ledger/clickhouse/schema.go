@@ -23,6 +23,7 @@ const (
 	tableHourly     = "ledger_rollup_hourly"
 	tableDaily      = "ledger_rollup_daily"
 	tableCovHourly  = "ledger_coverage_hourly"
+	tableCovDaily   = "ledger_coverage_daily"
 )
 
 // table describes one table once for both deployment shapes.
@@ -361,23 +362,25 @@ var migrations = []migration{
 		// raw row. A build's header counts the coverage rows it wrote, so
 		// a read can tell them all visible; builds before this migration
 		// wrote none and read -1 (their hours are rebuilt as stale).
-		description: "hourly coverage rollup",
+		description: "hourly and daily coverage rollups",
 		statements: func(db, cluster string) []string {
-			return tableDDL(db, cluster, coverageHourlyTable)
+			return append(tableDDL(db, cluster, coverageTable(tableCovHourly, "hour")), tableDDL(db, cluster, coverageTable(tableCovDaily, "day"))...)
 		},
 		columns: []addedColumn{{table: &tables[3], name: "coverage_devices", typ: "Int64 DEFAULT -1", after: "groups"}},
 	},
 }
 
-// coverageHourlyTable holds, per rollup build of a UTC hour and per GPU
-// with raw rows starting in that hour, what Coverage needs of the hour:
-// the first start, the last end, the end of the last interval by start
-// (tail, to join the next hour) and the holes inside the hour, all in unix
-// nanoseconds, as coverageSQL computes them. A rebuild replaces a GPU's row
-// (newer version); reads take only the rows of each hour's current build.
-var coverageHourlyTable = table{
-	name: tableCovHourly,
-	columns: `hour DateTime('UTC'),
+// coverageTable holds, per rollup build of a UTC hour or day (column
+// period) and per GPU with rows starting in that period, what Coverage
+// needs of the period: the first start, the last end, the end of the last
+// interval by start (tail, to join the next period) and the holes inside
+// the period, all in unix nanoseconds, as coverageSQL computes them. A
+// rebuild replaces a GPU's row (newer version); reads take only the rows
+// of each period's current build.
+func coverageTable(name, period string) table {
+	return table{
+		name: name,
+		columns: period + ` DateTime('UTC'),
 	version UInt64,
 	build UInt64,
 	cluster String,
@@ -388,11 +391,12 @@ var coverageHourlyTable = table{
 	tail_ns UInt64,
 	hole_from Array(UInt64),
 	hole_to Array(UInt64)`,
-	engine: "ReplacingMergeTree", args: "version",
-	partition: "toYYYYMM(hour)",
-	orderBy:   "hour, cluster, node, gpu_uuid",
-	// One hour's rows on one shard, beside its build header.
-	shardKey: "toUnixTimestamp(hour)",
+		engine: "ReplacingMergeTree", args: "version",
+		partition: "toYYYYMM(" + period + ")",
+		orderBy:   period + ", cluster, node, gpu_uuid",
+		// One period's rows on one shard, beside its build header.
+		shardKey: "toUnixTimestamp(" + period + ")",
+	}
 }
 
 // clusterDefault is the cluster column of the tables that carry one: rows
