@@ -109,7 +109,7 @@ func TestCoverageRollupMatchesRawSearchAndAWalk(t *testing.T) {
 	}
 	check := func(name string) {
 		t.Helper()
-		checkCoverage(t, s, name, rows, windows)
+		checkCoverage(t, s, name, walks(rows, windows), windows)
 	}
 	// The rollup is read at all: the full window has rollup parts with
 	// builds, and raw parts for the stale hours.
@@ -206,13 +206,22 @@ SELECT grain, period, version + 1, build, groups FROM %s WHERE grain = 'h' AND p
 
 type window struct{ from, to time.Time }
 
+// walks are the second-by-second walks over rows of each window.
+func walks(rows []attribution.Row, windows []window) []map[string]ledger.DeviceCoverage {
+	out := make([]map[string]ledger.DeviceCoverage, len(windows))
+	for i, w := range windows {
+		out[i] = coveragetest.WalkHoles(rows, w.from, w.to)
+	}
+	return out
+}
+
 // checkCoverage compares Coverage of each window with the raw search and
-// with a second-by-second walk over rows.
-func checkCoverage(t *testing.T, s *Store, name string, rows []attribution.Row, windows []window) {
+// with the walk over its rows (wants, from walks).
+func checkCoverage(t *testing.T, s *Store, name string, wants []map[string]ledger.DeviceCoverage, windows []window) {
 	t.Helper()
 	ctx := context.Background()
-	for _, w := range windows {
-		want := coveragetest.WalkHoles(rows, w.from, w.to)
+	for i, w := range windows {
+		want := wants[i]
 		got, err := s.Coverage(ctx, w.from, w.to)
 		if err != nil {
 			t.Fatal(err)
@@ -283,7 +292,7 @@ func TestCoverageDailyRollupMatchesRawSearchAndAWalk(t *testing.T) {
 		{start.Add(5*time.Hour + 13*time.Minute + 7*time.Second), end.Add(-3*time.Hour - 59*time.Second)},
 		{start.Add(23 * time.Hour), start.Add(49 * time.Hour)},
 	}
-	checkCoverage(t, s, "all current", kept, windows)
+	checkCoverage(t, s, "all current", walks(kept, windows), windows)
 
 	// Lost rows of hour 30 found again after the rebuild: day 1 is read
 	// hour by hour, hour 30 from raw rows.
@@ -302,14 +311,15 @@ func TestCoverageDailyRollupMatchesRawSearchAndAWalk(t *testing.T) {
 	if days, hrs, raw := partsOf(t, s, start, end); days != 2 || hrs != 23 || raw != 1 {
 		t.Fatalf("with hour 30 stale: %d days, %d hours, %d raw parts, want 2, 23, 1", days, hrs, raw)
 	}
-	checkCoverage(t, s, "a stale hour", rows, windows)
+	wants := walks(rows, windows)
+	checkCoverage(t, s, "a stale hour", wants, windows)
 	if err := s.RebuildRollups(ctx, start, end); err != nil {
 		t.Fatal(err)
 	}
 	if days, hrs, raw := partsOf(t, s, start, end); days != 3 || hrs != 0 || raw != 0 {
 		t.Fatalf("rebuilt: %d days, %d hours, %d raw parts, want 3, 0, 0", days, hrs, raw)
 	}
-	checkCoverage(t, s, "rebuilt", rows, windows)
+	checkCoverage(t, s, "rebuilt", wants, windows)
 
 	// Day 2's current rows of one GPU replaced by a newer build's whose
 	// header never came.
@@ -323,5 +333,5 @@ func TestCoverageDailyRollupMatchesRawSearchAndAWalk(t *testing.T) {
 	if err := s.exec(ctx, "OPTIMIZE TABLE "+s.table(tableCovDaily)+" FINAL"); err != nil {
 		t.Fatal(err)
 	}
-	checkCoverage(t, s, "a torn daily build", rows, windows)
+	checkCoverage(t, s, "a torn daily build", wants, windows)
 }
