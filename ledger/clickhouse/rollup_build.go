@@ -167,6 +167,17 @@ type hourCoverage struct {
 	holeFrom, holeTo   []uint64
 }
 
+// holeColumns splits holes scanned as (from, to) tuples into the coverage
+// rollups' hole_from and hole_to.
+func holeColumns(holes [][]any) (from, to []uint64) {
+	from, to = make([]uint64, len(holes)), make([]uint64, len(holes))
+	for i, h := range holes {
+		from[i], _ = h[0].(uint64)
+		to[i], _ = h[1].(uint64)
+	}
+	return from, to
+}
+
 // rawHourCoverage searches the raw rows of the ranges per hour and GPU with
 // coverageSQL, the search Coverage runs on raw rows, so a rollup hour
 // reads as its raw rows would.
@@ -185,11 +196,7 @@ func (s *Store) rawHourCoverage(ctx context.Context, segs []segment, builds map[
 		if b == nil {
 			return nil
 		}
-		d.holeFrom, d.holeTo = make([]uint64, len(holes)), make([]uint64, len(holes))
-		for i, hole := range holes {
-			d.holeFrom[i], _ = hole[0].(uint64)
-			d.holeTo[i], _ = hole[1].(uint64)
-		}
+		d.holeFrom, d.holeTo = holeColumns(holes)
 		b.devices = append(b.devices, d)
 		return nil
 	})
@@ -294,11 +301,7 @@ func (s *Store) dayCoverage(ctx context.Context, d int64, builds map[int64]heade
 		if err := rs.Scan(&c.cluster, &c.node, &c.gpu, &c.first, &c.last, &c.tail, &holes, &hours); err != nil {
 			return scanError{err}
 		}
-		c.holeFrom, c.holeTo = make([]uint64, len(holes)), make([]uint64, len(holes))
-		for i, hole := range holes {
-			c.holeFrom[i], _ = hole[0].(uint64)
-			c.holeTo[i], _ = hole[1].(uint64)
-		}
+		c.holeFrom, c.holeTo = holeColumns(holes)
 		pairs += hours
 		out = append(out, c)
 		return nil
