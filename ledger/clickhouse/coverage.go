@@ -49,18 +49,19 @@ func coverageHourSQL(table, where string) string {
 	return fmt.Sprintf(coverageSQL, "hr, ", "toUInt32(intDiv(toUInt32(interval_start), 3600) * 3600) AS hr, ", table, where)
 }
 
-// coverageRollupSQL joins the coverage rollup's hours of each GPU in the
-// server, as Coverage joins chunks: the first start of its first hour, the
-// last end of all, the tail of its last hour, and its holes, those inside
-// hours and one wherever an hour's first start is after the tail of the
-// GPU's hour before. Holes sort by (from, to) into time order, the order
-// the raw search gives. A retried insert can leave a build's row twice
-// until a merge: the hours and the holes are gathered as sets (a GPU's
-// holes never repeat), and hours counts the GPU's distinct hours, which
-// summed over GPUs must be the builds' coverage_devices summed. Only one
-// row per GPU comes back, never one per hour; no GROUP BY of the hours
-// (grouping 744,000 rows of a 1,000-GPU month by their strings first took
-// twice as long).
+// coverageRollupSQL joins the periods (hours or days: column %[1]s) of a
+// coverage rollup per GPU in the server, as Coverage joins chunks: the
+// first start of its first period, the last end of all, the tail of its
+// last period, and its holes, those inside periods and one wherever a
+// period's first start is after the tail of the GPU's period before. Holes
+// sort by (from, to) into time order, the order the raw search gives. A
+// retried insert can leave a build's row twice until a merge: the periods
+// and the holes are gathered as sets (a GPU's holes never repeat), and
+// hours counts the GPU's distinct periods, which summed over GPUs must be
+// the builds' coverage_devices summed. Only one row per GPU comes back,
+// never one per period; the periods are not grouped first (grouping a
+// 1,000-GPU month's 744,000 hourly rows by their strings took twice as
+// long).
 const coverageRollupSQL = `SELECT cluster, node, gpu_uuid,
 	tupleElement((arraySort(groupUniqArray((toUInt32(%[1]s), first_ns, tail_ns))) AS hs)[1], 2) AS first, max(last_ns) AS last,
 	tupleElement(hs[-1], 3) AS tail,
@@ -71,14 +72,14 @@ const coverageRollupSQL = `SELECT cluster, node, gpu_uuid,
 FROM %[2]s WHERE %[1]s >= %[3]s AND %[1]s < %[4]s%[5]s
 GROUP BY cluster, node, gpu_uuid`
 
-// coverageCountSQL counts the GPUs of each hour's build that are visible,
-// to find the hours whose rows coverageRollupSQL did not all see.
+// coverageCountSQL counts the GPUs of each period's build that are
+// visible, to find the periods whose rows coverageRollupSQL did not all see.
 const coverageCountSQL = `SELECT h, count() FROM (
 	SELECT DISTINCT toUInt32(%[1]s) AS h, cluster, node, gpu_uuid FROM %[2]s WHERE %[1]s >= %[3]s AND %[1]s < %[4]s%[5]s
 ) GROUP BY h`
 
 // coveragePart is a piece of a coverage search in time order: raw rows
-// in [from, to), or the coverage rollup's builds of the hours in it.
+// in [from, to), or a coverage rollup's builds of the periods in it.
 type coveragePart struct {
 	from, to time.Time
 	grain    string           // of the rollup: grainHour or grainDay
@@ -88,9 +89,10 @@ type coveragePart struct {
 // Coverage implements ledger.CoverageReader in the server. Whole UTC days,
 // then whole UTC hours, whose rollup build is current and has its coverage
 // rows visible are read from the coverage rollups (ledger_coverage_daily,
-// ledger_coverage_hourly), joined per GPU in the server; the rest (stale hours, the partial hours at the period's edges)
-// are searched in raw rows, a chunk of about Options.CoverageChunk stored
-// rows at a time (hour-aligned, in time order). A GPU's holes between two
+// ledger_coverage_hourly), joined per GPU in the server; the rest (stale
+// hours, the partial hours at the period's edges) are searched in raw
+// rows, a chunk of about Options.CoverageChunk stored rows at a time
+// (hour-aligned, in time order). A GPU's holes between two
 // parts are where its first interval of the later part starts after its
 // last of the earlier one ended.
 func (s *Store) Coverage(ctx context.Context, from, to time.Time) (ledger.Coverage, error) {
