@@ -296,6 +296,12 @@ func workload(ctx context.Context, t *testing.T, rawDSN string, admin chdbtest.S
 	each("quota", s.QuotaChanges(ctx, from, to, func(quota.Change) error { return nil }))
 	_, err = s.NodeLabels(ctx, "region", from.Add(2*time.Hour))
 	each("node labels", err)
+	// The coverage rollup joined in the server, and raw chunks at the
+	// edges of a window that cuts hours.
+	_, err = s.Coverage(ctx, from, to)
+	each("coverage", err)
+	_, err = s.Coverage(ctx, from.Add(90*time.Minute), to.Add(-7*time.Minute))
+	each("coverage of cut hours", err)
 
 	return dashboardStatements(t)
 }

@@ -257,6 +257,8 @@ func sliceColumn(c any, lo, hi int) any {
 		return v[lo:hi]
 	case []uint64:
 		return v[lo:hi]
+	case [][]uint64:
+		return v[lo:hi]
 	case []float64:
 		return v[lo:hi]
 	case []string:

@@ -52,6 +52,10 @@ type build struct {
 	version uint64
 	groups  []group
 	cov     map[hourWriter]uint64
+	// devices are an hourly build's coverage rows; hasDevices says the
+	// build has a coverage rollup (every hourly build since migration 9).
+	devices    []hourCoverage
+	hasDevices bool
 }
 
 // buildHours aggregates the deduplicated raw rows of the given hours. The
@@ -73,7 +77,7 @@ func (s *Store) buildHours(ctx context.Context, hours []int64) error {
 	builds := map[int64]*build{}
 	var segs []segment
 	for _, h := range hours {
-		b := &build{period: period{grainHour, h}, version: versions(h), cov: map[hourWriter]uint64{}}
+		b := &build{period: period{grainHour, h}, version: versions(h), cov: map[hourWriter]uint64{}, hasDevices: true}
 		for w, seq := range marks[h] {
 			b.cov[hourWriter{h, w}] = seq
 		}
@@ -86,6 +90,7 @@ func (s *Store) buildHours(ctx context.Context, hours []int64) error {
 	g.SetLimit(rebuildQueries)
 	for _, q := range rebuildQueryRanges(mergeSegments(segs)) {
 		g.Go(func() error { return s.rawHourGroups(gctx, q, builds) })
+		g.Go(func() error { return s.rawHourCoverage(gctx, q, builds) })
 	}
 	if err := g.Wait(); err != nil {
 		return err
@@ -155,6 +160,48 @@ GROUP BY h, team, namespace, gpu_model, sharing_mode, kind, cluster`, s.table(ta
 	})
 }
 
+// hourCoverage is one GPU's row of an hour's coverage rollup.
+type hourCoverage struct {
+	cluster, node, gpu string
+	first, last, tail  uint64
+	holeFrom, holeTo   []uint64
+}
+
+// holeColumns splits holes scanned as (from, to) tuples into the coverage
+// rollups' hole_from and hole_to.
+func holeColumns(holes [][]any) (from, to []uint64) {
+	from, to = make([]uint64, len(holes)), make([]uint64, len(holes))
+	for i, h := range holes {
+		from[i], _ = h[0].(uint64)
+		to[i], _ = h[1].(uint64)
+	}
+	return from, to
+}
+
+// rawHourCoverage searches the raw rows of the ranges per hour and GPU with
+// coverageSQL, the search Coverage runs on raw rows, so a rollup hour
+// reads as its raw rows would.
+func (s *Store) rawHourCoverage(ctx context.Context, segs []segment, builds map[int64]*build) error {
+	q := coverageHourSQL(s.table(tableRows), segmentsWhere(segs))
+	return s.query(ctx, "search raw rows for the coverage rollup", q, func(rs driver.Rows) error {
+		var (
+			h     uint32
+			d     hourCoverage
+			holes [][]any
+		)
+		if err := rs.Scan(&h, &d.cluster, &d.node, &d.gpu, &d.first, &d.last, &d.tail, &holes); err != nil {
+			return scanError{err}
+		}
+		b := builds[int64(h)]
+		if b == nil {
+			return nil
+		}
+		d.holeFrom, d.holeTo = holeColumns(holes)
+		b.devices = append(b.devices, d)
+		return nil
+	})
+}
+
 // buildDays sums clean hourly builds into daily builds for the days in
 // [lo, hi) that have writes their newest daily build does not cover. A day
 // with a stale hour is left alone: Aggregate then reads it hour by hour.
@@ -165,24 +212,34 @@ func (s *Store) buildDays(ctx context.Context, lo, hi int64) (int, error) {
 	}
 	use := map[int64]header{} // hourly builds the new daily builds sum
 	var days []int64
+	covered := map[int64]map[int64]header{} // day -> the hourly builds its coverage joins
 days:
 	for d := lo; d < hi; d += 86400 {
 		p := period{grainDay, d}
-		if _, clean := st.clean(p); !st.hasMarks(p) || clean {
+		hd, clean := st.clean(p)
+		if !st.hasMarks(p) || (clean && hd.devices >= 0) {
 			continue
 		}
 		dayUse := map[int64]header{}
+		allCovered := true
 		for _, h := range p.hours() {
 			hdr, clean := st.clean(period{grainHour, h})
 			switch {
 			case clean:
 				dayUse[h] = hdr
+				allCovered = allCovered && hdr.devices >= 0
 			case len(st.marks[h]) > 0:
 				continue days
 			}
 		}
+		if clean && !allCovered {
+			continue // current but for coverage its hours do not have yet
+		}
 		for h, hdr := range dayUse {
 			use[h] = hdr
+		}
+		if allCovered {
+			covered[d] = dayUse
 		}
 		days = append(days, d)
 	}
@@ -197,13 +254,62 @@ days:
 	if err != nil {
 		return 0, err
 	}
+	dayCov := make([][]hourCoverage, len(days))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(rebuildQueries)
+	for i, d := range days {
+		if covered[d] == nil {
+			continue
+		}
+		g.Go(func() (err error) {
+			dayCov[i], err = s.dayCoverage(gctx, d, covered[d])
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
 	var out []*build
-	for _, d := range days {
+	for i, d := range days {
 		if b := dayBuild(period{grainDay, d}, versions(d), st, use, byHour, visible); b != nil {
+			b.devices, b.hasDevices = dayCov[i], dayCov[i] != nil
 			out = append(out, b)
 		}
 	}
 	return len(out), s.writeBuilds(ctx, grainDay, out)
+}
+
+// dayCoverage joins the hourly coverage rows of day d's builds per GPU
+// (coverageRollupSQL), the daily coverage rollup's rows. It returns nil
+// when some of those rows are not visible (a newer hourly build replaced
+// them in a merge): the day is then built without coverage and read hour
+// by hour until rebuilt.
+func (s *Store) dayCoverage(ctx context.Context, d int64, builds map[int64]header) ([]hourCoverage, error) {
+	var want int64
+	for _, hd := range builds {
+		want += hd.devices
+	}
+	out := []hourCoverage{}
+	var pairs uint64
+	q := fmt.Sprintf(coverageRollupSQL, "hour", s.table(tableCovHourly), dt(d), dt(d+86400), buildFilter(builds))
+	err := s.query(ctx, "join the coverage rollup's hours into days", q, func(rs driver.Rows) error {
+		var (
+			c     hourCoverage
+			holes [][]any
+			hours uint64
+		)
+		if err := rs.Scan(&c.cluster, &c.node, &c.gpu, &c.first, &c.last, &c.tail, &holes, &hours); err != nil {
+			return scanError{err}
+		}
+		c.holeFrom, c.holeTo = holeColumns(holes)
+		pairs += hours
+		out = append(out, c)
+		return nil
+	})
+	if err != nil || int64(pairs) != want {
+		return nil, err
+	}
+	return out, nil
 }
 
 // dayBuild sums a day's hourly builds, or returns nil when one of them is
@@ -293,6 +399,12 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 		hp               []time.Time
 		hg               []string
 		hv, hb, hn       []uint64
+		hd               []int64
+		dh               []time.Time
+		dv, db           []uint64
+		dc, dn, du       []string
+		df, dl, dtail    []uint64
+		dhf, dht         [][]uint64
 	)
 	for _, b := range builds {
 		id := rand.Uint64()
@@ -309,7 +421,18 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 			cg, cp, ch, cw = append(cg, grain), append(cp, start), append(ch, time.Unix(hw.hour, 0).UTC()), append(cw, hw.writer)
 			cv, cb, cs = append(cv, b.version), append(cb, id), append(cs, seq)
 		}
+		devices := int64(-1)
+		if b.hasDevices {
+			devices = int64(len(b.devices))
+		}
+		for _, d := range b.devices {
+			dh, dv, db = append(dh, start), append(dv, b.version), append(db, id)
+			dc, dn, du = append(dc, d.cluster), append(dn, d.node), append(du, d.gpu)
+			df, dl, dtail = append(df, d.first), append(dl, d.last), append(dtail, d.tail)
+			dhf, dht = append(dhf, d.holeFrom), append(dht, d.holeTo)
+		}
 		hg, hp, hv, hb, hn = append(hg, grain), append(hp, start), append(hv, b.version), append(hb, id), append(hn, uint64(len(b.groups)))
+		hd = append(hd, devices)
 	}
 	if n := len(periods); n > 0 {
 		cols := []string{p.column(), "version", "build", "team", "namespace", "gpu_model", "sharing_mode", "kind", "cluster",
@@ -325,6 +448,12 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 			return err
 		}
 	}
-	cols := []string{"grain", "period", "version", "build", "groups"}
-	return s.insert(ctx, tableBuilds, cols, []any{hg, hp, hv, hb, hn}, len(hg))
+	if n := len(dh); n > 0 {
+		cols := []string{p.column(), "version", "build", "cluster", "node", "gpu_uuid", "first_ns", "last_ns", "tail_ns", "hole_from", "hole_to"}
+		if err := s.insert(ctx, p.covTable(), cols, []any{dh, dv, db, dc, dn, du, df, dl, dtail, dhf, dht}, n); err != nil {
+			return err
+		}
+	}
+	cols := []string{"grain", "period", "version", "build", "groups", "coverage_devices"}
+	return s.insert(ctx, tableBuilds, cols, []any{hg, hp, hv, hb, hn, hd}, len(hg))
 }

@@ -42,6 +42,14 @@ func (p period) table() string {
 	return tableHourly
 }
 
+// covTable is the period's coverage rollup.
+func (p period) covTable() string {
+	if p.grain == grainDay {
+		return tableCovDaily
+	}
+	return tableCovHourly
+}
+
 func (p period) column() string {
 	if p.grain == grainDay {
 		return "day"
@@ -53,6 +61,9 @@ func (p period) column() string {
 // coverage are in place once it is visible.
 type header struct {
 	version, build, groups uint64
+	// devices counts the build's coverage rows (hourly builds); -1 for a
+	// build that wrote none (daily builds, and builds before migration 9).
+	devices int64
 }
 
 type hourWriter struct {
@@ -107,13 +118,13 @@ func (s *Store) loadState(ctx context.Context, from, to int64) (*rollupState, er
 		coverage: map[period]map[hourWriter]covered{},
 		marks:    map[int64]map[string]uint64{},
 	}
-	q := fmt.Sprintf(`SELECT grain, toUInt32(period), max(version), argMax(build, version), argMax(groups, version)
+	q := fmt.Sprintf(`SELECT grain, toUInt32(period), max(version), argMax(build, version), argMax(groups, version), argMax(coverage_devices, version)
 FROM %s WHERE period >= %s AND period < %s GROUP BY grain, period`, s.table(tableBuilds), dt(from), dt(to))
 	err := s.query(ctx, "read rollup builds", q, func(rs driver.Rows) error {
 		var p period
 		var start uint32
 		var h header
-		if err := rs.Scan(&p.grain, &start, &h.version, &h.build, &h.groups); err != nil {
+		if err := rs.Scan(&p.grain, &start, &h.version, &h.build, &h.groups, &h.devices); err != nil {
 			return scanError{err}
 		}
 		p.start = int64(start)
@@ -188,7 +199,9 @@ type groupKey struct {
 }
 
 // StaleHours counts the UTC hours overlapping [from, to) whose rollups have
-// not seen every write (each is read from raw rows, FINAL, until rebuilt):
+// not seen every write (each is read from raw rows, FINAL, until rebuilt),
+// or whose build has no coverage rollup (built before migration 9: its
+// coverage is searched in raw rows until rebuilt):
 // serve asks it before building a month, to rebuild first where many are.
 // It reads only the rollups' bookkeeping, never a raw row.
 func (s *Store) StaleHours(ctx context.Context, from, to time.Time) (int, error) {
@@ -203,12 +216,13 @@ func (s *Store) StaleHours(ctx context.Context, from, to time.Time) (int, error)
 }
 
 // staleHours are the unix starts of the UTC hours overlapping [from, to)
-// that have writes their newest build has not seen.
+// that have writes their newest build has not seen or whose newest build
+// has no coverage rollup.
 func (st *rollupState) staleHours(from, to time.Time) []int64 {
 	var out []int64
 	for h := floorUnix(from, 3600); h < ceilUnix(to, 3600); h += 3600 {
 		p := period{grainHour, h}
-		if _, clean := st.clean(p); st.hasMarks(p) && !clean {
+		if hd, clean := st.clean(p); st.hasMarks(p) && (!clean || hd.devices < 0) {
 			out = append(out, h)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is the newest schema this binary knows. Open refuses a
 // database migrated by a newer binary.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // Table names. In cluster mode these are the Distributed tables and the
 // replicated storage lives in <name>_local; the store reads and writes the
@@ -22,6 +22,8 @@ const (
 	tableCoverage   = "ledger_rollup_coverage"
 	tableHourly     = "ledger_rollup_hourly"
 	tableDaily      = "ledger_rollup_daily"
+	tableCovHourly  = "ledger_coverage_hourly"
+	tableCovDaily   = "ledger_coverage_daily"
 )
 
 // table describes one table once for both deployment shapes.
@@ -354,6 +356,47 @@ var migrations = []migration{
 		},
 		rekeys: clusterTables,
 	},
+	{
+		version: 9,
+		// Coverage reads a GPU's hours from this rollup instead of every
+		// raw row. A build's header counts the coverage rows it wrote, so
+		// a read can tell them all visible; builds before this migration
+		// wrote none and read -1 (their hours are rebuilt as stale).
+		description: "hourly and daily coverage rollups",
+		statements: func(db, cluster string) []string {
+			return append(tableDDL(db, cluster, coverageTable(tableCovHourly, "hour")), tableDDL(db, cluster, coverageTable(tableCovDaily, "day"))...)
+		},
+		columns: []addedColumn{{table: &tables[3], name: "coverage_devices", typ: "Int64 DEFAULT -1", after: "groups"}},
+	},
+}
+
+// coverageTable holds, per rollup build of a UTC hour or day (column
+// period) and per GPU with rows starting in that period, what Coverage
+// needs of the period: the first start, the last end, the end of the last
+// interval by start (tail, to join the next period) and the holes inside
+// the period, all in unix nanoseconds, as coverageSQL computes them. A
+// rebuild replaces a GPU's row (newer version); reads take only the rows
+// of each period's current build.
+func coverageTable(name, period string) table {
+	return table{
+		name: name,
+		columns: period + ` DateTime('UTC'),
+	version UInt64,
+	build UInt64,
+	cluster String,
+	node String,
+	gpu_uuid String,
+	first_ns UInt64,
+	last_ns UInt64,
+	tail_ns UInt64,
+	hole_from Array(UInt64),
+	hole_to Array(UInt64)`,
+		engine: "ReplacingMergeTree", args: "version",
+		partition: "toYYYYMM(" + period + ")",
+		orderBy:   period + ", cluster, node, gpu_uuid",
+		// One period's rows on one shard, beside its build header.
+		shardKey: "toUnixTimestamp(" + period + ")",
+	}
 }
 
 // clusterDefault is the cluster column of the tables that carry one: rows
