@@ -186,15 +186,8 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 		}
 		return a, nil
 	}
-	var stepSrc ledger.Store = view{st, g, unit}
-	if len(clusters) > 1 {
-		// Seen through ledger.OneCluster a view would seem to stream
-		// rows: it streams none, and a step keeps its days' bounds, as
-		// the single cluster's step does.
-		stepSrc = noRows{view{st, g, unit}}
-	}
 	for _, s := range steps {
-		sr, err := build(stepSrc, s.From, s.To)
+		sr, err := build(view{st, g, unit}, s.From, s.To)
 		if err != nil {
 			return nil, fmt.Errorf("cannot build the report of %s to %s: %w", s.From.Format(time.RFC3339), s.To.Format(time.RFC3339), err)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,11 +34,8 @@ func BenchmarkAllocationClickHouse(b *testing.B) {
 	_, to := benchMonth(time.UTC)
 	book := benchBook(b, "UTC")
 	clock := to.Add(24 * time.Hour)
-	// Two servers: one on the store itself, and one whose coverage is
-	// empty. The store's coverage query fails on this fleet's month under
-	// ClickHouse 18.16 (it would allocate 512 GiB: report.Build fails the
-	// same way, BENCHMARKS.md), so the second measures the API's own
-	// work on the month without it.
+	// The server on the store itself, coverage included (read from the
+	// coverage rollups of schema 9).
 	handler := func(st ledger.Store) http.Handler {
 		srv, err := web.New(web.Config{
 			// The server is never closed, so it never closes the store.
@@ -51,7 +47,7 @@ func BenchmarkAllocationClickHouse(b *testing.B) {
 		}
 		return srv.Handler()
 	}
-	servers := map[string]http.Handler{"": handler(unclosed{s}), "nocoverage-": handler(noCoverage{unclosed{s}})}
+	servers := map[string]http.Handler{"": handler(unclosed{s})}
 	get := func(b *testing.B, h http.Handler, path string) []byte {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -61,7 +57,7 @@ func BenchmarkAllocationClickHouse(b *testing.B) {
 		return rec.Body.Bytes()
 	}
 	day := "window=2026-03-10,2026-03-11"
-	for _, prefix := range []string{"nocoverage-", ""} {
+	for _, prefix := range []string{""} {
 		h := servers[prefix]
 		for _, c := range []struct{ name, path string }{
 			{"month-team", "/api/v1/allocation?window=2026-03&aggregate=team"},
@@ -78,9 +74,6 @@ func BenchmarkAllocationClickHouse(b *testing.B) {
 			{"day-node", "/api/v1/allocation?" + day + "&aggregate=node"},
 			{"hour-container", "/api/v1/allocation?window=2026-03-10T10:00:00Z,2026-03-10T11:00:00Z&aggregate=container"},
 		} {
-			if prefix == "" && strings.HasPrefix(c.name, "month") || strings.HasPrefix(c.name, "page-month") && prefix == "" {
-				continue // the coverage query fails on the month
-			}
 			b.Run(prefix+c.name, func(b *testing.B) {
 				var body []byte
 				for i := 0; i < b.N; i++ {
@@ -110,10 +103,3 @@ func BenchmarkAllocationClickHouse(b *testing.B) {
 type unclosed struct{ *Store }
 
 func (unclosed) Close() error { return nil }
-
-// noCoverage is the store with an empty coverage (no gaps found).
-type noCoverage struct{ unclosed }
-
-func (noCoverage) Coverage(context.Context, time.Time, time.Time) (ledger.Coverage, error) {
-	return ledger.Coverage{}, nil
-}
