@@ -129,9 +129,9 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 	if err != nil {
 		return nil, err
 	}
-	build := func(src ledger.Store, from, to time.Time) (*report.Report, error) {
+	build := func(src report.Source, from, to time.Time) (*report.Report, error) {
 		if len(clusters) > 1 {
-			return report.BuildFleet(ctx, src, book, from, to, now, "")
+			return report.BuildFleet(ctx, fleetSource{st, src}, book, from, to, now, "")
 		}
 		return report.BuildDated(ctx, src, book, from, to, now)
 	}
@@ -187,7 +187,7 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 		return a, nil
 	}
 	for _, s := range steps {
-		sr, err := build(view{st, g, unit}, s.From, s.To)
+		sr, err := build(view{g, unit}, s.From, s.To)
 		if err != nil {
 			return nil, fmt.Errorf("cannot build the report of %s to %s: %w", s.From.Format(time.RFC3339), s.To.Format(time.RFC3339), err)
 		}

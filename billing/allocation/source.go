@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/billing/report"
 	"github.com/gpuledger/gpuledger/calendar"
 	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/quota"
@@ -246,16 +247,13 @@ func resum(aggs []ledger.Aggregate) []ledger.Aggregate {
 // A step's view lists no coverage, findings or rows: those only say how
 // partial the data is, which the window's own build says (fullView).
 type view struct {
-	// Store answers what a view does not: a fleet's bill asks for its
-	// clusters (ByCluster) and sees each through ledger.OneCluster.
-	ledger.Store
 	g    *grainSource
 	unit string
 }
 
 func (v view) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
-	if q.ByDevice || q.ByNode || q.Bucket != ledger.BucketDay {
-		return v.g.st.Aggregate(ctx, q) // the report's own reads (edges, carbon)
+	if q.ByDevice || q.ByNode || q.ByCluster || q.Bucket != ledger.BucketDay {
+		return v.g.st.Aggregate(ctx, q) // the report's own reads (edges, carbon, clusters)
 	}
 	b, err := v.g.load(ctx, v.unit, q.Cluster)
 	if err != nil {
@@ -276,14 +274,6 @@ func (v view) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.
 }
 
 func (v view) Findings(context.Context, time.Time, time.Time, func(attribution.Finding) error) error {
-	return nil
-}
-
-// Rows streams none: a step's data bounds are its days' (its build finds
-// no rows at its edges). The embedded store's would stream a step's two
-// edge hours for nothing the step shows (48 raw reads for a day by
-// hours).
-func (v view) Rows(context.Context, time.Time, time.Time, func(attribution.Row) error) error {
 	return nil
 }
 
@@ -377,16 +367,76 @@ type boundedView struct {
 
 // windowSource is the window's build over g's store: a fullView, which
 // finds its data bounds as the store does.
-func windowSource(g *grainSource) ledger.Store {
-	v := fullView{view{g.st, g, ledger.BucketDay}}
+func windowSource(g *grainSource) report.Source {
+	v := fullView{view{g, ledger.BucketDay}}
 	if rb, ok := g.st.(rowBounder); ok {
 		return boundedView{v, rb}
 	}
 	return v
 }
 
+// fleetSource is a view (or the window's source) as the ledger.Store
+// report.BuildFleet takes for a fleet of several clusters, which it sees
+// cluster by cluster through ledger.OneCluster: the view answers every
+// read the report makes, the store the rest (writes, Close). A view
+// streams no rows (a step keeps its days' bounds); the window's does.
+type fleetSource struct {
+	ledger.Store
+	v report.Source
+}
+
+func (f fleetSource) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.Aggregate, error) {
+	return f.v.Aggregate(ctx, q)
+}
+
+func (f fleetSource) Findings(ctx context.Context, from, to time.Time, fn func(attribution.Finding) error) error {
+	return f.v.Findings(ctx, from, to, fn)
+}
+
+func (f fleetSource) Rows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
+	if rr, ok := f.v.(ledger.RowReader); ok {
+		return rr.Rows(ctx, from, to, fn)
+	}
+	return nil
+}
+
+func (f fleetSource) Coverage(ctx context.Context, from, to time.Time) (ledger.Coverage, error) {
+	if cr, ok := f.v.(ledger.CoverageReader); ok {
+		return cr.Coverage(ctx, from, to)
+	}
+	return ledger.Coverage{}, nil
+}
+
+func (f fleetSource) QuotaChanges(ctx context.Context, from, to time.Time, fn func(quota.Change) error) error {
+	if qr, ok := f.v.(ledger.QuotaReader); ok {
+		return qr.QuotaChanges(ctx, from, to, fn)
+	}
+	return nil
+}
+
+func (f fleetSource) NodeLabels(ctx context.Context, key string, at time.Time) (map[string]string, error) {
+	if nr, ok := f.v.(ledger.NodeLabelReader); ok {
+		return nr.NodeLabels(ctx, key, at)
+	}
+	return nil, nil
+}
+
+func (f fleetSource) PriceBooks(ctx context.Context) ([]ledger.PriceBookRecord, error) {
+	if ps, ok := f.v.(ledger.PriceBookStore); ok {
+		return ps.PriceBooks(ctx)
+	}
+	return nil, nil
+}
+
+// RecordPriceBook refuses: the API only reads.
+func (f fleetSource) RecordPriceBook(context.Context, ledger.PriceBookRecord, time.Time) (bool, error) {
+	return false, fmt.Errorf("the allocation API does not record price books")
+}
+
 var (
-	_ ledger.Store           = view{}
+	_ ledger.Store           = fleetSource{}
+	_ ledger.PriceBookStore  = fleetSource{}
+	_ ledger.CoverageReader  = fleetSource{}
 	_ ledger.PriceBookStore  = view{}
 	_ ledger.QuotaReader     = view{}
 	_ ledger.NodeLabelReader = view{}
