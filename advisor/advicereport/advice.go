@@ -94,6 +94,18 @@ func (a *Advice) Actions() (actions, kept []advise.Recommendation) {
 	return actions, kept
 }
 
+// split is the saving of actions as capacity released (whole GPUs freed:
+// money the company stops spending) and cost that moves between teams
+// (report.SplitSaving), each action split on its own and the parts added:
+// every output (HTML, text, JSON) says the same two sums.
+func (a *Advice) split(actions []advise.Recommendation) (released, moved int64) {
+	for _, r := range actions {
+		rel, mov := report.SplitSaving(r.SavingMinor, r.BeforeGPUs, r.AfterGPUs)
+		released, moved = released+rel, moved+mov
+	}
+	return released, moved
+}
+
 // WriteProm writes the advice as Prometheus text exposition (the
 // gpuledger_advice_* series; adviceprom says which).
 func WriteProm(w io.Writer, a *Advice) error { return adviceprom.Write(w, a.Plan) }

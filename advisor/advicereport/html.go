@@ -82,11 +82,7 @@ func newPage(a *Advice) page {
 		Idle:   string(rep.Book.Idle),
 		MIG:    p.MIG, Problems: p.Problems,
 	}
-	var released, moved int64
-	for _, r := range actions {
-		rel, mov := report.SplitSaving(r.SavingMinor, r.BeforeGPUs, r.AfterGPUs)
-		released, moved = released+rel, moved+mov
-	}
+	released, moved := a.split(actions)
 	pg.Released, pg.Moved = rep.Money(released), rep.Money(moved)
 	if pg.Partial != "" {
 		pg.Title += " (partial)"

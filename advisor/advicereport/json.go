@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/big"
 	"time"
+
+	"github.com/gpuledger/gpuledger/billing/report"
 )
 
 // JSON: money and hours as decimal text written as numbers, as the
@@ -18,16 +20,22 @@ type adviceJSON struct {
 	End    string `json:"end"`
 	// Partial says why the period is covered only in part ("" for a
 	// whole period): the advice is not the whole period's.
-	Partial         string           `json:"partial,omitempty"`
-	Currency        string           `json:"currency"`
-	MinorUnit       int              `json:"minor_unit"`
-	Saving          json.Number      `json:"saving"`
-	Actions         int              `json:"actions"`
-	Kept            int              `json:"kept"`
-	Reconciliation  reconcileJSON    `json:"reconciliation"`
-	Recommendations []recommendJSON  `json:"recommendations"`
-	MIGPacking      []migPackingJSON `json:"mig_packing"`
-	Problems        []string         `json:"problems"`
+	Partial   string      `json:"partial,omitempty"`
+	Currency  string      `json:"currency"`
+	MinorUnit int         `json:"minor_unit"`
+	Saving    json.Number `json:"saving"`
+	// CapacityReleased and CostMoved split Saving (report.SplitSaving):
+	// whole GPUs freed, money the company stops spending, and the rest,
+	// cost that moves to other teams' share of unused capacity or the
+	// platform line.
+	CapacityReleased json.Number      `json:"capacity_released"`
+	CostMoved        json.Number      `json:"cost_moved_between_teams"`
+	Actions          int              `json:"actions"`
+	Kept             int              `json:"kept"`
+	Reconciliation   reconcileJSON    `json:"reconciliation"`
+	Recommendations  []recommendJSON  `json:"recommendations"`
+	MIGPacking       []migPackingJSON `json:"mig_packing"`
+	Problems         []string         `json:"problems"`
 }
 
 type reconcileJSON struct {
@@ -55,6 +63,8 @@ type recommendJSON struct {
 	SavedHours  json.Number    `json:"saved_gpu_hours"`
 	Rate        json.Number    `json:"rate_per_gpu_hour"`
 	Saving      json.Number    `json:"saving"`
+	Released    json.Number    `json:"capacity_released"`
+	Moved       json.Number    `json:"cost_moved_between_teams"`
 	Contention  contentionJSON `json:"contention"`
 	Latency     *latencyJSON   `json:"latency"`
 	LatencyNote string         `json:"latency_note"`
@@ -113,12 +123,15 @@ func WriteJSON(w io.Writer, a *Advice) error {
 		Reconciliation: reconcileJSON{ReportTotal: json.Number(rep.Money(rep.Total)), ReportCharges: json.Number(rep.Money(a.Charges)),
 			HeldHours: dec(p.HeldHours, 6), HeldAtRates: json.Number(rep.Money(p.ChargedMinor)), Policy: string(rep.Book.Policy)},
 		Recommendations: []recommendJSON{}, MIGPacking: []migPackingJSON{}, Problems: append([]string{}, p.Problems...)}
+	released, moved := a.split(actions)
+	doc.CapacityReleased, doc.CostMoved = json.Number(rep.Money(released)), json.Number(rep.Money(moved))
 	for _, r := range p.Recommendations {
+		rel, mov := report.SplitSaving(r.SavingMinor, r.BeforeGPUs, r.AfterGPUs)
 		j := recommendJSON{Kind: string(r.Kind), Team: r.Team, Namespace: r.Namespace, Workloads: r.Workloads, GPUModel: r.Model,
 			Modes: r.Modes, Replicas: r.Replicas, Before: r.Before, After: r.After, BeforeGPUs: floatNum(r.BeforeGPUs, 3),
 			AfterGPUs: floatNum(r.AfterGPUs, 3), HeldHours: dec(r.HeldHours, 6), AfterHours: dec(r.AfterHours, 6),
 			SavedHours: dec(r.SavedHours, 6), Rate: json.Number(r.Rate.Format(p.Currency.MinorUnit)),
-			Saving:      json.Number(rep.Money(r.SavingMinor)),
+			Saving: json.Number(rep.Money(r.SavingMinor)), Released: json.Number(rep.Money(rel)), Moved: json.Number(rep.Money(mov)),
 			Contention:  contentionJSON{r.Contention.Minutes, r.Contention.Of, round6(r.Contention.MaxExcess), round6(r.Contention.MeanExcess)},
 			LatencyNote: r.LatencyNote, Evidence: r.Evidence, Incomplete: append([]string{}, r.Incomplete...)}
 		if l := r.Latency; l != nil {

@@ -2,6 +2,7 @@ package advicereport
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/big"
 	"regexp"
 	"strings"
@@ -67,6 +68,45 @@ func TestAdviceSplitsTheSaving(t *testing.T) {
 		"the other teams on that GPU model pay for the time it frees"} {
 		if !strings.Contains(h, want) {
 			t.Errorf("the page lacks %q", want)
+		}
+	}
+	// The JSON and the text say the same split.
+	a := &Advice{Plan: plan, Report: rep, Charges: 500000}
+	var js, txt bytes.Buffer
+	if err := WriteJSON(&js, a); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Released json.Number `json:"capacity_released"`
+		Moved    json.Number `json:"cost_moved_between_teams"`
+		Recs     []struct {
+			Workloads []string    `json:"workloads"`
+			R         json.Number `json:"capacity_released"`
+			M         json.Number `json:"cost_moved_between_teams"`
+		} `json:"recommendations"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Released != "680.00" || doc.Moved != "200.00" {
+		t.Errorf("JSON: released %s, moved %s, want 680.00 and 200.00", doc.Released, doc.Moved)
+	}
+	if len(doc.Recs) != 3 {
+		t.Fatalf("JSON: %d recommendations, want 3", len(doc.Recs))
+	}
+	wantJSON := map[string][2]json.Number{"ns/notebook": {"480.00", "0.00"}, "ns/batch": {"200.00", "100.00"}, "ns/infer": {"0.00", "100.00"}}
+	for _, r := range doc.Recs {
+		if w := wantJSON[r.Workloads[0]]; r.R != w[0] || r.M != w[1] {
+			t.Errorf("JSON %s: released %s, moved %s, want %v", r.Workloads[0], r.R, r.M, w)
+		}
+	}
+	if err := WriteText(&txt, a); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"capacity released 680.00 USD", "cost that moves between teams 200.00 USD",
+		"of which:   capacity released 200.00 USD, cost that moves between teams 100.00 USD"} {
+		if !strings.Contains(txt.String(), want) {
+			t.Errorf("the text lacks %q:\n%s", want, txt.String())
 		}
 	}
 	// The evidence in the glossary's words.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuledger/gpuledger/advisor/advise"
+	"github.com/gpuledger/gpuledger/billing/report"
 )
 
 // kindCounts names how many actions of each kind there are, in the
@@ -92,6 +93,9 @@ func WriteText(w io.Writer, a *Advice) error {
 		fmt.Fprintf(w, " (%s)", kindCounts(actions))
 	}
 	fmt.Fprintf(w, "; %s kept as they are\n", plural(len(kept), "workload"))
+	released, moved := a.split(actions)
+	fmt.Fprintf(w, "of the saving: capacity released %s %s (whole GPUs freed: money the company stops spending), cost that moves between teams %s %s\n",
+		rep.Money(released), cur, rep.Money(moved), cur)
 	fmt.Fprintf(w, "chargeback: total %s %s, of which charge lines %s; the advised workloads held %s GPU-hours, %s %s at the book's rates (policy %s)\n",
 		rep.Money(rep.Total), cur, rep.Money(a.Charges), p.HeldHours.FloatString(3), rep.Money(p.ChargedMinor), cur, rep.Book.Policy)
 	if len(actions) > 0 {
@@ -102,6 +106,8 @@ func WriteText(w io.Writer, a *Advice) error {
 		fmt.Fprintf(w, "   now:        %s\n   proposed:   %s\n", r.Before, r.After)
 		fmt.Fprintf(w, "   saving:     %s %s: %s of the %s GPU-hours held freed, at %s %s per GPU-hour\n",
 			rep.Money(r.SavingMinor), cur, r.SavedHours.FloatString(3), r.HeldHours.FloatString(3), r.Rate.Format(p.Currency.MinorUnit), cur)
+		rel, mov := report.SplitSaving(r.SavingMinor, r.BeforeGPUs, r.AfterGPUs)
+		fmt.Fprintf(w, "   of which:   capacity released %s %s, cost that moves between teams %s %s\n", rep.Money(rel), cur, rep.Money(mov), cur)
 		fmt.Fprintf(w, "   replayed:   %s\n", contentionText(r))
 		fmt.Fprintf(w, "   latency:    %s\n", latencyText(r))
 		for _, e := range r.Evidence {
