@@ -58,79 +58,47 @@ toolcache() {
   fi
 }
 
-# axe fetches the pinned axe-core script into the tool cache unless it is
-# there already, checked before it is unpacked and moved into place whole.
-axe() {
-  local tools dir js tmp sum
+# npm_fetch NAME PACKAGE VERSION SHA256 FILE fetches FILE of the pinned
+# npm tarball PACKAGE@VERSION into <tool cache>/NAME-VERSION/ unless it is
+# there already. The tarball is checked before anything is unpacked, and
+# the file is moved into place whole, so an interrupted run leaves nothing
+# that a test would load.
+npm_fetch() {
+  local name=$1 package=$2 version=$3 want=$4 file=$5 tools dir out tmp sum
   tools=$(toolcache)
-  dir=$tools/axe-core-$AXE_VERSION
-  js=$dir/axe.min.js
-  if [ -s "$js" ]; then
-    echo "deps: axe-core $AXE_VERSION is in $dir"
+  dir=$tools/$name-$version
+  out=$dir/$file
+  if [ -s "$out" ]; then
+    echo "deps: $name $version is in $dir"
     return 0
   fi
-  echo "deps: fetching axe-core $AXE_VERSION into $dir"
+  echo "deps: fetching $name $version ($package) into $dir"
   mkdir -p "$tools"
-  tmp=$(mktemp -d "$tools/axe.tmp.XXXXXX")
-  if ! (cd "$tmp" && npm pack --silent "$AXE_PACKAGE@$AXE_VERSION" >/dev/null); then
+  tmp=$(mktemp -d "$tools/$name.tmp.XXXXXX")
+  if ! (cd "$tmp" && npm pack --silent "$package@$version" >/dev/null); then
     rm -rf "$tmp"
-    echo "deps: npm pack $AXE_PACKAGE@$AXE_VERSION failed" >&2
+    echo "deps: npm pack $package@$version failed" >&2
     return 1
   fi
   sum=$(sha256sum "$tmp"/*.tgz | cut -d' ' -f1)
-  if [ "$sum" != "$AXE_SHA256" ]; then
+  if [ "$sum" != "$want" ]; then
     rm -rf "$tmp"
-    echo "deps: $AXE_PACKAGE@$AXE_VERSION has SHA-256 $sum, want $AXE_SHA256; not installed" >&2
+    echo "deps: $package@$version has SHA-256 $sum, want $want; not installed" >&2
     return 1
   fi
-  tar -xzf "$tmp"/*.tgz -C "$tmp" package/axe.min.js
+  tar -xzf "$tmp"/*.tgz -C "$tmp" "package/$file"
   mkdir -p "$dir"
-  mv "$tmp/package/axe.min.js" "$js.tmp"
-  mv "$js.tmp" "$js"
+  mv "$tmp/package/$file" "$out.tmp"
+  mv "$out.tmp" "$out"
   rm -rf "$tmp"
-  echo "deps: axe-core $AXE_VERSION installed: $js"
+  echo "deps: $name $version installed: $out"
 }
 
-# chdb fetches the pinned chDB library into the tool cache unless it is
-# there already. The tarball is checked before anything is unpacked, and the
-# library is moved into place whole, so an interrupted run leaves nothing
-# that a test would load.
-chdb() {
-  local tools dir lib tmp sum
-  if [ -n "${GPULEDGER_TOOLS_DIR:-}" ]; then
-    tools=$GPULEDGER_TOOLS_DIR
-  elif command -v "${GO:-go}" >/dev/null 2>&1; then
-    tools=$(dirname "$("${GO:-go}" env GOCACHE)")/gpuledger-tools
-  else
-    tools=$HOME/.cache/gpuledger-tools
-  fi
-  dir=$tools/chdb-$CHDB_VERSION
-  lib=$dir/libchdb.so
-  if [ -s "$lib" ]; then
-    echo "deps: chDB $CHDB_VERSION is in $dir"
-    return 0
-  fi
-  echo "deps: fetching chDB $CHDB_VERSION ($CHDB_PACKAGE, 178 MB) into $dir"
-  mkdir -p "$tools"
-  tmp=$(mktemp -d "$tools/chdb.tmp.XXXXXX")
-  if ! (cd "$tmp" && npm pack --silent "$CHDB_PACKAGE@$CHDB_VERSION" >/dev/null); then
-    rm -rf "$tmp"
-    echo "deps: npm pack $CHDB_PACKAGE@$CHDB_VERSION failed" >&2
-    return 1
-  fi
-  sum=$(sha256sum "$tmp"/*.tgz | cut -d' ' -f1)
-  if [ "$sum" != "$CHDB_SHA256" ]; then
-    rm -rf "$tmp"
-    echo "deps: $CHDB_PACKAGE@$CHDB_VERSION has SHA-256 $sum, want $CHDB_SHA256; not installed" >&2
-    return 1
-  fi
-  tar -xzf "$tmp"/*.tgz -C "$tmp" package/libchdb.so
-  mkdir -p "$dir"
-  mv "$tmp/package/libchdb.so" "$lib.tmp"
-  mv "$lib.tmp" "$lib"
-  rm -rf "$tmp"
-  echo "deps: chDB $CHDB_VERSION installed: $lib"
-}
+# axe: the axe-core script the serve pages' Chromium test injects.
+axe() { npm_fetch axe-core "$AXE_PACKAGE" "$AXE_VERSION" "$AXE_SHA256" axe.min.js; }
+
+# chdb: the chDB library (178 MB) of the ClickHouse 26 tests.
+chdb() { npm_fetch chdb "$CHDB_PACKAGE" "$CHDB_VERSION" "$CHDB_SHA256" libchdb.so; }
 
 if [ "${1:-}" = "--chdb" ]; then
   command -v npm >/dev/null || { echo "deps: npm is missing: run make deps (Debian: apt-get install nodejs npm)" >&2; exit 1; }
