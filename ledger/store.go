@@ -24,7 +24,8 @@ type Store interface {
 	// [from, to), in no particular order, with only what a per-replica
 	// reader (the advisor) needs: times, node, GPU, slice, pod, pod UID,
 	// container, team, namespace, GPU model, sharing mode, allocated and
-	// used GPU-seconds and memory. EnergyJoules and Method are left zero.
+	// used GPU-seconds, memory and energy. Method and MIGProfile are left
+	// empty.
 	ContainerRows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error
 	// Findings streams the findings that overlap [from, to).
 	Findings(ctx context.Context, from, to time.Time, fn func(attribution.Finding) error) error
@@ -75,8 +76,10 @@ type Aggregate struct {
 	// the ledger recorded profiles.
 	GPUUUID, SliceID, Pod string
 	MIGProfile            string
-	// Node is set only by a ByNode query.
+	// Node is set only by a ByNode query (and AggregateContainers).
 	Node string
+	// Container is set only by AggregateContainers (ContainerAggregator).
+	Container string
 	// Cluster is set by a ByCluster or ByNode query, and by one whose
 	// Cluster filter names it.
 	Cluster string

@@ -261,3 +261,46 @@ func TestPriceBooksOverTime(t *testing.T) {
 		}
 	}
 }
+
+// TestContainerAndNodeGroupingsCarryEnergy: grouped by container or by
+// node, the entries' energy adds up to the team grouping's (within each
+// entry's rounding to the watt-hour's thousandth), on both ledgers, and
+// the two ledgers answer alike: ClickHouse sums its per-device rollups
+// (AggregateContainers), the embedded ledger its container rows. Container
+// rows once came without their energy, and these groupings showed only
+// the idle-share lines' energy.
+func TestContainerAndNodeGroupingsCarryEnergy(t *testing.T) {
+	sts := stores(t, novemberRows())
+	window := "window=2026-11-10T00:00:00Z,2026-11-13T00:00:00Z"
+	energy := func(a *Answer) (float64, int) {
+		var sum float64
+		n := 0
+		for _, s := range a.Sets {
+			for _, e := range s.Entries {
+				v, err := e.EnergyKWh.Float64()
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum += v
+				n++
+			}
+		}
+		return sum, n
+	}
+	for _, agg := range []string{"container", "node", "pod,node"} {
+		answers := map[string][]byte{}
+		for name, st := range sts {
+			want, _ := energy(run(t, st, window+"&aggregate=team"))
+			a := run(t, st, window+"&aggregate="+agg+"&step=day")
+			got, n := energy(a)
+			if want == 0 || got < want-float64(n)*0.5e-6 || got > want+float64(n)*0.5e-6 {
+				t.Errorf("%s by %s: entries' energy %.6f kWh, by team %.6f kWh", name, agg, got, want)
+			}
+			b, _ := json.Marshal(a.Result)
+			answers[name] = b
+		}
+		if len(answers) == 2 && !bytes.Equal(answers["embedded"], answers["clickhouse"]) {
+			t.Errorf("by %s: the ledgers answer differently:\nembedded   %s\nclickhouse %s", agg, answers["embedded"], answers["clickhouse"])
+		}
+	}
+}

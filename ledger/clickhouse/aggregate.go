@@ -56,19 +56,7 @@ func (s *Store) aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledge
 	if err != nil {
 		return nil, plan, err
 	}
-	var days, hours, raw []segment
-	for i, b := range buckets {
-		for _, sg := range splitBucket(i, b) {
-			switch sg.level {
-			case levelDay:
-				days = append(days, sg)
-			case levelHour:
-				hours = append(hours, sg)
-			default:
-				raw = append(raw, sg)
-			}
-		}
-	}
+	days, hours, raw := splitBuckets(buckets)
 	acc := newAccumulator(q.Bucket, buckets, &teamGrain)
 	st, err := s.loadState(ctx, floorUnix(q.From, 86400), ceilUnix(q.To, 86400))
 	if err != nil {
@@ -93,6 +81,24 @@ func (s *Store) aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledge
 		return nil, plan, err
 	}
 	return acc.result(), plan, nil
+}
+
+// splitBuckets cuts buckets into the whole UTC days, the other whole UTC
+// hours and the rest.
+func splitBuckets(buckets []bucket) (days, hours, raw []segment) {
+	for i, b := range buckets {
+		for _, sg := range splitBucket(i, b) {
+			switch sg.level {
+			case levelDay:
+				days = append(days, sg)
+			case levelHour:
+				hours = append(hours, sg)
+			default:
+				raw = append(raw, sg)
+			}
+		}
+	}
+	return days, hours, raw
 }
 
 // fromRollup adds the segments of one grain that have a clean, fully

@@ -49,7 +49,7 @@ const (
 // snapshots), so a rollup dumped a moment before or after the raw rows
 // could disagree with them and bill wrong; rebuilt from the restored rows
 // it cannot.
-var derivedTables = []string{tableMarks, tableBuilds, tableCoverage, tableHourly, tableDaily, tableCovHourly, tableCovDaily}
+var derivedTables = []string{tableMarks, tableBuilds, tableCoverage, tableHourly, tableDaily, tableCovHourly, tableCovDaily, tableDevHourly, tableDevDaily}
 
 // BackupManifest describes a backup: what, from where, when, and the
 // digest of every file, checked before a restore writes anything.

@@ -11,7 +11,7 @@ import (
 )
 
 // ContainerRows streams the deduplicated container rows whose interval
-// starts in [from, to), without energy or method (see ledger.Store). The
+// starts in [from, to), without method or MIG profile (see ledger.Store). The
 // kind is filtered on the server and the rows come in no particular order,
 // so the server neither sorts nor ships the other kinds; the range is
 // read in the same hour-aligned chunks as Rows.
@@ -42,7 +42,7 @@ func (s *Store) inChunks(ctx context.Context, from, to time.Time,
 func (s *Store) containerRowsIn(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
 	q := fmt.Sprintf(`SELECT interval_start, interval_start_ns, interval_end, interval_end_ns,
 	node, gpu_uuid, gpu_model, slice_id, sharing_mode, namespace, pod, pod_uid, container, team,
-	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, cluster
+	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, cluster
 FROM %s FINAL WHERE %s AND kind = '%s'`,
 		s.table(tableRows), rawRange(from, to), attribution.KindContainer)
 	r := attribution.Row{Kind: attribution.KindContainer}
@@ -54,7 +54,7 @@ FROM %s FINAL WHERE %s AND kind = '%s'`,
 		if err := rs.Scan(&start, &sNs, &end, &eNs,
 			&r.Node, &r.GPUUUID, &r.GPUModel, &r.SliceID, &r.SharingMode,
 			&r.Namespace, &r.Pod, &r.PodUID, &r.Container, &r.Team,
-			&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.Cluster); err != nil {
+			&r.AllocatedGPUSeconds, &r.UsedGPUSeconds, &r.MemoryMiBSeconds, &r.EnergyJoules, &r.Cluster); err != nil {
 			return scanError{err}
 		}
 		r.IntervalStart, r.IntervalEnd = joinTime(start, sNs), joinTime(end, eNs)

@@ -53,7 +53,9 @@ func TestContainerRowsAgree(t *testing.T) {
 	if len(want) == 0 || len(got) != len(want) {
 		t.Fatalf("ClickHouse gave %d container rows, the embedded store %d", len(got), len(want))
 	}
+	var energy float64
 	for i := range want {
+		energy += want[i].EnergyJoules
 		if !got[i].IntervalStart.Equal(want[i].IntervalStart) || !got[i].IntervalEnd.Equal(want[i].IntervalEnd) {
 			t.Fatalf("row %d: times differ", i)
 		}
@@ -61,6 +63,9 @@ func TestContainerRowsAgree(t *testing.T) {
 		if got[i] != want[i] || got[i].Kind != attribution.KindContainer {
 			t.Fatalf("row %d:\n ClickHouse %+v\n embedded   %+v", i, got[i], want[i])
 		}
+	}
+	if energy == 0 {
+		t.Fatal("no container row carried its energy: a reader summing them (allocation per container) would price none")
 	}
 	stop := errors.New("stop")
 	if err := ch.ContainerRows(ctx, from, to, func(attribution.Row) error { return stop }); !errors.Is(err, stop) {

@@ -11,8 +11,8 @@ import (
 
 // Aggregate with ByNode (a price book's per-node carbon intensities): the
 // rows of [q.From, q.To) per bucket, report group and node, only their
-// energy and count, summed from the deduplicated raw rows (FINAL) like the
-// per-device path: the rollups do not keep the node. A report reads it
+// energy and count, from the per-device rollups like the per-device path
+// (device.go). A report reads it
 // only when its book gives some nodes their own intensity.
 
 type nodeKey struct {
@@ -21,7 +21,7 @@ type nodeKey struct {
 }
 
 var nodeGrain = rawGrain[nodeKey]{
-	what:    "aggregate raw ledger rows per node",
+	what:    "aggregate ledger rows per node",
 	keyCols: "team, namespace, gpu_model, sharing_mode, kind, cluster, node",
 	dest: func(k *nodeKey, _ *string) []any {
 		return []any{&k.g.team, &k.g.namespace, &k.g.model, &k.g.mode, &k.g.kind, &k.g.cluster, &k.node}
@@ -36,7 +36,7 @@ func (s *Store) aggregateNodes(ctx context.Context, q ledger.AggregateQuery) ([]
 	if q.ByDevice {
 		return nil, fmt.Errorf("cannot aggregate ledger rows per node and per device at once")
 	}
-	out, err := aggregateRaw(ctx, s, q, &nodeGrain)
+	out, _, err := aggregateFine(ctx, s, q, &nodeGrain)
 	if err != nil {
 		return nil, err
 	}

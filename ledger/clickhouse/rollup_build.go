@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -56,6 +57,51 @@ type build struct {
 	// build has a coverage rollup (every hourly build since migration 9).
 	devices    []hourCoverage
 	hasDevices bool
+	// devGroups are the build's per-device rollup rows; hasDevGroups says
+	// the build has them (every hourly build since migration 10, a daily
+	// build whose hours' rows were all visible).
+	devGroups    []devGroup
+	hasDevGroups bool
+}
+
+// devGroup is one per-device rollup row: the sums of one (report group,
+// node, GPU, slice, pod, container) over a period.
+type devGroup struct {
+	key     devKey
+	profile string
+	sums
+}
+
+// devKey is a per-device rollup row's key (deviceKeyColumns).
+type devKey struct {
+	group                            groupKey
+	node, gpu, slice, pod, container string
+}
+
+// teamGroups sums per-device groups into the rollup's groups: an hour's
+// raw rows are read once, per device, for both rollups.
+func teamGroups(devs []devGroup) []group {
+	idx := map[groupKey]int{}
+	var out []group
+	for _, d := range devs {
+		i, ok := idx[d.key.group]
+		if !ok {
+			i = len(out)
+			idx[d.key.group] = i
+			out = append(out, group{key: d.key.group})
+		}
+		out[i].add(d.sums)
+	}
+	return out
+}
+
+// add adds o's totals.
+func (g *sums) add(o sums) {
+	g.alloc += o.alloc
+	g.used += o.used
+	g.mem += o.mem
+	g.energy += o.energy
+	g.rows += o.rows
 }
 
 // buildHours aggregates the deduplicated raw rows of the given hours. The
@@ -77,7 +123,7 @@ func (s *Store) buildHours(ctx context.Context, hours []int64) error {
 	builds := map[int64]*build{}
 	var segs []segment
 	for _, h := range hours {
-		b := &build{period: period{grainHour, h}, version: versions(h), cov: map[hourWriter]uint64{}, hasDevices: true}
+		b := &build{period: period{grainHour, h}, version: versions(h), cov: map[hourWriter]uint64{}, hasDevices: true, hasDevGroups: true}
 		for w, seq := range marks[h] {
 			b.cov[hourWriter{h, w}] = seq
 		}
@@ -97,7 +143,9 @@ func (s *Store) buildHours(ctx context.Context, hours []int64) error {
 	}
 	out := make([]*build, 0, len(hours))
 	for _, h := range hours {
-		out = append(out, builds[h])
+		b := builds[h]
+		b.groups = teamGroups(b.devGroups)
+		out = append(out, b)
 	}
 	return s.writeBuilds(ctx, grainHour, out)
 }
@@ -140,24 +188,37 @@ func rebuildQueryRanges(segs []segment) [][]segment {
 	return out
 }
 
-// rawHourGroups sums raw rows FINAL per hour and group over the ranges.
+// rawHourGroups sums raw rows FINAL per hour and device group over the
+// ranges: the per-device rollup's rows, which the team rollup's are summed
+// from (teamGroups).
 func (s *Store) rawHourGroups(ctx context.Context, segs []segment, builds map[int64]*build) error {
-	q := fmt.Sprintf(`SELECT toUInt32(intDiv(toUInt32(interval_start), 3600) * 3600) AS h, team, namespace, gpu_model, sharing_mode, kind, cluster,
-	sum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds), sum(energy_joules), count()
-FROM %s FINAL WHERE %s
-GROUP BY h, team, namespace, gpu_model, sharing_mode, kind, cluster`, s.table(tableRows), segmentsWhere(segs))
+	q := fmt.Sprintf(`SELECT toUInt32(intDiv(toUInt32(interval_start), 3600) * 3600) AS h, %[1]s,
+	max(mig_profile), sum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds), sum(energy_joules), count()
+FROM %[2]s FINAL WHERE %[3]s
+GROUP BY h, %[1]s`, deviceKeyColumns, s.table(tableRows), segmentsWhere(segs))
 	return s.query(ctx, "aggregate raw rows for rollups", q, func(rs driver.Rows) error {
 		var h uint32
-		var g group
-		if err := rs.Scan(&h, &g.key.team, &g.key.namespace, &g.key.model, &g.key.mode, &g.key.kind, &g.key.cluster,
-			&g.alloc, &g.used, &g.mem, &g.energy, &g.rows); err != nil {
+		var g devGroup
+		if err := rs.Scan(append(append([]any{&h}, g.key.dest()...), &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows)...); err != nil {
 			return scanError{err}
 		}
 		if b := builds[int64(h)]; b != nil {
-			b.groups = append(b.groups, g)
+			b.devGroups = append(b.devGroups, g)
 		}
 		return nil
 	})
+}
+
+// dest are the Scan destinations of deviceKeyColumns.
+func (k *devKey) dest() []any {
+	return []any{&k.group.cluster, &k.group.team, &k.group.namespace, &k.group.model, &k.group.mode, &k.group.kind,
+		&k.node, &k.gpu, &k.slice, &k.pod, &k.container}
+}
+
+// values are k's columns in deviceKeyColumns' order.
+func (k devKey) values() []string {
+	return []string{k.group.cluster, k.group.team, k.group.namespace, k.group.model, k.group.mode, k.group.kind,
+		k.node, k.gpu, k.slice, k.pod, k.container}
 }
 
 // hourCoverage is one GPU's row of an hour's coverage rollup.
@@ -213,33 +274,38 @@ func (s *Store) buildDays(ctx context.Context, lo, hi int64) (int, error) {
 	use := map[int64]header{} // hourly builds the new daily builds sum
 	var days []int64
 	covered := map[int64]map[int64]header{} // day -> the hourly builds its coverage joins
+	devs := map[int64]map[int64]header{}    // day -> the hourly builds its per-device rows sum
 days:
 	for d := lo; d < hi; d += 86400 {
 		p := period{grainDay, d}
 		hd, clean := st.clean(p)
-		if !st.hasMarks(p) || (clean && hd.devices >= 0) {
+		if !st.hasMarks(p) || (clean && hd.devices >= 0 && hd.deviceGroups >= 0) {
 			continue
 		}
 		dayUse := map[int64]header{}
-		allCovered := true
+		allCovered, allDevices := true, true
 		for _, h := range p.hours() {
 			hdr, clean := st.clean(period{grainHour, h})
 			switch {
 			case clean:
 				dayUse[h] = hdr
 				allCovered = allCovered && hdr.devices >= 0
+				allDevices = allDevices && hdr.deviceGroups >= 0
 			case len(st.marks[h]) > 0:
 				continue days
 			}
 		}
-		if clean && !allCovered {
-			continue // current but for coverage its hours do not have yet
+		if clean && !(hd.devices < 0 && allCovered) && !(hd.deviceGroups < 0 && allDevices) {
+			continue // current but for a rollup its hours do not have yet
 		}
 		for h, hdr := range dayUse {
 			use[h] = hdr
 		}
 		if allCovered {
 			covered[d] = dayUse
+		}
+		if allDevices {
+			devs[d] = dayUse
 		}
 		days = append(days, d)
 	}
@@ -255,16 +321,22 @@ days:
 		return 0, err
 	}
 	dayCov := make([][]hourCoverage, len(days))
+	dayDev := make([][]devGroup, len(days))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(rebuildQueries)
 	for i, d := range days {
-		if covered[d] == nil {
-			continue
+		if covered[d] != nil {
+			g.Go(func() (err error) {
+				dayCov[i], err = s.dayCoverage(gctx, d, covered[d])
+				return err
+			})
 		}
-		g.Go(func() (err error) {
-			dayCov[i], err = s.dayCoverage(gctx, d, covered[d])
-			return err
-		})
+		if devs[d] != nil {
+			g.Go(func() (err error) {
+				dayDev[i], err = s.dayDevices(gctx, d, devs[d])
+				return err
+			})
+		}
 	}
 	if err := g.Wait(); err != nil {
 		return 0, err
@@ -273,6 +345,7 @@ days:
 	for i, d := range days {
 		if b := dayBuild(period{grainDay, d}, versions(d), st, use, byHour, visible); b != nil {
 			b.devices, b.hasDevices = dayCov[i], dayCov[i] != nil
+			b.devGroups, b.hasDevGroups = dayDev[i], dayDev[i] != nil
 			out = append(out, b)
 		}
 	}
@@ -312,6 +385,41 @@ func (s *Store) dayCoverage(ctx context.Context, d int64, builds map[int64]heade
 	return out, nil
 }
 
+// dayDevices sums the per-device rollup rows of day d's hourly builds per
+// device group, the daily per-device rollup's rows. It returns nil when
+// some of those rows are not visible (a newer hourly build replaced them
+// in a merge): the day is then built without them and its finer
+// groupings read hour by hour until rebuilt. FINAL collapses a retried
+// insert's second copy of a row, so the count is of distinct rows.
+func (s *Store) dayDevices(ctx context.Context, d int64, builds map[int64]header) ([]devGroup, error) {
+	var want int64
+	for _, hd := range builds {
+		want += hd.deviceGroups
+	}
+	out := []devGroup{}
+	var seen uint64
+	q := fmt.Sprintf(`SELECT %[1]s, max(mig_profile), sum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds),
+	sum(energy_joules), sum(rows), count()
+FROM %[2]s FINAL WHERE hour >= %[3]s AND hour < %[4]s%[5]s
+GROUP BY %[1]s`, deviceKeyColumns, s.table(tableDevHourly), dt(d), dt(d+86400), buildFilter(builds))
+	err := s.query(ctx, "sum the per-device rollup's hours into days", q, func(rs driver.Rows) error {
+		var (
+			g devGroup
+			n uint64
+		)
+		if err := rs.Scan(append(g.key.dest(), &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows, &n)...); err != nil {
+			return scanError{err}
+		}
+		seen += n
+		out = append(out, g)
+		return nil
+	})
+	if err != nil || int64(seen) != want {
+		return nil, err
+	}
+	return out, nil
+}
+
 // dayBuild sums a day's hourly builds, or returns nil when one of them is
 // not fully visible yet.
 func dayBuild(p period, version uint64, st *rollupState, use map[int64]header, byHour map[int64][]group, visible map[int64]bool) *build {
@@ -338,11 +446,7 @@ func dayBuild(p period, version uint64, st *rollupState, use map[int64]header, b
 				sums[g.key] = acc
 				order = append(order, g.key)
 			}
-			acc.alloc += g.alloc
-			acc.used += g.used
-			acc.mem += g.mem
-			acc.energy += g.energy
-			acc.rows += g.rows
+			acc.add(g.sums)
 		}
 	}
 	for _, k := range order {
@@ -399,12 +503,17 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 		hp               []time.Time
 		hg               []string
 		hv, hb, hn       []uint64
-		hd               []int64
+		hd, hdg          []int64
 		dh               []time.Time
 		dv, db           []uint64
 		dc, dn, du       []string
 		df, dl, dtail    []uint64
 		dhf, dht         [][]uint64
+		gp               []time.Time
+		gv, gb, grows    []uint64
+		gstr             [12][]string
+		galloc, gused    []float64
+		gmem, gen        []float64
 	)
 	for _, b := range builds {
 		id := rand.Uint64()
@@ -431,8 +540,19 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 			df, dl, dtail = append(df, d.first), append(dl, d.last), append(dtail, d.tail)
 			dhf, dht = append(dhf, d.holeFrom), append(dht, d.holeTo)
 		}
+		devGroups := int64(-1)
+		if b.hasDevGroups {
+			devGroups = int64(len(b.devGroups))
+		}
+		for _, d := range b.devGroups {
+			gp, gv, gb = append(gp, start), append(gv, b.version), append(gb, id)
+			for j, v := range append(d.key.values(), d.profile) {
+				gstr[j] = append(gstr[j], v)
+			}
+			galloc, gused, gmem, gen, grows = append(galloc, d.alloc), append(gused, d.used), append(gmem, d.mem), append(gen, d.energy), append(grows, d.rows)
+		}
 		hg, hp, hv, hb, hn = append(hg, grain), append(hp, start), append(hv, b.version), append(hb, id), append(hn, uint64(len(b.groups)))
-		hd = append(hd, devices)
+		hd, hdg = append(hd, devices), append(hdg, devGroups)
 	}
 	if n := len(periods); n > 0 {
 		cols := []string{p.column(), "version", "build", "team", "namespace", "gpu_model", "sharing_mode", "kind", "cluster",
@@ -454,6 +574,18 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 			return err
 		}
 	}
-	cols := []string{"grain", "period", "version", "build", "groups", "coverage_devices"}
-	return s.insert(ctx, tableBuilds, cols, []any{hg, hp, hv, hb, hn, hd}, len(hg))
+	if n := len(gp); n > 0 {
+		cols := append(append([]string{p.column(), "version", "build"}, strings.Split(deviceKeyColumns, ", ")...),
+			"mig_profile", "allocated_gpu_seconds", "used_gpu_seconds", "memory_mib_seconds", "energy_joules", "rows")
+		vals := []any{gp, gv, gb}
+		for _, c := range gstr {
+			vals = append(vals, c)
+		}
+		vals = append(vals, galloc, gused, gmem, gen, grows)
+		if err := s.insert(ctx, p.devTable(), cols, vals, n); err != nil {
+			return err
+		}
+	}
+	cols := []string{"grain", "period", "version", "build", "groups", "coverage_devices", "device_groups"}
+	return s.insert(ctx, tableBuilds, cols, []any{hg, hp, hv, hb, hn, hd, hdg}, len(hg))
 }

@@ -50,6 +50,14 @@ func (p period) covTable() string {
 	return tableCovHourly
 }
 
+// devTable is the period's per-device rollup.
+func (p period) devTable() string {
+	if p.grain == grainDay {
+		return tableDevDaily
+	}
+	return tableDevHourly
+}
+
 func (p period) column() string {
 	if p.grain == grainDay {
 		return "day"
@@ -64,6 +72,10 @@ type header struct {
 	// devices counts the build's coverage rows (hourly builds); -1 for a
 	// build that wrote none (daily builds, and builds before migration 9).
 	devices int64
+	// deviceGroups counts the build's per-device rollup rows; -1 for a
+	// build that wrote none (builds before migration 10, and a day whose
+	// hours' per-device rows were not all visible when it was built).
+	deviceGroups int64
 }
 
 type hourWriter struct {
@@ -118,13 +130,13 @@ func (s *Store) loadState(ctx context.Context, from, to int64) (*rollupState, er
 		coverage: map[period]map[hourWriter]covered{},
 		marks:    map[int64]map[string]uint64{},
 	}
-	q := fmt.Sprintf(`SELECT grain, toUInt32(period), max(version), argMax(build, version), argMax(groups, version), argMax(coverage_devices, version)
+	q := fmt.Sprintf(`SELECT grain, toUInt32(period), max(version), argMax(build, version), argMax(groups, version), argMax(coverage_devices, version), argMax(device_groups, version)
 FROM %s WHERE period >= %s AND period < %s GROUP BY grain, period`, s.table(tableBuilds), dt(from), dt(to))
 	err := s.query(ctx, "read rollup builds", q, func(rs driver.Rows) error {
 		var p period
 		var start uint32
 		var h header
-		if err := rs.Scan(&p.grain, &start, &h.version, &h.build, &h.groups, &h.devices); err != nil {
+		if err := rs.Scan(&p.grain, &start, &h.version, &h.build, &h.groups, &h.devices, &h.deviceGroups); err != nil {
 			return scanError{err}
 		}
 		p.start = int64(start)
@@ -201,7 +213,8 @@ type groupKey struct {
 // StaleHours counts the UTC hours overlapping [from, to) whose rollups have
 // not seen every write (each is read from raw rows, FINAL, until rebuilt),
 // or whose build has no coverage rollup (built before migration 9: its
-// coverage is searched in raw rows until rebuilt):
+// coverage is searched in raw rows until rebuilt) or no per-device rollup
+// (before migration 10: its finer groupings read raw rows until rebuilt):
 // serve asks it before building a month, to rebuild first where many are.
 // It reads only the rollups' bookkeeping, never a raw row.
 func (s *Store) StaleHours(ctx context.Context, from, to time.Time) (int, error) {
@@ -217,12 +230,12 @@ func (s *Store) StaleHours(ctx context.Context, from, to time.Time) (int, error)
 
 // staleHours are the unix starts of the UTC hours overlapping [from, to)
 // that have writes their newest build has not seen or whose newest build
-// has no coverage rollup.
+// has no coverage or per-device rollup.
 func (st *rollupState) staleHours(from, to time.Time) []int64 {
 	var out []int64
 	for h := floorUnix(from, 3600); h < ceilUnix(to, 3600); h += 3600 {
 		p := period{grainHour, h}
-		if hd, clean := st.clean(p); st.hasMarks(p) && (!clean || hd.devices < 0) {
+		if hd, clean := st.clean(p); st.hasMarks(p) && (!clean || hd.devices < 0 || hd.deviceGroups < 0) {
 			out = append(out, h)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is the newest schema this binary knows. Open refuses a
 // database migrated by a newer binary.
-const SchemaVersion = 9
+const SchemaVersion = 10
 
 // Table names. In cluster mode these are the Distributed tables and the
 // replicated storage lives in <name>_local; the store reads and writes the
@@ -24,6 +24,8 @@ const (
 	tableDaily      = "ledger_rollup_daily"
 	tableCovHourly  = "ledger_coverage_hourly"
 	tableCovDaily   = "ledger_coverage_daily"
+	tableDevHourly  = "ledger_device_hourly"
+	tableDevDaily   = "ledger_device_daily"
 )
 
 // table describes one table once for both deployment shapes.
@@ -368,6 +370,62 @@ var migrations = []migration{
 		},
 		columns: []addedColumn{{table: &tables[3], name: "coverage_devices", typ: "Int64 DEFAULT -1", after: "groups"}},
 	},
+	{
+		version: 10,
+		// The groupings finer than a team's (pod, workload, container,
+		// node, GPU) read these instead of every raw row. A build's header
+		// counts the rows it wrote here, so a read can tell them all
+		// visible; builds before this migration wrote none and read -1
+		// (their hours are rebuilt as stale).
+		description: "hourly and daily per-device rollups",
+		statements: func(db, cluster string) []string {
+			return append(tableDDL(db, cluster, deviceTable(tableDevHourly, "hour")), tableDDL(db, cluster, deviceTable(tableDevDaily, "day"))...)
+		},
+		columns: []addedColumn{{table: &tables[3], name: "device_groups", typ: "Int64 DEFAULT -1", after: "coverage_devices"}},
+	},
+}
+
+// deviceKeyColumns are the key of a per-device rollup row after its
+// period: the report group, then where it ran (node, GPU, slice) and what
+// ran (pod, container).
+const deviceKeyColumns = "cluster, team, namespace, gpu_model, sharing_mode, kind, node, gpu_uuid, slice_id, pod, container"
+
+// deviceTable holds, per rollup build of a UTC hour or day (column
+// period), the sums of the deduplicated rows per report group, node, GPU,
+// slice, pod name and container: the grain of every grouping finer than
+// a team's. A slice lies on one MIG instance for its life, so its profile
+// is a function of the key (max() over rows shipped before profiles were
+// recorded). A rebuild replaces a key's row (newer version); reads take
+// only the rows of each period's current build.
+func deviceTable(name, period string) table {
+	return table{
+		name: name,
+		columns: period + ` DateTime('UTC'),
+	version UInt64,
+	build UInt64,
+	cluster String,
+	team String,
+	namespace String,
+	gpu_model String,
+	sharing_mode String,
+	kind String,
+	node String,
+	gpu_uuid String,
+	slice_id String,
+	pod String,
+	container String,
+	mig_profile String,
+	allocated_gpu_seconds Float64,
+	used_gpu_seconds Float64,
+	memory_mib_seconds Float64,
+	energy_joules Float64,
+	rows UInt64`,
+		engine: "ReplacingMergeTree", args: "version",
+		partition: "toYYYYMM(" + period + ")",
+		orderBy:   period + ", " + deviceKeyColumns,
+		// One period's rows on one shard, beside its build header.
+		shardKey: "toUnixTimestamp(" + period + ")",
+	}
 }
 
 // coverageTable holds, per rollup build of a UTC hour or day (column

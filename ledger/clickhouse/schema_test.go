@@ -59,8 +59,9 @@ func TestClusterDDL(t *testing.T) {
 	// Distributed table again and the drop of the old storage; migration
 	// 9 creates the hourly and daily coverage rollups (two each) and adds
 	// a column to the builds (the ALTER, and the Distributed table dropped
-	// and created again).
-	if n, want := len(stmts), 1+2*(7+len(tables))+3+6*8+4+3; n != want {
+	// and created again); migration 10 likewise the per-device rollups
+	// and a column.
+	if n, want := len(stmts), 1+2*(7+len(tables))+3+6*8+4+3+4+3; n != want {
 		t.Errorf("cluster DDL has %d statements, want %d", n, want)
 	}
 	for _, s := range stmts {

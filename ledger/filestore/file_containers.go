@@ -59,8 +59,8 @@ func (s *FileStore) ContainerRows(ctx context.Context, from, to time.Time, fn fu
 	return nil
 }
 
-// selectContainerRows: the columns after memory_mib_seconds only serve
-// the row's checksum (%s: chk, or 0 in a file without checksums).
+// selectContainerRows: the columns after energy_joules only serve the
+// row's checksum (%s: chk, or 0 in a file without checksums).
 const selectContainerRows = `SELECT interval_start_ns, ` + containerKeySQL + `,
 	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, method, mig_profile, %s, %s
 FROM ledger_rows
@@ -107,12 +107,12 @@ func (s *FileStore) streamContainers(ctx context.Context, rs driver.Rows, fn fun
 		r.IntervalStart, r.IntervalEnd, r.Kind = fromNS(start), fromNS(start+k.lengthNS), attribution.Kind(g.kind)
 		r.Node, r.GPUUUID, r.SliceID, r.Pod, r.PodUID, r.Container = k.node, k.gpuUUID, k.sliceID, k.pod, k.podUID, k.container
 		r.Cluster, r.Team, r.Namespace, r.GPUModel, r.SharingMode = g.cluster, g.team, g.namespace, g.model, g.mode
-		r.AllocatedGPUSeconds, r.UsedGPUSeconds, r.MemoryMiBSeconds = a, u, m
+		r.AllocatedGPUSeconds, r.UsedGPUSeconds, r.MemoryMiBSeconds, r.EnergyJoules = a, u, m, e
 		if chk != 0 {
 			// The checksum covers the row as stored: kind 'container',
 			// and the fields this read does not hand out.
 			c := r
-			c.Kind, c.EnergyJoules, c.Method, c.MIGProfile, c.Cluster = attribution.KindContainer, e, method, profile, cluster
+			c.Kind, c.Method, c.MIGProfile, c.Cluster = attribution.KindContainer, method, profile, cluster
 			if chk != rowChecksum(&c, start, start+k.lengthNS, k.grp) || cluster != g.cluster {
 				return errDamaged("container row of %s at %s fails its checksum", k.podUID, ledger.FormatTime(r.IntervalStart))
 			}
