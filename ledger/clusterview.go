@@ -26,7 +26,7 @@ type ClusterView struct {
 // the end of the latest deduplicated row of cluster whose interval starts
 // in [from, to), as streaming them and keeping the cluster's would give;
 // zero when there is none. A report finds its data's first and last
-// instant so (ledger.OneCluster passes it on); it is a shortcut, never
+// instant so (OneCluster passes it on); it is a shortcut, never
 // needed: a reader without it streams the rows, to the same answer.
 type ClusterRowBounder interface {
 	FirstClusterRowStart(ctx context.Context, cluster string, from, to time.Time) (time.Time, error)
