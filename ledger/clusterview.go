@@ -21,12 +21,52 @@ type ClusterView struct {
 	Cluster string
 }
 
-// OneCluster is s seen through cluster (a cluster name, checked).
-func OneCluster(s Store, cluster string) (*ClusterView, error) {
+// ClusterRowBounder is a store that finds the extremes of one cluster's
+// rows itself (ClickHouse, in the server): the start of the earliest and
+// the end of the latest deduplicated row of cluster whose interval starts
+// in [from, to), as streaming them and keeping the cluster's would give;
+// zero when there is none. A report finds its data's first and last
+// instant so (OneCluster passes it on); it is a shortcut, never
+// needed: a reader without it streams the rows, to the same answer.
+type ClusterRowBounder interface {
+	FirstClusterRowStart(ctx context.Context, cluster string, from, to time.Time) (time.Time, error)
+	LastClusterRowEnd(ctx context.Context, cluster string, from, to time.Time) (time.Time, error)
+}
+
+// OneCluster is s seen through cluster (a cluster name, checked): a
+// *ClusterView, or where s is a ClusterRowBounder a view that also finds
+// its rows' bounds through s (FirstRowStart, LastRowEnd). Two types, so
+// that asking the view for the ability is answered truly: a view of a
+// store without it has no such methods, and its reader streams the rows
+// as it would of the store itself, rather than calling a method that only
+// says it cannot.
+func OneCluster(s Store, cluster string) (Store, error) {
 	if err := CheckClusterName(cluster); err != nil {
 		return nil, err
 	}
-	return &ClusterView{Store: s, Cluster: cluster}, nil
+	v := &ClusterView{Store: s, Cluster: cluster}
+	if b, ok := s.(ClusterRowBounder); ok {
+		return &boundedClusterView{v, b}, nil
+	}
+	return v, nil
+}
+
+// boundedClusterView is the view of a store that is a ClusterRowBounder.
+type boundedClusterView struct {
+	*ClusterView
+	b ClusterRowBounder
+}
+
+// FirstRowStart is the start of the cluster's earliest row whose interval
+// starts in [from, to), found by the store.
+func (v *boundedClusterView) FirstRowStart(ctx context.Context, from, to time.Time) (time.Time, error) {
+	return v.b.FirstClusterRowStart(ctx, v.Cluster, from, to)
+}
+
+// LastRowEnd is the end of the cluster's latest row whose interval starts
+// in [from, to), found by the store.
+func (v *boundedClusterView) LastRowEnd(ctx context.Context, from, to time.Time) (time.Time, error) {
+	return v.b.LastClusterRowEnd(ctx, v.Cluster, from, to)
 }
 
 var (

@@ -131,7 +131,7 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 	}
 	build := func(src report.Source, from, to time.Time) (*report.Report, error) {
 		if len(clusters) > 1 {
-			return report.BuildFleet(ctx, fleetSource{st, src}, book, from, to, now, "")
+			return report.BuildFleet(ctx, fleetOf(st, src), book, from, to, now, "")
 		}
 		return report.BuildDated(ctx, src, book, from, to, now)
 	}

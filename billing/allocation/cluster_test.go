@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"math/big"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/report"
+	"github.com/gpuledger/gpuledger/ledger/clickhouse"
 )
 
 // twoClusterRows are two fleets of fleetRows, with the same node and GPU
@@ -130,4 +132,58 @@ func sumEntries(t *testing.T, es []Entry) string {
 		sum.Add(sum, x)
 	}
 	return sum.FloatString(2)
+}
+
+// rowCounter is the ClickHouse ledger counting its Rows calls; every
+// other method, its bound finders included, is the store's.
+type rowCounter struct {
+	*clickhouse.Store
+	calls atomic.Int64
+}
+
+func (c *rowCounter) Rows(ctx context.Context, from, to time.Time, fn func(attribution.Row) error) error {
+	c.calls.Add(1)
+	return c.Store.Rows(ctx, from, to, fn)
+}
+
+// TestFleetWindowReadsNoEdgeRows: the window of a fleet of two clusters
+// is billed cluster by cluster, and over ClickHouse each cluster's data
+// bounds are found in the server: no row is streamed. The bounds are the
+// rows' own, on both ledgers: east's first hour starts 10 minutes in,
+// west's 20, and both clusters' last hour ends 15 minutes early.
+func TestFleetWindowReadsNoEdgeRows(t *testing.T) {
+	from := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	rows := twoClusterRows(from, 48)
+	last := from.Add(47 * time.Hour)
+	for i, r := range rows {
+		if r.IntervalStart.Equal(from) {
+			late := map[string]time.Duration{"east": 10 * time.Minute, "west": 20 * time.Minute}[r.Cluster]
+			rows[i].IntervalStart = r.IntervalStart.Add(late)
+		}
+		if r.IntervalStart.Equal(last) {
+			rows[i].IntervalEnd = r.IntervalEnd.Add(-15 * time.Minute)
+		}
+	}
+	const params = "window=2026-11-01T00:00:00%2B01:00,2026-11-06T00:00:00%2B01:00&aggregate=cluster"
+	for name, st := range stores(t, rows) {
+		t.Run(name, func(t *testing.T) {
+			var c *rowCounter
+			if ch, ok := st.(*clickhouse.Store); ok {
+				c = &rowCounter{Store: ch}
+				st = c
+			}
+			a := run(t, st, params)
+			if a.Window.DataStart != "2026-11-02T01:10:00+01:00" || a.Window.DataEnd != "2026-11-04T00:45:00+01:00" {
+				t.Errorf("data from %s to %s, want 2026-11-02T01:10:00+01:00 to 2026-11-04T00:45:00+01:00", a.Window.DataStart, a.Window.DataEnd)
+			}
+			if len(a.Sets[0].Entries) != 2 {
+				t.Errorf("%d entries, want east and west", len(a.Sets[0].Entries))
+			}
+			if c != nil {
+				if n := c.calls.Load(); n != 0 {
+					t.Errorf("the window's report streamed rows %d times, want none", n)
+				}
+			}
+		})
+	}
 }

@@ -392,6 +392,30 @@ func windowSource(g *grainSource) report.Source {
 	return v
 }
 
+// fleetOf is src as the ledger.Store report.BuildFleet takes: a
+// fleetSource, or where src streams the store's rows (the window's
+// source) and the store finds one cluster's row bounds itself, a
+// boundedFleet, so that each cluster's view (ledger.OneCluster) finds its
+// edges in the store as the window's report over one cluster does. A
+// step's view streams no rows and keeps its days' bounds: it gets no
+// bounds either.
+func fleetOf(st ledger.Store, src report.Source) ledger.Store {
+	f := fleetSource{st, src}
+	if _, rows := src.(ledger.RowReader); rows {
+		if cb, ok := st.(ledger.ClusterRowBounder); ok {
+			return boundedFleet{f, cb}
+		}
+	}
+	return f
+}
+
+// boundedFleet is a fleetSource of the window over a store that is a
+// ledger.ClusterRowBounder.
+type boundedFleet struct {
+	fleetSource
+	ledger.ClusterRowBounder
+}
+
 // fleetSource is a view (or the window's source) as the ledger.Store
 // report.BuildFleet takes for a fleet of several clusters, which it sees
 // cluster by cluster through ledger.OneCluster: the view answers every
@@ -451,12 +475,13 @@ func (f fleetSource) RecordPriceBook(context.Context, ledger.PriceBookRecord, ti
 }
 
 var (
-	_ ledger.Store           = fleetSource{}
-	_ ledger.PriceBookStore  = fleetSource{}
-	_ ledger.CoverageReader  = fleetSource{}
-	_ ledger.PriceBookStore  = view{}
-	_ ledger.QuotaReader     = view{}
-	_ ledger.NodeLabelReader = view{}
-	_ ledger.CoverageReader  = fullView{}
-	_ ledger.RowReader       = fullView{}
+	_ ledger.Store             = fleetSource{}
+	_ ledger.PriceBookStore    = fleetSource{}
+	_ ledger.CoverageReader    = fleetSource{}
+	_ ledger.ClusterRowBounder = boundedFleet{}
+	_ ledger.PriceBookStore    = view{}
+	_ ledger.QuotaReader       = view{}
+	_ ledger.NodeLabelReader   = view{}
+	_ ledger.CoverageReader    = fullView{}
+	_ ledger.RowReader         = fullView{}
 )
