@@ -65,6 +65,8 @@ func BenchmarkAllocationClickHouse(b *testing.B) {
 			{"month-team-by-week", "/api/v1/allocation?window=2026-03&aggregate=team&step=week"},
 			{"month-pod", "/api/v1/allocation?window=2026-03&aggregate=pod"},
 			{"month-workload-of-a-team", "/api/v1/allocation?window=2026-03&aggregate=workload&filter=team:team-3"},
+			{"month-node", "/api/v1/allocation?window=2026-03&aggregate=node"},
+			{"month-container-of-a-namespace", "/api/v1/allocation?window=2026-03&aggregate=container&filter=namespace:ns-3"},
 			{"page-month-teams", "/explore?window=2026-03"},
 			{"page-month-pods-of-a-namespace", "/explore?window=2026-03&aggregate=pod&filter=team:team-3,namespace:ns-3"},
 			{"day-team", "/api/v1/allocation?" + day + "&aggregate=team"},

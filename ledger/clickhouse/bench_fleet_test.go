@@ -170,7 +170,7 @@ SELECT
 	multiIf(kind = 'unallocated', 0., kind = 'idle', 60 - u0 - u1, shared AND slot = 1, u1, shared, u0, ue) AS used,
 	if(kind = 'container', 60. * 1024 * ((g + t) % 80 + 1), 0.),
 	50 + used * 5,
-	'measured', toUInt64(1)
+	'measured', toUInt64(1), 'default'
 FROM (
 	SELECT
 		{lo} + intDiv(number, {gpus}) AS mm, intDiv(mm, 1440) AS d, number % {gpus} AS g,

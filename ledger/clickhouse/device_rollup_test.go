@@ -162,6 +162,39 @@ SELECT 'h', %s, %d, %d, %d, %d, -1`, s.table(tableBuilds), dt(old.Unix()), b.ver
 	// The forged hour is current, so it stays raw: a rebuild of a
 	// current hour is never forced by a read.
 	check(t, day(window), func(p aggPlan) bool { return p.days == 1 && p.hours == 23 && p.raw == 1 })
+
+	// A day with three hours of rows: its per-device rows wait for all
+	// its hours (its finer groupings read the hours), and a second rebuild
+	// writes nothing (a day waiting for its hours is not rebuilt again
+	// and again).
+	partial := from.Add(72 * time.Hour)
+	more := fleet(12, 2, 2, 3*60, partial)
+	appendAll(t, s, more, 20000)
+	rows = append(rows, more...)
+	if err := s.RebuildRollups(ctx, partial, partial.Add(3*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	// The newest build version of the day and its hours (merges may drop
+	// older headers meanwhile, so rows are not counted).
+	newest := func() uint64 {
+		var v uint64
+		q := fmt.Sprintf("SELECT max(version) FROM %s WHERE period >= %s", s.table(tableBuilds), dt(partial.Unix()))
+		if err := s.query(ctx, "read the newest build", q, func(rs driver.Rows) error { return rs.Scan(&v) }); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := newest()
+	if err := s.RebuildRollups(ctx, partial, partial.Add(3*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if after := newest(); after != before {
+		t.Errorf("a second rebuild of current rollups wrote a build (newest version %d, was %d)", after, before)
+	}
+	pq := ledger.AggregateQuery{From: partial, To: partial.Add(24 * time.Hour), Location: time.UTC, Bucket: ledger.BucketDay}
+	// The three hours from their rollups; the empty rest of the day has
+	// no build and is one (empty) raw read.
+	check(t, pq, func(p aggPlan) bool { return p.days == 0 && p.hours == 3 && p.raw == 1 })
 }
 
 // currentBuild is the newest build header of a period.

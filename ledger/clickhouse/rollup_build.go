@@ -295,7 +295,12 @@ days:
 				continue days
 			}
 		}
-		if clean && !(hd.devices < 0 && allCovered) && !(hd.deviceGroups < 0 && allDevices) {
+		// A day's per-device rows are summed once all its hours have
+		// builds: until then its finer groupings read its hours, and an
+		// hour's rebuild does not pay for summing the day again (at 1,000
+		// GPUs that sum was half of a closed hour's upkeep).
+		devReady := allDevices && len(dayUse) == len(p.hours())
+		if clean && !(hd.devices < 0 && allCovered) && !(hd.deviceGroups < 0 && devReady) {
 			continue // current but for a rollup its hours do not have yet
 		}
 		for h, hdr := range dayUse {
@@ -304,7 +309,7 @@ days:
 		if allCovered {
 			covered[d] = dayUse
 		}
-		if allDevices {
+		if devReady {
 			devs[d] = dayUse
 		}
 		days = append(days, d)
