@@ -25,6 +25,7 @@ import (
 	"github.com/gpuledger/gpuledger/collector/procfs"
 	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/ledger/outbox"
+	"github.com/gpuledger/gpuledger/ledger/outbox/shipper"
 )
 
 type collectFlags struct {
@@ -39,7 +40,10 @@ type collectFlags struct {
 	podLabels                                         string
 	teamFromPodLabel                                  bool
 	outboxMaxBytes                                    int64
-	poll, ledgerInterval, retention, shutdownTimeout  time.Duration
+	// The shipper's pacing (shipper.Options): a fleet's inserts per
+	// second into ClickHouse are nodes / shipMinInterval at most.
+	shipMinInterval, shipWakeJitter, rollupDelay, rollupJitter time.Duration
+	poll, ledgerInterval, retention, shutdownTimeout           time.Duration
 }
 
 // defaultListen is the collector's and the demo's port: its own, not
@@ -75,6 +79,10 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	fs.StringVar(&f.webConfig, "web.config.file", envDefault("GPULEDGER_WEB_CONFIG", ""), "Prometheus exporter-toolkit web config file for TLS and basic auth on /metrics")
 	fs.StringVar(&f.podLabels, "pod-label-allowlist", envDefault("GPULEDGER_POD_LABEL_ALLOWLIST", ""), "comma-separated pod labels copied onto container series as label_<name> (empty: none, so cardinality stays bounded)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 25*time.Second, "on SIGTERM, how long to keep shipping pending rows to --ledger before exiting; keep it below the pod's terminationGracePeriodSeconds (25s for the default 30s). What is not shipped stays in the node's ledger and ships on the next start")
+	fs.DurationVar(&f.shipMinInterval, "ship-min-interval", 30*time.Second, "with --ledger, the least time between two shipping rounds while less than a full batch is pending (a backlog ships at once): a fleet's inserts into ClickHouse are at most nodes / this a second; 0 to 10m")
+	fs.DurationVar(&f.shipWakeJitter, "ship-wake-jitter", 20*time.Second, "with --ledger, a random delay of up to this before the round a closed ledger interval asks for, so a cluster's collectors do not all insert in the same second; 0 to 5m")
+	fs.DurationVar(&f.rollupDelay, "rollup-delay", 5*time.Minute, "with --ledger, how long after an hour ends its ClickHouse rollups are rebuilt, so other nodes' rows are in by then; 0 to 1h")
+	fs.DurationVar(&f.rollupJitter, "rollup-jitter", 5*time.Minute, "with --ledger, this collector's random share (drawn once) added to --rollup-delay, so one collector rebuilds an hour and the others find it current; 0 to 1h")
 	fs.DurationVar(&f.poll, "poll-interval", time.Second, "collection period")
 	fs.DurationVar(&f.ledgerInterval, "ledger-interval", time.Minute, "ledger row interval")
 	if err := parseFlags(fs, args, ""); err != nil {
@@ -89,6 +97,15 @@ func parseCollectFlags(args []string) (collectFlags, error) {
 	if f.clusterID != "" {
 		if err := ledger.CheckClusterID(f.clusterID); err != nil {
 			return f, fmt.Errorf("--cluster-id: %w", err)
+		}
+	}
+	for _, b := range []struct {
+		name     string
+		v, limit time.Duration
+	}{{"ship-min-interval", f.shipMinInterval, 10 * time.Minute}, {"ship-wake-jitter", f.shipWakeJitter, 5 * time.Minute},
+		{"rollup-delay", f.rollupDelay, time.Hour}, {"rollup-jitter", f.rollupJitter, time.Hour}} {
+		if b.v < 0 || b.v > b.limit {
+			return f, fmt.Errorf("--%s %s must be between 0 and %s", b.name, b.v, b.limit)
 		}
 	}
 	if f.shutdownTimeout < 0 || f.shutdownTimeout > maxShutdownTimeout {
@@ -234,10 +251,25 @@ func runCollector(ctx context.Context, f collectFlags, boot *exposition.Startup,
 // collector hands it the pins before the rows.
 var _ collector.PinSink = (*outbox.Outbox)(nil)
 
+// shipperPacing is the shipper's pacing from the flags. The shipper reads
+// 0 as its default and a negative value as none, so a flag's 0 (none) is
+// passed as -1.
+func shipperPacing(f collectFlags) shipper.Options {
+	none := func(d time.Duration) time.Duration {
+		if d == 0 {
+			return -1
+		}
+		return d
+	}
+	return shipper.Options{MinInterval: none(f.shipMinInterval), WakeJitter: none(f.shipWakeJitter),
+		RollupDelay: none(f.rollupDelay), RollupJitter: none(f.rollupJitter)}
+}
+
 // openOutbox opens the node's embedded ledger and, with --ledger, the
 // cluster ledger its rows ship to.
 func openOutbox(ctx context.Context, f collectFlags, log *slog.Logger) (*outbox.Outbox, error) {
-	opts := outbox.Options{Path: filepath.Join(f.dataDir, "ledger.db"), MaxBytes: f.outboxMaxBytes, Retention: f.retention, Logger: log}
+	opts := outbox.Options{Path: filepath.Join(f.dataDir, "ledger.db"), MaxBytes: f.outboxMaxBytes, Retention: f.retention, Logger: log,
+		Shipper: shipperPacing(f)}
 	if f.ledgerDSN != "" {
 		d, err := ledger.ParseDSN(f.ledgerDSN)
 		if err != nil {

@@ -101,3 +101,30 @@ func TestClusterFlags(t *testing.T) {
 		t.Errorf("collect --cluster-id with a space: %v", err)
 	}
 }
+
+// TestCollectShipperPacingFlags: the shipper's pacing defaults to the
+// shipper's own (30 s between rounds, 20 s of wake jitter, rollups 5 min
+// after an hour plus up to 5 min); 0 turns each off (the shipper's
+// "negative: none"), and each is bounded, with an error naming the flag.
+func TestCollectShipperPacingFlags(t *testing.T) {
+	f, err := parseCollectFlags([]string{"--node", "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := shipperPacing(f); o.MinInterval != 30*time.Second || o.WakeJitter != 20*time.Second || o.RollupDelay != 5*time.Minute || o.RollupJitter != 5*time.Minute {
+		t.Errorf("defaults: %+v", o)
+	}
+	f, err = parseCollectFlags([]string{"--node", "n", "--ship-min-interval", "2m", "--ship-wake-jitter", "0", "--rollup-delay", "15m", "--rollup-jitter", "0s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := shipperPacing(f); o.MinInterval != 2*time.Minute || o.WakeJitter != -1 || o.RollupDelay != 15*time.Minute || o.RollupJitter != -1 {
+		t.Errorf("set: %+v", o)
+	}
+	for flag, bad := range map[string]string{"ship-min-interval": "11m", "ship-wake-jitter": "-1s", "rollup-delay": "2h", "rollup-jitter": "90m"} {
+		_, err := parseCollectFlags([]string{"--node", "n", "--" + flag, bad})
+		if err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("--%s %s: err %v, want one naming the flag", flag, bad, err)
+		}
+	}
+}

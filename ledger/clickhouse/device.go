@@ -57,6 +57,8 @@ var containerGrain = rawGrain[containerKey]{
 	keyCols:   "team, namespace, gpu_model, sharing_mode, kind, cluster, gpu_uuid, slice_id, pod, container, node",
 	extraCols: "max(mig_profile), ",
 	dest: func(k *containerKey, profile *string) []any {
+		// The device grain's nine key columns, then container and node,
+		// then the profile (extraCols).
 		return append(deviceGrain.dest(&k.d, profile)[:9], &k.container, &k.node, profile)
 	},
 	fill: func(a *ledger.Aggregate, k containerKey) {
