@@ -134,7 +134,7 @@ func TestLedgerBackupRestoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(strings.TrimSpace(out.String()))
-	if !strings.Contains(out.String(), "schema version 9, 8 tables") {
+	if !strings.Contains(out.String(), "schema version 10, 8 tables") {
 		t.Errorf("backup printed %q", out.String())
 	}
 	if err := runLedger(ctx, []string{"backup", "--ledger", dsn, "--out", backup}, io.Discard); err == nil || !strings.Contains(err.Error(), "it exists") {

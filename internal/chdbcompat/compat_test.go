@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -509,8 +511,39 @@ func orderDDL(qs []string) []string {
 	}
 	out := append([]string(nil), qs...)
 	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
+	// A column added AFTER a column another ALTER adds goes in after
+	// that ALTER (migration 10's after migration 9's), whatever order
+	// the log gave two statements of one second: each pass moves one
+	// such ALTER behind the one it needs, n passes at most.
+	for pass := 0; pass < len(out); pass++ {
+		moved := false
+		for i, q := range out {
+			m := addedAfter.FindStringSubmatch(q)
+			if m == nil {
+				continue
+			}
+			for j := i + 1; j < len(out); j++ {
+				n := addedAfter.FindStringSubmatch(out[j])
+				if n != nil && n[1] == m[1] && n[2] == m[3] {
+					out = slices.Insert(slices.Delete(out, i, i+1), j, q)
+					moved = true
+					break
+				}
+			}
+			if moved {
+				break
+			}
+		}
+		if !moved {
+			break
+		}
+	}
 	return out
 }
+
+// addedAfter matches an ALTER that adds a column after another: the
+// table, the column added and the column it goes after.
+var addedAfter = regexp.MustCompile(`(?i)^ALTER TABLE (\S+)(?: ON CLUSTER \S+)? ADD COLUMN (\w+) .* AFTER (\w+)`)
 
 // result is a JSONCompact answer.
 type result struct {
