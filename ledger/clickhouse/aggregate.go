@@ -62,7 +62,7 @@ func (s *Store) aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledge
 	if err != nil {
 		return nil, plan, fmt.Errorf("cannot aggregate ledger rows: %w", err)
 	}
-	rest, err := s.fromRollup(ctx, grainDay, days, st, acc)
+	rest, err := sumRollup(ctx, s, grainDay, teamRollup, days, st, acc)
 	if err != nil {
 		return nil, plan, err
 	}
@@ -70,7 +70,7 @@ func (s *Store) aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledge
 	for _, sg := range rest {
 		hours = append(hours, hoursOf(sg)...)
 	}
-	rest, err = s.fromRollup(ctx, grainHour, hours, st, acc)
+	rest, err = sumRollup(ctx, s, grainHour, teamRollup, hours, st, acc)
 	if err != nil {
 		return nil, plan, err
 	}
@@ -99,38 +99,6 @@ func splitBuckets(buckets []bucket) (days, hours, raw []segment) {
 		}
 	}
 	return days, hours, raw
-}
-
-// fromRollup adds the segments of one grain that have a clean, fully
-// visible build and returns the others.
-func (s *Store) fromRollup(ctx context.Context, grain string, segs []segment, st *rollupState, acc *accumulator[groupKey]) ([]segment, error) {
-	if len(segs) == 0 {
-		return nil, nil
-	}
-	want := map[int64]header{}
-	var rest []segment
-	lo, hi := segs[0].from.Unix(), segs[0].to.Unix()
-	for _, sg := range segs {
-		if h, ok := st.clean(period{grain, sg.from.Unix()}); ok {
-			want[sg.from.Unix()] = h
-		}
-		lo, hi = min(lo, sg.from.Unix()), max(hi, sg.to.Unix())
-	}
-	rows, ok, err := s.readRollup(ctx, grain, lo, hi, want)
-	if err != nil {
-		return nil, fmt.Errorf("cannot aggregate ledger rows: %w", err)
-	}
-	for _, sg := range segs {
-		start := sg.from.Unix()
-		if !ok[start] {
-			rest = append(rest, sg)
-			continue
-		}
-		for _, g := range rows[start] {
-			acc.add(sg.bucket, g.key, g.sums, "")
-		}
-	}
-	return rest, nil
 }
 
 // fromRaw sums deduplicated raw rows per segment, many segments per query.

@@ -2,9 +2,13 @@ package clickhouse
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 	_ "time/tzdata" // the zone tests must not depend on the host's zoneinfo
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/ledger"
@@ -169,4 +173,77 @@ func TestAggregateRejectsBadQueries(t *testing.T) {
 			t.Errorf("Aggregate(%+v) succeeded, want an error", q)
 		}
 	}
+}
+
+// TestRollupSumsBucketsInTheServer: a day in Los Angeles is 24 UTC hours,
+// and the server sums them, so the groups of a day come back once, not
+// once per hour; a retried insert's copy of an hour's rollup rows counts
+// once; an hour whose rows are not the ones its build wrote is read raw
+// alone, its day's other hours still from the rollup; the sums are the
+// rows', computed from the rows.
+func TestRollupSumsBucketsInTheServer(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	la := mustZone(t, "America/Los_Angeles")
+	// 2024-03-10 is Los Angeles' switch to summer time (a 23-hour day).
+	from := time.Date(2024, 3, 9, 0, 0, 0, 0, la)
+	to := time.Date(2024, 3, 12, 0, 0, 0, 0, la)
+	rows := fleet(7, 2, 2, int(to.Sub(from)/time.Minute), from)
+	appendAll(t, s, rows, 20000)
+	if err := s.RebuildRollups(ctx, from, to); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.conn.Exec(ctx, "SYSTEM STOP MERGES "+s.table(tableHourly)); err != nil {
+		t.Fatal(err)
+	}
+	dayIn := func(t time.Time) time.Time {
+		l := t.In(la)
+		return time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, la)
+	}
+	want := reference(rows, from, to, dayIn)
+	q := ledger.AggregateQuery{From: from, To: to, Location: la, Bucket: ledger.BucketDay}
+	hours := int(to.Sub(from) / time.Hour) // 71: no whole UTC day inside a Los Angeles one
+	run := func(stage string, wantPlan aggPlan) {
+		t.Helper()
+		var sent atomic.Uint64
+		pctx := ch.Context(ctx, ch.WithProfileInfo(func(p *ch.ProfileInfo) { sent.Add(p.Rows) }))
+		aggs, plan, err := s.aggregate(pctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", stage, err)
+		}
+		compareSums(t, stage, fromAggregates(aggs), want)
+		if plan != wantPlan {
+			t.Errorf("%s: plan %+v, want %+v", stage, plan, wantPlan)
+		}
+		// The days' groups, the build headers and marks of the state, and
+		// the raw hour's groups; one row per hour and group before.
+		var perHour int
+		for h := from; h.Before(to); h = h.Add(time.Hour) {
+			perHour += len(reference(rows, h, h.Add(time.Hour), nil))
+		}
+		if n := sent.Load(); n >= uint64(perHour) {
+			t.Errorf("%s: the server sent %d rows, as many as the hours' groups (%d): hours summed in Go", stage, n, perHour)
+		}
+		t.Logf("%s: %d rows sent for %d day groups (%d hour groups)", stage, sent.Load(), len(want), perHour)
+	}
+	run("clean", aggPlan{hours: hours})
+
+	// A retried insert: the same build's rows of one hour again.
+	dup := time.Date(2024, 3, 10, 15, 0, 0, 0, time.UTC)
+	if err := s.conn.Exec(ctx, fmt.Sprintf("INSERT INTO %[1]s SELECT * FROM %[1]s WHERE hour = %[2]s", s.table(tableHourly), dt(dup.Unix()))); err != nil {
+		t.Fatal(err)
+	}
+	run("a retried insert", aggPlan{hours: hours})
+
+	// A row forged under the current build of another hour: more rows
+	// than the build wrote, so that hour alone is read raw.
+	forged := time.Date(2024, 3, 10, 16, 0, 0, 0, time.UTC)
+	b := currentBuild(t, s, grainHour, forged)
+	if err := s.conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (hour, version, build, cluster, team, namespace, gpu_model, sharing_mode, kind,
+	allocated_gpu_seconds, used_gpu_seconds, memory_mib_seconds, energy_joules, rows)
+SELECT %s, %d, %d, 'default', 'forged', 'forged', 'A100-SXM4-80GB', 'exclusive', 'container', 1e9, 1e9, 0., 0., 1`,
+		s.table(tableHourly), dt(forged.Unix()), b.version, b.build)); err != nil {
+		t.Fatal(err)
+	}
+	run("a forged row", aggPlan{hours: hours - 1, raw: 1})
 }

@@ -205,50 +205,76 @@ func (s *Store) coverageParts(ctx context.Context, from, to time.Time, skip map[
 	return parts, nil
 }
 
+// coverageQueries bounds the rollup parts of a coverage read fetched at
+// once: a Los Angeles month is three (its first UTC day's hours, the
+// whole UTC days, its last day's hours), 0.15 + 0.25 + 0.07 s one after
+// the other at 10,000 GPUs. It also bounds the parts held in memory
+// before they are joined (one row per GPU each).
+const coverageQueries = 3
+
+// coverageRow is one GPU's row of a coverage part: its first start, last
+// end, the end of its last interval, its holes, and (rollup parts) the
+// periods it was read from.
+type coverageRow struct {
+	cluster, node, gpu string
+	first, last, tail  uint64
+	holes              [][]any
+	hours              uint64
+}
+
+func scanCoverageRow(rs driver.Rows) (coverageRow, error) {
+	var r coverageRow
+	dest := []any{&r.cluster, &r.node, &r.gpu, &r.first, &r.last, &r.tail, &r.holes, &r.hours}
+	if len(rs.Columns()) < len(dest) {
+		dest = dest[:len(dest)-1] // a raw chunk
+	}
+	if err := rs.Scan(dest...); err != nil {
+		return r, scanError{err}
+	}
+	return r, nil
+}
+
+// fetchedPart is a rollup part read ahead of the join: its rows, or the
+// periods whose rows were not all visible.
+type fetchedPart struct {
+	rows []coverageRow
+	torn []period
+	err  error
+}
+
 // coverageOf reads the parts in time order and joins them per GPU. torn
 // are the periods whose build's coverage rows were not all visible: the
-// result is then incomplete and the caller reads again.
+// result is then incomplete and the caller reads again. Rollup parts are
+// fetched up to coverageQueries at a time, each ahead of the join; raw
+// chunks are joined as they stream.
 func (s *Store) coverageOf(ctx context.Context, parts []coveragePart) (ledger.Coverage, []period, error) {
+	// Reads fetched ahead stop when the join ends early.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	devs := map[[3]string]*coveredDevice{}
 	ns := func(v uint64) time.Time { return time.Unix(0, int64(v)).UTC() }
 	var out ledger.Coverage
 	held := 0
-	var pairs uint64 // (GPU, hour) pairs a rollup part read
-	scan := func(rs driver.Rows) error {
-		var (
-			cluster, node, gpu string
-			first, last, tail  uint64
-			holes              [][]any
-			hours              uint64
-		)
-		dest := []any{&cluster, &node, &gpu, &first, &last, &tail, &holes, &hours}
-		if len(rs.Columns()) < len(dest) {
-			dest = dest[:len(dest)-1] // a raw chunk
-		}
-		if err := rs.Scan(dest...); err != nil {
-			return scanError{err}
-		}
-		pairs += hours
-		k := [3]string{cluster, node, gpu}
+	join := func(r coverageRow) {
+		k := [3]string{r.cluster, r.node, r.gpu}
 		d := devs[k]
 		if d == nil {
-			d = &coveredDevice{DeviceCoverage: ledger.DeviceCoverage{Cluster: cluster, Node: node, GPUUUID: gpu, First: ns(first), Last: ns(last)}}
+			d = &coveredDevice{DeviceCoverage: ledger.DeviceCoverage{Cluster: r.cluster, Node: r.node, GPUUUID: r.gpu, First: ns(r.first), Last: ns(r.last)}}
 			devs[k] = d
 		} else {
-			if d.tail.Before(ns(first)) {
-				d.Holes = append(d.Holes, ledger.Hole{From: d.tail, To: ns(first)})
+			if d.tail.Before(ns(r.first)) {
+				d.Holes = append(d.Holes, ledger.Hole{From: d.tail, To: ns(r.first)})
 				held++
 			}
-			d.Last = maxTime(d.Last, ns(last))
+			d.Last = maxTime(d.Last, ns(r.last))
 		}
-		d.tail = ns(tail)
-		for _, h := range holes {
+		d.tail = ns(r.tail)
+		for _, h := range r.holes {
 			a, _ := h[0].(uint64)
 			b, _ := h[1].(uint64)
 			d.Holes = append(d.Holes, ledger.Hole{From: ns(a), To: ns(b)})
 			held++
 		}
-		return nil
 	}
 	bound := func() {
 		if held > 2*ledger.MaxCoverageHoles {
@@ -258,30 +284,52 @@ func (s *Store) coverageOf(ctx context.Context, parts []coveragePart) (ledger.Co
 			out.Truncated = true
 		}
 	}
-	for _, p := range parts {
-		if p.builds != nil {
-			if len(p.builds) == 0 {
-				continue // hours without writes
+	for lo := 0; lo < len(parts); {
+		// The next window: up to coverageQueries rollup parts, and the
+		// raw parts between them.
+		hi, rollups := lo, 0
+		for hi < len(parts) && (rollups < coverageQueries || len(parts[hi].builds) == 0) {
+			if len(parts[hi].builds) > 0 {
+				rollups++
 			}
-			pairs = 0
-			torn, err := s.coverageRollup(ctx, p, scan, &pairs)
-			if err != nil || len(torn) > 0 {
-				return ledger.Coverage{}, torn, err
+			hi++
+		}
+		fetched := s.fetchCoverageParts(ctx, parts[lo:hi])
+		for i, p := range parts[lo:hi] {
+			if p.builds != nil {
+				if len(p.builds) == 0 {
+					continue // hours without writes
+				}
+				f := <-fetched[i]
+				if f.err != nil || len(f.torn) > 0 {
+					return ledger.Coverage{}, f.torn, f.err
+				}
+				for _, r := range f.rows {
+					join(r)
+				}
+				bound()
+				continue
 			}
-			bound()
-			continue
-		}
-		chunks, err := s.rowChunksOf(ctx, p.from, p.to, s.opts.CoverageChunk)
-		if err != nil {
-			return ledger.Coverage{}, nil, err
-		}
-		for _, c := range chunks {
-			q := coverageChunkSQL(s.table(tableRows), rawRange(maxTime(p.from, c.from), minTime(p.to, c.to)))
-			if err := s.query(ctx, "read the ledger's coverage", q, scan); err != nil {
+			chunks, err := s.rowChunksOf(ctx, p.from, p.to, s.opts.CoverageChunk)
+			if err != nil {
 				return ledger.Coverage{}, nil, err
 			}
-			bound()
+			for _, c := range chunks {
+				q := coverageChunkSQL(s.table(tableRows), rawRange(maxTime(p.from, c.from), minTime(p.to, c.to)))
+				err := s.query(ctx, "read the ledger's coverage", q, func(rs driver.Rows) error {
+					r, err := scanCoverageRow(rs)
+					if err == nil {
+						join(r)
+					}
+					return err
+				})
+				if err != nil {
+					return ledger.Coverage{}, nil, err
+				}
+				bound()
+			}
 		}
+		lo = hi
 	}
 	n := 0
 	for _, k := range sortedDevices(devs) {
@@ -294,6 +342,35 @@ func (s *Store) coverageOf(ctx context.Context, parts []coveragePart) (ledger.Co
 		out.Devices = append(out.Devices, d)
 	}
 	return out, nil, nil
+}
+
+// fetchCoverageParts starts reading the rollup parts with writes among
+// parts, all at once; each one's result arrives on its channel (nil for
+// the other parts). Every started read delivers, so none is left
+// blocked when the caller returns early: the channels are buffered.
+func (s *Store) fetchCoverageParts(ctx context.Context, parts []coveragePart) []chan fetchedPart {
+	out := make([]chan fetchedPart, len(parts))
+	for i, p := range parts {
+		if len(p.builds) == 0 {
+			continue
+		}
+		out[i] = make(chan fetchedPart, 1)
+		go func() {
+			var f fetchedPart
+			var pairs uint64
+			f.torn, f.err = s.coverageRollup(ctx, p, func(rs driver.Rows) error {
+				r, err := scanCoverageRow(rs)
+				if err != nil {
+					return err
+				}
+				pairs += r.hours
+				f.rows = append(f.rows, r)
+				return nil
+			}, &pairs)
+			out[i] <- f
+		}()
+	}
+	return out
 }
 
 // coverageRollup reads a rollup part joined per GPU into scan, which

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
 	"github.com/gpuledger/gpuledger/ledger"
 )
 
@@ -101,7 +99,7 @@ func aggregateFine[K comparable](ctx context.Context, s *Store, q ledger.Aggrega
 	if err != nil {
 		return nil, plan, fmt.Errorf("cannot %s: %w", gr.what, err)
 	}
-	rest, err := fromDeviceRollup(ctx, s, grainDay, days, st, acc)
+	rest, err := sumRollup(ctx, s, grainDay, deviceRollup, days, st, acc)
 	if err != nil {
 		return nil, plan, err
 	}
@@ -109,7 +107,7 @@ func aggregateFine[K comparable](ctx context.Context, s *Store, q ledger.Aggrega
 	for _, sg := range rest {
 		hours = append(hours, hoursOf(sg)...)
 	}
-	if rest, err = fromDeviceRollup(ctx, s, grainHour, hours, st, acc); err != nil {
+	if rest, err = sumRollup(ctx, s, grainHour, deviceRollup, hours, st, acc); err != nil {
 		return nil, plan, err
 	}
 	plan.hours = len(hours) - len(rest)
@@ -126,78 +124,4 @@ func aggregateFine[K comparable](ctx context.Context, s *Store, q ledger.Aggrega
 		}
 	}
 	return acc.result(), plan, nil
-}
-
-// fromDeviceRollup adds the segments of one period grain whose newest
-// build is current and has per-device rows, all visible, summed per key of
-// acc's grain in the server; it returns the others. A period counts only
-// when its rows read are as many as its build wrote: a row a newer, not
-// yet visible build replaced in a merge sends the period to a finer
-// source. FINAL collapses a retried insert's second copy of a row.
-func fromDeviceRollup[K comparable](ctx context.Context, s *Store, grain string, segs []segment, st *rollupState, acc *accumulator[K]) ([]segment, error) {
-	want := map[int64]header{}
-	var lo, hi int64
-	for _, sg := range segs {
-		if h, ok := st.clean(period{grain, sg.from.Unix()}); ok && h.deviceGroups >= 0 {
-			if len(want) == 0 {
-				lo, hi = sg.from.Unix(), sg.to.Unix()
-			}
-			want[sg.from.Unix()] = h
-			lo, hi = min(lo, sg.from.Unix()), max(hi, sg.to.Unix())
-		}
-	}
-	if len(want) == 0 {
-		return segs, nil
-	}
-	type row struct {
-		key     K
-		profile string
-		sums
-	}
-	got := map[int64][]row{}
-	counts := map[int64]uint64{}
-	p := period{grain: grain}
-	gr := acc.grain
-	// The build is grouped on, so rows of an older build of a period are
-	// told apart even when the filter names no build (more than
-	// maxBuildFilter periods).
-	q := fmt.Sprintf(`SELECT toUInt32(%[1]s), build, %[2]s, %[3]ssum(allocated_gpu_seconds), sum(used_gpu_seconds),
-	sum(memory_mib_seconds), sum(energy_joules), sum(rows), count()
-FROM %[4]s FINAL WHERE %[1]s >= %[5]s AND %[1]s < %[6]s%[7]s
-GROUP BY %[1]s, build, %[2]s`, p.column(), gr.keyCols, gr.extraCols, s.table(p.devTable()), dt(lo), dt(hi), buildFilter(want))
-	var (
-		start uint32
-		build uint64
-		r     row
-		n     uint64
-	)
-	dest := append(append([]any{&start, &build}, gr.dest(&r.key, &r.profile)...), &r.alloc, &r.used, &r.mem, &r.energy, &r.rows, &n)
-	err := s.query(ctx, "read the per-device rollups", q, func(rs driver.Rows) error {
-		if err := rs.Scan(dest...); err != nil {
-			return scanError{err}
-		}
-		ps := int64(start)
-		if h, ok := want[ps]; !ok || h.build != build {
-			return nil // an older build, or a period read elsewhere
-		}
-		counts[ps] += n
-		got[ps] = append(got[ps], r)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cannot %s: %w", gr.what, err)
-	}
-	var rest []segment
-	for _, sg := range segs {
-		ps := sg.from.Unix()
-		h, ok := want[ps]
-		if !ok || int64(counts[ps]) != h.deviceGroups {
-			rest = append(rest, sg)
-			continue
-		}
-		for _, r := range got[ps] {
-			acc.add(sg.bucket, r.key, r.sums, r.profile)
-		}
-	}
-	return rest, nil
 }

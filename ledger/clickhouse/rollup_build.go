@@ -570,25 +570,25 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 		hg, hp, hv, hb, hn = append(hg, grain), append(hp, start), append(hv, b.version), append(hb, id), append(hn, uint64(len(b.groups)))
 		hd, hdg = append(hd, devices), append(hdg, devGroups)
 	}
+	// The rollup rows, coverage marks, coverage rows and per-device rows
+	// go in at once (four tables, none vouching for another); the
+	// headers last, once all are in.
+	g, gctx := errgroup.WithContext(ctx)
 	if n := len(periods); n > 0 {
 		cols := []string{p.column(), "version", "build", "team", "namespace", "gpu_model", "sharing_mode", "kind", "cluster",
 			"allocated_gpu_seconds", "used_gpu_seconds", "memory_mib_seconds", "energy_joules", "rows"}
 		vals := []any{periods, versions, ids, str[0], str[1], str[2], str[3], str[4], str[5], alloc, used, mem, energy, rows}
-		if err := s.insert(ctx, p.table(), cols, vals, n); err != nil {
-			return err
-		}
+		g.Go(func() error { return s.insert(gctx, p.table(), cols, vals, n) })
 	}
 	if n := len(cg); n > 0 {
 		cols := []string{"grain", "period", "hour", "writer", "version", "build", "max_seq"}
-		if err := s.insert(ctx, tableCoverage, cols, []any{cg, cp, ch, cw, cv, cb, cs}, n); err != nil {
-			return err
-		}
+		g.Go(func() error { return s.insert(gctx, tableCoverage, cols, []any{cg, cp, ch, cw, cv, cb, cs}, n) })
 	}
 	if n := len(dh); n > 0 {
 		cols := []string{p.column(), "version", "build", "cluster", "node", "gpu_uuid", "first_ns", "last_ns", "tail_ns", "hole_from", "hole_to"}
-		if err := s.insert(ctx, p.covTable(), cols, []any{dh, dv, db, dc, dn, du, df, dl, dtail, dhf, dht}, n); err != nil {
-			return err
-		}
+		g.Go(func() error {
+			return s.insert(gctx, p.covTable(), cols, []any{dh, dv, db, dc, dn, du, df, dl, dtail, dhf, dht}, n)
+		})
 	}
 	if n := len(gp); n > 0 {
 		cols := append(append([]string{p.column(), "version", "build"}, strings.Split(deviceKeyColumns, ", ")...),
@@ -598,9 +598,10 @@ func (s *Store) writeBuilds(ctx context.Context, grain string, builds []*build) 
 			vals = append(vals, c)
 		}
 		vals = append(vals, galloc, gused, gmem, gen, grows)
-		if err := s.insert(ctx, p.devTable(), cols, vals, n); err != nil {
-			return err
-		}
+		g.Go(func() error { return s.insert(gctx, p.devTable(), cols, vals, n) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	cols := []string{"grain", "period", "version", "build", "groups", "coverage_devices", "device_groups"}
 	return s.insert(ctx, tableBuilds, cols, []any{hg, hp, hv, hb, hn, hd, hdg}, len(hg))
