@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -246,4 +247,36 @@ SELECT %s, %d, %d, 'default', 'forged', 'forged', 'A100-SXM4-80GB', 'exclusive',
 		t.Fatal(err)
 	}
 	run("a forged row", aggPlan{hours: hours - 1, raw: 1})
+}
+
+// TestRollupSumReadFitsTheQuerySize: the longest summing read the store
+// sends (a full chunk of periods none adjacent to another, the widest
+// build ids and units, the longest grain) is accepted by the server's
+// default max_query_size; none of the periods has rows, so each comes
+// back short. (Each period its own range made this query take 100 s over
+// a 10,000-GPU month's per-device hours: the ranges are bounded.)
+func TestRollupSumReadFitsTheQuerySize(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	from := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	buckets, err := planBuckets(from, from.Add(2*rollupPeriodsPerQuery*time.Hour), time.UTC, ledger.BucketHour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := newAccumulator(ledger.BucketHour, buckets, &containerGrain)
+	hdr := map[int64]header{}
+	var segs []segment
+	for i := 0; i < rollupPeriodsPerQuery; i++ {
+		start := from.Add(time.Duration(2*i) * time.Hour)
+		segs = append(segs, segment{bucket: 2 * i, level: levelHour, from: start, to: start.Add(time.Hour)})
+		hdr[start.Unix()] = header{build: math.MaxUint64 - uint64(i), deviceGroups: 1}
+	}
+	done := map[int64]bool{}
+	short, err := sumRollupChunk(ctx, s, grainHour, deviceRollup, segs, hdr, false, acc, done)
+	if err != nil {
+		t.Fatalf("a full chunk of scattered periods: %v", err)
+	}
+	if len(short) != len(segs) || len(done) != 0 {
+		t.Errorf("%d of %d periods short, %d done; want all short", len(short), len(segs), len(done))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -142,8 +143,12 @@ func (s *Store) buildHours(ctx context.Context, hours []int64) error {
 	// builds and may run at once; the map itself is only read meanwhile.
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(rebuildQueries)
-	for _, q := range rebuildQueryRanges(mergeSegments(segs)) {
-		g.Go(func() error { return s.rawHourGroups(gctx, q, builds) })
+	queries := rebuildQueryRanges(mergeSegments(segs))
+	var mu sync.Mutex // guards builds' devGroups across the split
+	for _, q := range queries {
+		for _, part := range nodeSplit(len(queries)) {
+			g.Go(func() error { return s.rawHourGroups(gctx, q, part, builds, &mu) })
+		}
 		g.Go(func() error { return s.rawHourCoverage(gctx, q, builds) })
 	}
 	if err := g.Wait(); err != nil {
@@ -199,25 +204,52 @@ func rebuildQueryRanges(segs []segment) [][]segment {
 	return out
 }
 
+// nodeSplit is how a rollup query over the rows of a lone period (a
+// closed hour's upkeep, the day it completes) is cut: in two halves by a
+// hash of the node, each a PREWHERE clause, read at once. 18.16 reads a
+// FINAL query on one thread, and a 10,000-GPU hour's per-device groups
+// took 0.6-0.9 s as one query, 0.4-0.55 s as two halves on the 2-core
+// benchmark machine. Every version of a row has the same node, so each
+// half deduplicates alone, and the halves' groups are disjoint. Several
+// queries at once (a backfill) are not cut: they already fill the cores,
+// and each half reads the whole range.
+func nodeSplit(queries int) []string {
+	if queries > 1 {
+		return []string{""}
+	}
+	return []string{"PREWHERE cityHash64(node) % 2 = 0", "PREWHERE cityHash64(node) % 2 = 1"}
+}
+
 // rawHourGroups sums raw rows FINAL per hour and device group over the
-// ranges: the per-device rollup's rows, which the team rollup's are summed
-// from (teamGroups).
-func (s *Store) rawHourGroups(ctx context.Context, segs []segment, builds map[int64]*build) error {
+// ranges, of the nodes prewhere keeps: the per-device rollup's rows, which
+// the team rollup's are summed from (teamGroups). mu guards the builds'
+// per-device rows, which several halves fill.
+func (s *Store) rawHourGroups(ctx context.Context, segs []segment, prewhere string, builds map[int64]*build, mu *sync.Mutex) error {
 	q := fmt.Sprintf(`SELECT toUInt32(intDiv(toUInt32(interval_start), 3600) * 3600) AS h, %[1]s,
 	max(mig_profile), sum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds), sum(energy_joules), count()
-FROM %[2]s FINAL WHERE %[3]s
-GROUP BY h, %[1]s`, deviceKeyColumns, s.table(tableRows), segmentsWhere(segs))
-	return s.query(ctx, "aggregate raw rows for rollups", q, func(rs driver.Rows) error {
+FROM %[2]s FINAL %[4]s WHERE %[3]s
+GROUP BY h, %[1]s`, deviceKeyColumns, s.table(tableRows), segmentsWhere(segs), prewhere)
+	got := map[int64][]devGroup{}
+	err := s.query(ctx, "aggregate raw rows for rollups", q, func(rs driver.Rows) error {
 		var h uint32
 		var g devGroup
 		if err := rs.Scan(append(append([]any{&h}, g.key.dest()...), &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows)...); err != nil {
 			return scanError{err}
 		}
-		if b := builds[int64(h)]; b != nil {
-			b.devGroups = append(b.devGroups, g)
-		}
+		got[int64(h)] = append(got[int64(h)], g)
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for h, gs := range got {
+		if b := builds[h]; b != nil {
+			b.devGroups = append(b.devGroups, gs...)
+		}
+	}
+	return nil
 }
 
 // dest are the Scan destinations of deviceKeyColumns.
@@ -349,7 +381,7 @@ days:
 		}
 		if devs[d] != nil {
 			g.Go(func() (err error) {
-				dayDev[i], err = s.dayDevices(gctx, d, devs[d])
+				dayDev[i], err = s.dayDevices(gctx, d, devs[d], nodeSplit(len(days)))
 				return err
 			})
 		}
@@ -402,36 +434,52 @@ func (s *Store) dayCoverage(ctx context.Context, d int64, builds map[int64]heade
 }
 
 // dayDevices sums the per-device rollup rows of day d's hourly builds per
-// device group, the daily per-device rollup's rows. It returns nil when
-// some of those rows are not visible (a newer hourly build replaced them
-// in a merge): the day is then built without them and its finer
-// groupings read hour by hour until rebuilt. FINAL collapses a retried
-// insert's second copy of a row, so the count is of distinct rows.
-func (s *Store) dayDevices(ctx context.Context, d int64, builds map[int64]header) ([]devGroup, error) {
+// device group, the daily per-device rollup's rows, in the parts split
+// names (nodeSplit) at once. It returns nil when some of those rows are
+// not visible (a newer hourly build replaced them in a merge): the day is
+// then built without them and its finer groupings read hour by hour until
+// rebuilt. FINAL collapses a retried insert's second copy of a row, so the
+// count is of distinct rows.
+func (s *Store) dayDevices(ctx context.Context, d int64, builds map[int64]header, split []string) ([]devGroup, error) {
 	var want int64
 	for _, hd := range builds {
 		want += hd.deviceGroups
 	}
-	out := []devGroup{}
-	var seen uint64
-	q := fmt.Sprintf(`SELECT %[1]s, max(mig_profile), sum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds),
+	parts := make([][]devGroup, len(split))
+	seen := make([]uint64, len(split))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, prewhere := range split {
+		g.Go(func() error {
+			q := fmt.Sprintf(`SELECT %[1]s, max(mig_profile), sum(allocated_gpu_seconds), sum(used_gpu_seconds), sum(memory_mib_seconds),
 	sum(energy_joules), sum(rows), count()
-FROM %[2]s FINAL WHERE hour >= %[3]s AND hour < %[4]s%[5]s
-GROUP BY %[1]s`, deviceKeyColumns, s.table(tableDevHourly), dt(d), dt(d+86400), buildFilter(builds))
-	err := s.query(ctx, "sum the per-device rollup's hours into days", q, func(rs driver.Rows) error {
-		var (
-			g devGroup
-			n uint64
-		)
-		if err := rs.Scan(append(g.key.dest(), &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows, &n)...); err != nil {
-			return scanError{err}
-		}
-		seen += n
-		out = append(out, g)
-		return nil
-	})
-	if err != nil || int64(seen) != want {
+FROM %[2]s FINAL %[6]s WHERE hour >= %[3]s AND hour < %[4]s%[5]s
+GROUP BY %[1]s`, deviceKeyColumns, s.table(tableDevHourly), dt(d), dt(d+86400), buildFilter(builds), prewhere)
+			parts[i] = []devGroup{}
+			return s.query(gctx, "sum the per-device rollup's hours into days", q, func(rs driver.Rows) error {
+				var (
+					dg devGroup
+					n  uint64
+				)
+				if err := rs.Scan(append(dg.key.dest(), &dg.profile, &dg.alloc, &dg.used, &dg.mem, &dg.energy, &dg.rows, &n)...); err != nil {
+					return scanError{err}
+				}
+				seen[i] += n
+				parts[i] = append(parts[i], dg)
+				return nil
+			})
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	out := []devGroup{}
+	var total uint64
+	for i := range split {
+		out = append(out, parts[i]...)
+		total += seen[i]
+	}
+	if int64(total) != want {
+		return nil, nil
 	}
 	return out, nil
 }

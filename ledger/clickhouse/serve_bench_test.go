@@ -15,8 +15,10 @@ import (
 )
 
 // keepOpen hands the benchmark's store to the web server without letting
-// it close the store.
-type keepOpen struct{ ledger.Store }
+// it close the store. It embeds the *Store, not a ledger.Store, so the
+// server sees every ability of it (closed months among them: through a
+// ledger.Store the month page answered 503).
+type keepOpen struct{ *Store }
 
 func (keepOpen) Close() error { return nil }
 
