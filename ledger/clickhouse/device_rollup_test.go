@@ -211,3 +211,54 @@ FROM %s WHERE grain = '%s' AND period = %s`, s.table(tableBuilds), grain, dt(at.
 	}
 	return h
 }
+
+// TestDaySumRefusesACopy: a day's per-device rows are summed from its
+// hours' without FINAL, so a retried insert's copy of an hour's row must
+// stop the sum, even when another hour comes up one row short and the
+// day's count is right again; summed anyway, the copied row would be
+// billed twice in the day's finer groupings.
+func TestDaySumRefusesACopy(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	day := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	appendAll(t, s, fleet(9, 2, 2, 24*60, day), 20000)
+	if err := s.RebuildRollups(ctx, day, day.Add(24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.conn.Exec(ctx, "SYSTEM STOP MERGES "+s.table(tableDevHourly)); err != nil {
+		t.Fatal(err)
+	}
+	builds := func() map[int64]header {
+		st, err := s.loadState(ctx, day.Unix(), day.Unix()+86400)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[int64]header{}
+		for h := day.Unix(); h < day.Unix()+86400; h += 3600 {
+			hd, ok := st.clean(period{grainHour, h})
+			if !ok || hd.deviceGroups < 0 {
+				t.Fatalf("hour %d not clean with per-device rows", h)
+			}
+			m[h] = hd
+		}
+		return m
+	}
+	if got, err := s.dayDevices(ctx, day.Unix(), builds()); err != nil || got == nil {
+		t.Fatalf("a clean day was not summed: %v", err)
+	}
+	copied, short := day.Add(3*time.Hour), day.Add(4*time.Hour)
+	if err := s.conn.Exec(ctx, fmt.Sprintf("INSERT INTO %[1]s SELECT * FROM %[1]s WHERE hour = %[2]s LIMIT 1", s.table(tableDevHourly), dt(copied.Unix()))); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.dayDevices(ctx, day.Unix(), builds()); err != nil || got != nil {
+		t.Fatalf("a day with a copied row was summed (%d groups, %v)", len(got), err)
+	}
+	hd := builds()[short.Unix()]
+	if err := s.conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (grain, period, version, build, groups, coverage_devices, device_groups)
+SELECT 'h', %s, %d, %d, %d, %d, %d`, s.table(tableBuilds), dt(short.Unix()), hd.version+1, hd.build, hd.groups, hd.devices, hd.deviceGroups+1)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.dayDevices(ctx, day.Unix(), builds()); err != nil || got != nil {
+		t.Fatalf("a day with a copied row and a short hour was summed (%d groups, %v)", len(got), err)
+	}
+}
