@@ -357,47 +357,51 @@ func (s *Store) fetchCoverageParts(ctx context.Context, parts []coveragePart) []
 		out[i] = make(chan fetchedPart, 1)
 		go func() {
 			var f fetchedPart
-			var pairs uint64
-			f.torn, f.err = s.coverageRollup(ctx, p, func(rs driver.Rows) error {
-				r, err := scanCoverageRow(rs)
-				if err != nil {
-					return err
-				}
-				pairs += r.hours
-				f.rows = append(f.rows, r)
-				return nil
-			}, &pairs)
+			f.rows, f.torn, f.err = s.coverageRollup(ctx, p)
 			out[i] <- f
 		}()
 	}
 	return out
 }
 
-// coverageRollup reads a rollup part joined per GPU into scan, which
-// counts the (GPU, hour) pairs read into pairs, then checks them against
-// the builds' headers: a rebuild's newer rows can replace an older build's
-// in a merge before the newer header is written. Rows never come back once
-// merged away, so a full count means the read saw every row. On a short
-// count it returns the periods that are short (all the part's where a
-// recount finds none short: the rows went between the two reads).
-func (s *Store) coverageRollup(ctx context.Context, p coveragePart, scan func(driver.Rows) error, pairs *uint64) ([]period, error) {
+// coverageRollup reads a rollup part joined per GPU, counting the (GPU,
+// hour) pairs read, then checks them against the builds' headers: a
+// rebuild's newer rows can replace an older build's in a merge before the
+// newer header is written. Rows never come back once merged away, so a
+// full count means the read saw every row. On a short count it returns
+// no rows and the periods that are short (all the part's where a recount
+// finds none short: the rows went between the two reads).
+func (s *Store) coverageRollup(ctx context.Context, p coveragePart) ([]coverageRow, []period, error) {
 	filter := buildFilter(p.builds)
 	lo, hi := dt(p.from.Unix()), dt(p.to.Unix())
 	pp := period{grain: p.grain}
 	q := fmt.Sprintf(coverageRollupSQL, pp.column(), s.table(pp.covTable()), lo, hi, filter)
-	if err := s.query(ctx, "read the ledger's coverage rollup", q, scan); err != nil {
-		return nil, err
+	var (
+		rows  []coverageRow
+		pairs uint64
+	)
+	err := s.query(ctx, "read the ledger's coverage rollup", q, func(rs driver.Rows) error {
+		r, err := scanCoverageRow(rs)
+		if err != nil {
+			return err
+		}
+		pairs += r.hours
+		rows = append(rows, r)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	var want int64
 	for _, hd := range p.builds {
 		want += hd.devices
 	}
-	if int64(*pairs) == want {
-		return nil, nil
+	if int64(pairs) == want {
+		return rows, nil, nil
 	}
 	seen := map[int64]int64{}
 	q = fmt.Sprintf(coverageCountSQL, pp.column(), s.table(pp.covTable()), lo, hi, filter)
-	err := s.query(ctx, "count the ledger's coverage rollup", q, func(rs driver.Rows) error {
+	err = s.query(ctx, "count the ledger's coverage rollup", q, func(rs driver.Rows) error {
 		var h uint32
 		var n uint64
 		if err := rs.Scan(&h, &n); err != nil {
@@ -407,7 +411,7 @@ func (s *Store) coverageRollup(ctx context.Context, p coveragePart, scan func(dr
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var torn, all []period
 	for start, hd := range p.builds {
@@ -419,7 +423,7 @@ func (s *Store) coverageRollup(ctx context.Context, p coveragePart, scan func(dr
 	if len(torn) == 0 {
 		torn = all
 	}
-	return torn, nil
+	return nil, torn, nil
 }
 
 // coveredDevice is a GPU's coverage so far, and the end of its last

@@ -205,8 +205,8 @@ func rebuildQueryRanges(segs []segment) [][]segment {
 }
 
 // nodeSplit is how a rollup query over the raw rows of a lone period (a
-// closed hour's upkeep) is cut: in two halves by a
-// hash of the node, each a PREWHERE clause, read at once. 18.16 reads a
+// closed hour's upkeep) is cut: in two halves by a hash of the node, each
+// a PREWHERE clause, read at once. 18.16 reads a
 // FINAL query on one thread, and a 10,000-GPU hour's per-device groups
 // took 0.6-0.9 s as one query, 0.4-0.55 s as two halves on the 2-core
 // benchmark machine. Every version of a row has the same node, so each

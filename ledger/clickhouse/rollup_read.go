@@ -225,9 +225,10 @@ func sumRollupChunk[K comparable](ctx context.Context, s *Store, grain string, s
 		expect[unitOf(i)] += src.rows(h)
 		bucket[unitOf(i)] = sg.bucket
 	}
-	final, seen := "", fmt.Sprintf("uniqExact(toUInt32(%s))", p.column())
+	// Per group: FINAL, or the distinct periods it was read in.
+	final, inPeriods := "", fmt.Sprintf("uniqExact(toUInt32(%s))", p.column())
 	if src.final {
-		final, seen = "FINAL", "count()"
+		final, inPeriods = "FINAL", "count()"
 	}
 	// transform looks a period up in a hash table; indexOf searched the
 	// list for every row (743 hours: 0.9 s of a Los Angeles month at
@@ -237,7 +238,7 @@ func sumRollupChunk[K comparable](ctx context.Context, s *Store, grain string, s
 	%[10]s
 FROM %[6]s %[9]s WHERE %[7]s AND build IN (%[8]s)
 GROUP BY unit, %[4]s`, units.String(), periods.String(), p.column(), gr.keyCols, gr.extraCols,
-		s.table(src.table(p)), periodRanges(p.column(), segs), builds.String(), final, seen)
+		s.table(src.table(p)), periodRanges(p.column(), segs), builds.String(), final, inPeriods)
 	type row struct {
 		unit    int
 		key     K
