@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/gpuledger/gpuledger/billing/report"
 	"github.com/gpuledger/gpuledger/calendar"
 	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/support/rational"
 )
 
 // MaxEntries bounds the entries of one answer, all sets together: a
@@ -91,11 +93,16 @@ type Entry struct {
 	Total     json.Number `json:"total"`
 
 	// The exact values, for the pages and the CSV.
-	Values                  []string `json:"-"`
-	held, used, idle, share *big.Rat
-	mem, energy             *big.Rat
-	charge, idleShare       int64
-	platform, rounding      int64
+	Values             []string `json:"-"`
+	charge, idleShare  int64
+	platform, rounding int64
+}
+
+// sums are an entry's hours and kWh while its lines are added, exactly
+// (rational.Sum: a month by pod adds some 70,000 lines).
+type sums struct {
+	held, used, idle, share rational.Sum
+	mem, energy             rational.Sum
 }
 
 // Minor is the entry's total in minor units.
@@ -259,34 +266,53 @@ func (g *grainSource) memory(ctx context.Context, unit string, clusters []string
 	return out, nil
 }
 
+// lineKeys are a report line's values of every field, in Dims' order.
+type lineKeys [9]string
+
+// dimIndex is d's place in Dims (and in lineKeys).
+func dimIndex(d Dim) int {
+	switch d {
+	case Team:
+		return 0
+	case Namespace:
+		return 1
+	case Workload:
+		return 2
+	case Pod:
+		return 3
+	case Container:
+		return 4
+	case Node:
+		return 5
+	case GPUModel:
+		return 6
+	case SharingMode:
+		return 7
+	}
+	return 8 // Cluster
+}
+
 // keysOf are a report line's values of every field; a line of a report
 // that names no cluster is of onlyCluster. The platform and rounding
 // lines keep their cluster: each cluster's bill has its own.
-func keysOf(rep *report.Report, l report.Line, src Source, onlyCluster string) map[Dim]string {
-	cluster := cmp.Or(rep.LineCluster(l), onlyCluster)
+func keysOf(rep *report.Report, l *report.Line, src Source, onlyCluster string) lineKeys {
+	cluster := cmp.Or(rep.LineCluster(*l), onlyCluster)
 	switch l.Type {
 	case report.LineRounding:
-		m := map[Dim]string{}
-		for _, d := range Dims {
-			m[d] = Rounding
-		}
-		m[Cluster] = cluster
-		return m
+		return lineKeys{Rounding, Rounding, Rounding, Rounding, Rounding, Rounding, Rounding, Rounding, cluster}
 	case report.LinePlatform:
-		return map[Dim]string{Team: Platform, Namespace: Platform, Workload: Platform, Pod: Platform,
-			Container: Platform, Node: Platform, GPUModel: l.GPUModel, SharingMode: l.SharingMode, Cluster: cluster}
+		return lineKeys{Platform, Platform, Platform, Platform, Platform, Platform, l.GPUModel, l.SharingMode, cluster}
 	}
 	ns, x := l.Namespace, [4]string{}
 	if src != SourceRollups {
 		ns, x = decode(l.Namespace)
 	}
-	return map[Dim]string{Team: l.Team, Namespace: ns, Workload: x[0], Pod: x[1], Container: x[2], Node: x[3],
-		GPUModel: l.GPUModel, SharingMode: l.SharingMode, Cluster: cluster}
+	return lineKeys{l.Team, ns, x[0], x[1], x[2], x[3], l.GPUModel, l.SharingMode, cluster}
 }
 
-func (q Query) keep(keys map[Dim]string) bool {
+func (q Query) keep(keys *lineKeys) bool {
 	for d, vs := range q.Filter {
-		if !slices.Contains(vs, keys[d]) {
+		if !slices.Contains(vs, keys[dimIndex(d)]) {
 			return false
 		}
 	}
@@ -296,52 +322,63 @@ func (q Query) keep(keys map[Dim]string) bool {
 // group adds up rep's lines per the query's grouping, keeping the
 // filtered ones; largest total first.
 func group(rep *report.Report, q Query, src Source, mem map[[5]string]float64, onlyCluster string) []Entry {
-	byName := map[string]*Entry{}
+	type acc struct {
+		e *Entry
+		sums
+	}
+	byName := map[string]*acc{}
 	seen := map[[5]string]bool{}
-	for _, l := range rep.Lines {
+	var name []byte
+	for i := range rep.Lines {
+		l := &rep.Lines[i]
 		if l.Type == report.LineRounding && l.Amount == 0 {
 			continue // no entry for a rounding of nothing
 		}
 		keys := keysOf(rep, l, src, onlyCluster)
-		if !q.keep(keys) {
+		if !q.keep(&keys) {
 			continue
 		}
-		vals := make([]string, len(q.Aggregate))
+		name = name[:0]
 		for i, d := range q.Aggregate {
-			vals[i] = keys[d]
+			if i > 0 {
+				name = append(name, '/')
+			}
+			name = append(name, keys[dimIndex(d)]...)
 		}
-		name := strings.Join(vals, "/")
-		e := byName[name]
-		if e == nil {
-			e = &Entry{Name: name, Values: vals, held: new(big.Rat), used: new(big.Rat), idle: new(big.Rat),
-				share: new(big.Rat), mem: new(big.Rat), energy: new(big.Rat)}
-			byName[name] = e
+		a := byName[string(name)]
+		if a == nil {
+			vals := make([]string, len(q.Aggregate))
+			for i, d := range q.Aggregate {
+				vals[i] = keys[dimIndex(d)]
+			}
+			a = &acc{e: &Entry{Name: string(name), Values: vals}}
+			byName[a.e.Name] = a
 		}
-		if l.EnergyKWh != nil {
-			e.energy.Add(e.energy, l.EnergyKWh)
-		}
+		e := a.e
+		a.energy.Add(l.EnergyKWh)
 		switch l.Type {
 		case report.LineCharge:
 			e.charge += l.Amount
-			e.held.Add(e.held, l.AllocatedHours)
-			e.used.Add(e.used, l.UsedHours)
+			a.held.Add(l.AllocatedHours)
+			a.used.Add(l.UsedHours)
 			if idle := new(big.Rat).Sub(l.AllocatedHours, l.UsedHours); idle.Sign() > 0 {
-				e.idle.Add(e.idle, idle)
+				a.idle.Add(idle)
 			}
 			// Memory once per line key: a line key has one charge line.
 			k := [5]string{l.Cluster, l.Team, l.Namespace, l.GPUModel, l.SharingMode}
 			if !seen[k] {
 				seen[k] = true
-				if m, ok := new(big.Rat).SetString(fmt.Sprintf("%.6f", mem[k]/3600)); ok {
-					e.mem.Add(e.mem, m)
+				// The MiB-hours to the sixth decimal, as "%.6f" writes them.
+				if m, ok := new(big.Rat).SetString(strconv.FormatFloat(mem[k]/3600, 'f', 6, 64)); ok {
+					a.mem.Add(m)
 				}
 			}
 		case report.LineIdleShare:
 			e.idleShare += l.Amount
-			e.share.Add(e.share, l.ChargedHours(rep.Book.Policy))
+			a.share.Add(l.ChargedHours(rep.Book.Policy))
 		case report.LinePlatform:
 			e.platform += l.Amount
-			e.idle.Add(e.idle, l.ChargedHours(rep.Book.Policy))
+			a.idle.Add(l.ChargedHours(rep.Book.Policy))
 		case report.LineRounding:
 			e.rounding += l.Amount
 		default: // quota policy: the quota and above-quota lines
@@ -349,17 +386,19 @@ func group(rep *report.Report, q Query, src Source, mem map[[5]string]float64, o
 		}
 	}
 	out := make([]Entry, 0, len(byName))
-	for _, e := range byName {
-		e.Keys = map[string]string{}
+	for _, a := range byName {
+		e := a.e
+		e.Keys = make(map[string]string, len(q.Aggregate))
 		for i, d := range q.Aggregate {
 			e.Keys[string(d)] = e.Values[i]
 		}
-		e.HeldHours, e.UsedHours, e.IdleHours = dec(e.held, 6), dec(e.used, 6), dec(e.idle, 6)
-		if e.held.Sign() > 0 {
-			x := dec(new(big.Rat).Quo(e.used, e.held), 4)
+		held, used := a.held.Rat(), a.used.Rat()
+		e.HeldHours, e.UsedHours, e.IdleHours = dec(held, 6), dec(used, 6), dec(a.idle.Rat(), 6)
+		if held.Sign() > 0 {
+			x := dec(new(big.Rat).Quo(used, held), 4)
 			e.Efficiency = &x
 		}
-		e.IdleShareHours, e.MemoryMiBHours, e.EnergyKWh = dec(e.share, 6), dec(e.mem, 6), dec(e.energy, 6)
+		e.IdleShareHours, e.MemoryMiBHours, e.EnergyKWh = dec(a.share.Rat(), 6), dec(a.mem.Rat(), 6), dec(a.energy.Rat(), 6)
 		e.Charge, e.IdleShare = json.Number(rep.Money(e.charge)), json.Number(rep.Money(e.idleShare))
 		e.Platform, e.Rounding = json.Number(rep.Money(e.platform)), json.Number(rep.Money(e.rounding))
 		e.Total = json.Number(rep.Money(e.Minor()))
@@ -373,5 +412,5 @@ func group(rep *report.Report, q Query, src Source, mem map[[5]string]float64, o
 
 // dec writes x with d decimals (rounded half away from zero).
 func dec(x *big.Rat, d int) json.Number {
-	return json.Number(x.FloatString(d))
+	return json.Number(rational.FloatString(x, d))
 }

@@ -166,3 +166,15 @@ func TestWeekSteps(t *testing.T) {
 		t.Errorf("weeks %v", got)
 	}
 }
+
+// Every field has its own place in a line's keys, in Dims' order.
+func TestDimIndexIsDimsOrder(t *testing.T) {
+	if len(Dims) != len(lineKeys{}) {
+		t.Fatalf("%d fields, %d places in lineKeys", len(Dims), len(lineKeys{}))
+	}
+	for i, d := range Dims {
+		if got := dimIndex(d); got != i {
+			t.Errorf("dimIndex(%s) = %d, want %d", d, got, i)
+		}
+	}
+}

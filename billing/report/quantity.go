@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/support/rational"
 )
 
 // Aggregates come from the store as float64 sums. Each (day, group) sum is
@@ -94,7 +95,7 @@ func decimal(x *big.Rat, d int) string {
 	if x == nil {
 		return ""
 	}
-	s := x.FloatString(d)
+	s := rational.FloatString(x, d)
 	if strings.HasPrefix(s, "-") && strings.Trim(s[1:], "0.") == "" {
 		return s[1:]
 	}

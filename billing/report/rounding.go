@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/support/rational"
 )
 
 // round sets every line's Amount and adds the rounding line.
@@ -87,10 +88,10 @@ func apportion(lines []Line, idx []int, exact *big.Rat, target int64, scale *big
 		approx float64
 	}
 	rems := make([]rem, 0, len(idx))
-	exacts := make([]*big.Rat, 0, len(idx))
+	var sum rational.Sum
 	var floors int64
 	for _, i := range idx {
-		exacts = append(exacts, lines[i].Exact)
+		sum.Add(lines[i].Exact)
 		x := new(big.Rat).Mul(lines[i].Exact, scale)
 		f := floorRat(x)
 		if !f.IsInt64() {
@@ -102,7 +103,7 @@ func apportion(lines []Line, idx []int, exact *big.Rat, target int64, scale *big
 		approx, _ := frac.Float64()
 		rems = append(rems, rem{len(rems), i, frac, approx})
 	}
-	if sum := sumExact(exacts); sum.Cmp(exact) != 0 {
+	if sum := sum.Rat(); sum.Cmp(exact) != 0 {
 		// The lines must cover the capacity exactly; anything else is a bug.
 		return fmt.Errorf("lines add up to %s, capacity x rate is %s", sum.FloatString(9), exact.FloatString(9))
 	}
@@ -122,31 +123,6 @@ func apportion(lines []Line, idx []int, exact *big.Rat, target int64, scale *big
 		lines[x.i].Amount++
 	}
 	return nil
-}
-
-// sumExact is the exact sum of xs. Terms with one denominator are added
-// as integers first: big.Rat.Add multiplies and reduces every pair, and
-// the lines of one day or one model mostly share a denominator, so a
-// month's sum costs a reduction per distinct denominator, not per line.
-func sumExact(xs []*big.Rat) *big.Rat {
-	nums := map[string]*big.Int{}
-	dens := map[string]*big.Int{}
-	var order []string
-	for _, x := range xs {
-		k := string(x.Denom().Bytes())
-		n := nums[k]
-		if n == nil {
-			n = new(big.Int)
-			nums[k], dens[k] = n, x.Denom()
-			order = append(order, k)
-		}
-		n.Add(n, x.Num())
-	}
-	s := new(big.Rat)
-	for _, k := range order {
-		s.Add(s, new(big.Rat).SetFrac(nums[k], dens[k]))
-	}
-	return s
 }
 
 // cmpRat is x.Cmp(y), without its two multiplications when the

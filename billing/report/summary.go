@@ -7,14 +7,21 @@ import (
 	"strings"
 
 	"github.com/gpuledger/gpuledger/billing/pricebook"
+	"github.com/gpuledger/gpuledger/support/rational"
 )
 
 // summarise adds the per-team, per-mode and per-model views of the lines.
 func summarise(r *Report) {
+	// The hours are added with rational.Sum: a month by pod has tens of
+	// thousands of lines a team, and Rat.Add reduces every pair.
+	type hoursSum struct{ alloc, used, heldIdle, borrowed rational.Sum }
 	teams := map[string]*TeamSummary{}
+	teamHours := map[string]*hoursSum{}
 	namespaces := map[string]map[string]bool{}
 	modes := map[string]*ModeSummary{}
-	for _, l := range r.Lines {
+	modeHours := map[string]*hoursSum{}
+	for i := range r.Lines {
+		l := &r.Lines[i]
 		switch l.Type {
 		case LinePlatform:
 			r.Platform += l.Amount
@@ -24,8 +31,9 @@ func summarise(r *Report) {
 		}
 		t := teams[l.Team]
 		if t == nil {
-			t = &TeamSummary{Team: l.Team, AllocatedHours: new(big.Rat), UsedHours: new(big.Rat), HeldIdleHours: new(big.Rat), BorrowedHours: new(big.Rat)}
+			t = &TeamSummary{Team: l.Team}
 			teams[l.Team] = t
+			teamHours[l.Team] = &hoursSum{}
 			namespaces[l.Team] = map[string]bool{}
 		}
 		t.Total += l.Amount
@@ -41,23 +49,35 @@ func summarise(r *Report) {
 			continue
 		}
 		t.Charge += l.Amount
-		t.AllocatedHours.Add(t.AllocatedHours, l.AllocatedHours)
-		t.UsedHours.Add(t.UsedHours, l.UsedHours)
-		if idle := new(big.Rat).Sub(l.AllocatedHours, l.UsedHours); idle.Sign() > 0 {
-			t.HeldIdleHours.Add(t.HeldIdleHours, idle)
+		th := teamHours[l.Team]
+		th.alloc.Add(l.AllocatedHours)
+		th.used.Add(l.UsedHours)
+		// used - allocated: held idle where negative, borrowed (Borrowed)
+		// where positive.
+		diff := new(big.Rat).Sub(l.UsedHours, l.AllocatedHours)
+		var borrowed *big.Rat
+		switch diff.Sign() {
+		case -1:
+			th.heldIdle.Add(new(big.Rat).Neg(diff))
+		case 1:
+			borrowed = diff
 		}
-		t.BorrowedHours.Add(t.BorrowedHours, l.Borrowed())
+		th.borrowed.Add(borrowed)
 		m := modes[l.SharingMode]
 		if m == nil {
-			m = &ModeSummary{Mode: l.SharingMode, AllocatedHours: new(big.Rat), UsedHours: new(big.Rat), BorrowedHours: new(big.Rat)}
+			m = &ModeSummary{Mode: l.SharingMode}
 			modes[l.SharingMode] = m
+			modeHours[l.SharingMode] = &hoursSum{}
 		}
-		m.AllocatedHours.Add(m.AllocatedHours, l.AllocatedHours)
-		m.UsedHours.Add(m.UsedHours, l.UsedHours)
-		m.BorrowedHours.Add(m.BorrowedHours, l.Borrowed())
+		mh := modeHours[l.SharingMode]
+		mh.alloc.Add(l.AllocatedHours)
+		mh.used.Add(l.UsedHours)
+		mh.borrowed.Add(borrowed)
 		m.Charge += l.Amount
 	}
 	for name, t := range teams {
+		th := teamHours[name]
+		t.AllocatedHours, t.UsedHours, t.HeldIdleHours, t.BorrowedHours = th.alloc.Rat(), th.used.Rat(), th.heldIdle.Rat(), th.borrowed.Rat()
 		t.Namespaces = sortedKeys(namespaces[name])
 		t.Efficiency = ratio(t.UsedHours, t.AllocatedHours)
 		r.Teams = append(r.Teams, *t)
@@ -66,7 +86,8 @@ func summarise(r *Report) {
 		return cmp.Or(cmp.Compare(b.Total, a.Total), strings.Compare(a.Team, b.Team))
 	})
 	for _, name := range sortedKeys(modes) {
-		m := modes[name]
+		m, mh := modes[name], modeHours[name]
+		m.AllocatedHours, m.UsedHours, m.BorrowedHours = mh.alloc.Rat(), mh.used.Rat(), mh.borrowed.Rat()
 		m.Efficiency = ratio(m.UsedHours, m.AllocatedHours)
 		r.Modes = append(r.Modes, *m)
 	}

@@ -6,12 +6,19 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/gpuledger/gpuledger/ledger"
 	"github.com/gpuledger/gpuledger/web"
 )
+
+// envBenchBodies names a directory BenchmarkAllocationClickHouse writes
+// each case's last answer to (a file per case), so that two builds'
+// answers can be compared byte for byte.
+const envBenchBodies = "GPULEDGER_BENCH_BODIES"
 
 // BenchmarkAllocationClickHouse: serve's allocation API and drill-down
 // pages over benchFleet's March out of ClickHouse, 1,000 GPUs unless
@@ -82,6 +89,11 @@ func BenchmarkAllocationClickHouse(b *testing.B) {
 					body = get(b, h, c.path)
 				}
 				b.ReportMetric(float64(len(body)), "bytes")
+				if dir := os.Getenv(envBenchBodies); dir != "" {
+					if err := os.WriteFile(filepath.Join(dir, c.name), body, 0o644); err != nil {
+						b.Fatal(err)
+					}
+				}
 				if c.name != "month-team" {
 					return
 				}
