@@ -219,6 +219,10 @@ func (b *builder) addDay(day []ledger.Aggregate) error {
 
 func (b *builder) addDayModel(model string, day time.Time, dm *dayModel) {
 	unit := b.unit(day)
+	// Only flat prices a unit that changes with the day (slot-months);
+	// every other policy prices hours, so a line's priced units are its
+	// charged micro-seconds over an hour's, found once in lines().
+	flat := b.book.Policy == pricebook.PolicyFlat
 	charged, scale := b.chargedOf(dm)
 	weight := new(big.Rat)
 	var capacity, poolEnergy int64
@@ -229,7 +233,9 @@ func (b *builder) addDayModel(model string, day time.Time, dm *dayModel) {
 		a := b.acc(b.charge, k)
 		a.q.add(q)
 		addTo(a.charged, c)
-		addTo(a.priced, new(big.Rat).Mul(c, unit))
+		if flat {
+			addTo(a.priced, new(big.Rat).Mul(c, unit))
+		}
 		if scale != nil {
 			addTo(a.memory, new(big.Rat).Mul(big.NewRat(q.mem, 1), scale))
 		}
@@ -248,7 +254,9 @@ func (b *builder) addDayModel(model string, day time.Time, dm *dayModel) {
 			a := b.acc(b.platform, k)
 			a.q.add(dm.platform[k])
 			addTo(a.charged, c)
-			addTo(a.priced, new(big.Rat).Mul(c, unit))
+			if flat {
+				addTo(a.priced, new(big.Rat).Mul(c, unit))
+			}
 		}
 		return
 	}
@@ -266,7 +274,9 @@ func (b *builder) addDayModel(model string, day time.Time, dm *dayModel) {
 		b.recordShare(day, model, k, f)
 		us := new(big.Rat).Mul(pool, f)
 		addTo(s.us, us)
-		addTo(s.priced, us.Mul(us, unit))
+		if flat {
+			addTo(s.priced, us.Mul(us, unit))
+		}
 		addTo(s.mj, new(big.Rat).Mul(big.NewRat(poolEnergy, 1), f))
 	}
 }
@@ -333,7 +343,7 @@ func (b *builder) lines() []Line {
 		if a.q.zero() && a.charged.Sign() == 0 {
 			continue
 		}
-		l := b.line(k, LineCharge, hours(a.q.alloc), hours(a.q.used), kwh(a.q.energy), a.charged, a.priced)
+		l := b.line(k, LineCharge, hours(a.q.alloc), hours(a.q.used), kwh(a.q.energy), a.charged, b.flatPriced(a.priced))
 		if a.q.alloc != 0 {
 			l.Efficiency = ratio(l.UsedHours, l.AllocatedHours)
 		}
@@ -351,13 +361,13 @@ func (b *builder) lines() []Line {
 		if b.book.Policy == pricebook.PolicyUsage {
 			alloc, used = used, alloc
 		}
-		out = append(out, b.line(k, LineIdleShare, alloc, used, new(big.Rat).Quo(s.mj, big.NewRat(milliPerKWh, 1)), s.us, s.priced))
+		out = append(out, b.line(k, LineIdleShare, alloc, used, new(big.Rat).Quo(s.mj, big.NewRat(milliPerKWh, 1)), s.us, b.flatPriced(s.priced)))
 	}
 	for k, a := range b.platform {
 		if a.q.zero() && a.charged.Sign() == 0 {
 			continue
 		}
-		out = append(out, b.line(k, LinePlatform, hours(a.q.alloc), hours(a.q.used), kwh(a.q.energy), a.charged, a.priced))
+		out = append(out, b.line(k, LinePlatform, hours(a.q.alloc), hours(a.q.used), kwh(a.q.energy), a.charged, b.flatPriced(a.priced)))
 	}
 	sortLines(out)
 	return out
@@ -379,12 +389,26 @@ func sortLines(lines []Line) {
 	copy(lines, sorted)
 }
 
+// flatPriced is a line's priced units as added day by day under flat
+// (slot-months), nil under every other policy, which prices the charged
+// hours (addDayModel).
+func (b *builder) flatPriced(priced *big.Rat) *big.Rat {
+	if b.book.Policy == pricebook.PolicyFlat {
+		return priced
+	}
+	return nil
+}
+
 // line makes a line whose amount is priced units x the book's price for
-// the model: the one money path of every policy.
+// the model: the one money path of every policy. Priced is the line's
+// slot-months under flat, nil otherwise: its charged hours.
 func (b *builder) line(k lineKey, t LineType, alloc, used, energy, chargedUs, priced *big.Rat) Line {
 	l := Line{Team: k.team, Namespace: k.namespace, GPUModel: k.model, SharingMode: k.mode, Type: t,
 		AllocatedHours: alloc, UsedHours: used, EnergyKWh: energy,
 		Charged: new(big.Rat).Quo(chargedUs, big.NewRat(microPerHour, 1))}
+	if priced == nil {
+		priced = l.Charged
+	}
 	price := b.price(k.model)
 	l.Exact = new(big.Rat).Mul(priced, price.Rat())
 	if b.book.Policy == pricebook.PolicyFlat {

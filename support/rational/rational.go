@@ -96,8 +96,12 @@ func appendZeros(buf []byte, prec int) []byte {
 // the sum is read: adding n terms with Rat.Add costs n multiplications
 // and n greatest common divisors. The zero Sum is empty and ready.
 type Sum struct {
-	// byDen are the numerators added per word-size denominator, in the
-	// order the denominators first came; other holds the rest.
+	// first is the one term while there is only one: most groups of a
+	// month by pod are one line, and a lone term needs no reduction.
+	first *big.Rat
+	// dens and nums are the numerators added per word-size
+	// denominator, in the order the denominators first came; other holds
+	// the rest.
 	dens  []uint64
 	nums  []*big.Int
 	index map[uint64]int
@@ -109,6 +113,18 @@ func (s *Sum) Add(x *big.Rat) {
 	if x == nil || x.Sign() == 0 {
 		return
 	}
+	if s.first == nil && s.dens == nil && s.other == nil {
+		s.first = new(big.Rat).Set(x)
+		return
+	}
+	if f := s.first; f != nil {
+		s.first = nil
+		s.add(f)
+	}
+	s.add(x)
+}
+
+func (s *Sum) add(x *big.Rat) {
 	den := x.Denom()
 	if !den.IsUint64() {
 		if s.other == nil {
@@ -152,6 +168,9 @@ func (s *Sum) find(d uint64) (int, bool) {
 
 // Rat is the sum so far, a new value.
 func (s *Sum) Rat() *big.Rat {
+	if s.first != nil {
+		return new(big.Rat).Set(s.first)
+	}
 	out := new(big.Rat)
 	if s.other != nil {
 		out.Set(s.other)

@@ -94,3 +94,21 @@ func FuzzFloatString(f *testing.F) {
 		}
 	})
 }
+
+// A Sum keeps its own copy of a lone term, and Rat hands out a new value:
+// neither the term's owner nor Rat's caller changes the sum.
+func TestSumKeepsNoReference(t *testing.T) {
+	x := big.NewRat(7, 3)
+	var s Sum
+	s.Add(x)
+	x.SetInt64(100)
+	r := s.Rat()
+	if r.Cmp(big.NewRat(7, 3)) != 0 {
+		t.Fatalf("lone term: sum %s, want 7/3", r)
+	}
+	r.SetInt64(5)
+	s.Add(big.NewRat(1, 3))
+	if got := s.Rat(); got.Cmp(big.NewRat(8, 3)) != 0 {
+		t.Fatalf("after a second term: sum %s, want 8/3", got)
+	}
+}
