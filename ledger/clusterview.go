@@ -22,20 +22,21 @@ type ClusterView struct {
 }
 
 // ClusterRowBounder is a store that finds the extremes of one cluster's
-// rows itself (ClickHouse, in the server): the start of the earliest and
-// the end of the latest deduplicated row of cluster whose interval starts
-// in [from, to), as streaming them and keeping the cluster's would give;
-// zero when there is none. A report finds its data's first and last
+// rows itself (ClickHouse, in the server): the start of the earliest, the
+// start of the latest and the end of the latest deduplicated row of
+// cluster whose interval starts in [from, to), as streaming them and
+// keeping the cluster's would give; zero when there is none. A report finds its data's first and last
 // instant so (OneCluster passes it on); it is a shortcut, never
 // needed: a reader without it streams the rows, to the same answer.
 type ClusterRowBounder interface {
 	FirstClusterRowStart(ctx context.Context, cluster string, from, to time.Time) (time.Time, error)
+	LastClusterRowStart(ctx context.Context, cluster string, from, to time.Time) (time.Time, error)
 	LastClusterRowEnd(ctx context.Context, cluster string, from, to time.Time) (time.Time, error)
 }
 
 // OneCluster is s seen through cluster (a cluster name, checked): a
 // *ClusterView, or where s is a ClusterRowBounder a view that also finds
-// its rows' bounds through s (FirstRowStart, LastRowEnd). Two types, so
+// its rows' bounds through s (FirstRowStart, LastRowStart, LastRowEnd). Two types, so
 // that asking the view for the ability is answered truly: a view of a
 // store without it has no such methods, and its reader streams the rows
 // as it would of the store itself, rather than calling a method that only
@@ -61,6 +62,12 @@ type boundedClusterView struct {
 // starts in [from, to), found by the store.
 func (v *boundedClusterView) FirstRowStart(ctx context.Context, from, to time.Time) (time.Time, error) {
 	return v.b.FirstClusterRowStart(ctx, v.Cluster, from, to)
+}
+
+// LastRowStart is the start of the cluster's latest row whose interval
+// starts in [from, to), found by the store.
+func (v *boundedClusterView) LastRowStart(ctx context.Context, from, to time.Time) (time.Time, error) {
+	return v.b.LastClusterRowStart(ctx, v.Cluster, from, to)
 }
 
 // LastRowEnd is the end of the cluster's latest row whose interval starts

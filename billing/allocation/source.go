@@ -373,6 +373,7 @@ func (v fullView) Rows(ctx context.Context, from, to time.Time, fn func(attribut
 // build passes it on, so the data bounds cost what report's do.
 type rowBounder interface {
 	FirstRowStart(ctx context.Context, from, to time.Time) (time.Time, error)
+	LastRowStart(ctx context.Context, from, to time.Time) (time.Time, error)
 	LastRowEnd(ctx context.Context, from, to time.Time) (time.Time, error)
 }
 

@@ -51,6 +51,23 @@ func (s *Store) FirstClusterRowStart(ctx context.Context, cluster string, from, 
 	return s.firstRowStart(ctx, cluster, from, to)
 }
 
+// LastRowStart is the start of the latest row whose interval starts in
+// [from, to), zero when there is none. The start is in the key, so a
+// replaced row starts where its replacement does: no FINAL, as
+// FirstRowStart. A report finds its data's last hour so, without an
+// hour aggregate of its last day.
+func (s *Store) LastRowStart(ctx context.Context, from, to time.Time) (time.Time, error) {
+	return s.lastRowStart(ctx, "", from, to)
+}
+
+// LastClusterRowStart is LastRowStart of cluster's rows only.
+func (s *Store) LastClusterRowStart(ctx context.Context, cluster string, from, to time.Time) (time.Time, error) {
+	if err := ledger.CheckClusterName(cluster); err != nil {
+		return time.Time{}, fmt.Errorf("cannot read the ledger's last row start of a cluster: %w", err)
+	}
+	return s.lastRowStart(ctx, cluster, from, to)
+}
+
 // LastClusterRowEnd is LastRowEnd of cluster's rows only. The rollups
 // count each cluster's rows apart (the cluster is one of their keys), so
 // the shortcut holds per cluster: a cluster's stored rows equal its
@@ -71,6 +88,14 @@ func (s *Store) firstRowStart(ctx context.Context, cluster string, from, to time
 		return time.Time{}, err
 	}
 	return first, nil
+}
+
+func (s *Store) lastRowStart(ctx context.Context, cluster string, from, to time.Time) (time.Time, error) {
+	n, last, err := s.rawExtreme(ctx, "max", "interval_start", false, cluster, from, to)
+	if err != nil || n == 0 {
+		return time.Time{}, err
+	}
+	return last, nil
 }
 
 func (s *Store) lastRowEnd(ctx context.Context, cluster string, from, to time.Time) (time.Time, error) {

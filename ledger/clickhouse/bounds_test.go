@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The first start and last end of the rows starting in a range, as the
+// The first start, last start and last end of the rows starting in a range, as the
 // rows themselves give them: read in the server, never from a replaced
 // version. The scenario: a 1-node, 1-GPU fleet from 10:00 to 12:00 whose
 // first row starts 250 ms late, and whose last container row was first
@@ -31,27 +31,32 @@ func TestRowBoundsAreTheDeduplicatedRows(t *testing.T) {
 	check := func(stage string) {
 		t.Helper()
 		for _, c := range []struct {
-			from, to   time.Time
-			start, end time.Time
+			from, to              time.Time
+			start, lastStart, end time.Time
 		}{
-			{ten, ten.Add(time.Hour), first, ten.Add(time.Hour)},
-			{ten.Add(time.Hour), noon, ten.Add(time.Hour), noon},
-			{ten.Add(90 * time.Minute), noon, ten.Add(90 * time.Minute), noon},                          // a part of an hour
-			{ten, ten.Add(250 * time.Millisecond), time.Time{}, time.Time{}},                            // before the first row
-			{ten.Add(119*time.Minute + time.Nanosecond), noon.Add(time.Hour), time.Time{}, time.Time{}}, // after the last start
-			{noon, noon.Add(time.Hour), time.Time{}, time.Time{}},
+			{ten, ten.Add(time.Hour), first, ten.Add(59 * time.Minute), ten.Add(time.Hour)},
+			{ten.Add(time.Hour), noon, ten.Add(time.Hour), ten.Add(119 * time.Minute), noon},
+			{ten.Add(90 * time.Minute), noon, ten.Add(90 * time.Minute), ten.Add(119 * time.Minute), noon},           // a part of an hour
+			{ten, noon.Add(time.Hour), first, ten.Add(119 * time.Minute), noon},                                      // a day's worth
+			{ten, ten.Add(250 * time.Millisecond), time.Time{}, time.Time{}, time.Time{}},                            // before the first row
+			{ten.Add(119*time.Minute + time.Nanosecond), noon.Add(time.Hour), time.Time{}, time.Time{}, time.Time{}}, // after the last start
+			{noon, noon.Add(time.Hour), time.Time{}, time.Time{}, time.Time{}},
 		} {
 			start, err := s.FirstRowStart(ctx, c.from, c.to)
 			if err != nil {
 				t.Fatalf("%s: FirstRowStart: %v", stage, err)
 			}
+			lastStart, err := s.LastRowStart(ctx, c.from, c.to)
+			if err != nil {
+				t.Fatalf("%s: LastRowStart: %v", stage, err)
+			}
 			end, err := s.LastRowEnd(ctx, c.from, c.to)
 			if err != nil {
 				t.Fatalf("%s: LastRowEnd: %v", stage, err)
 			}
-			if !start.Equal(c.start) || !end.Equal(c.end) {
-				t.Errorf("%s: [%s, %s): rows %s to %s, want %s to %s", stage, c.from.Format(time.TimeOnly), c.to.Format(time.TimeOnly),
-					start, end, c.start, c.end)
+			if !start.Equal(c.start) || !lastStart.Equal(c.lastStart) || !end.Equal(c.end) {
+				t.Errorf("%s: [%s, %s): rows %s (last starting %s) to %s, want %s (%s) to %s", stage, c.from.Format(time.TimeOnly), c.to.Format(time.TimeOnly),
+					start, lastStart, end, c.start, c.lastStart, c.end)
 			}
 		}
 	}

@@ -18,7 +18,19 @@ import (
 // bounds itself (report's rowBounder).
 type rowBounds interface {
 	FirstRowStart(ctx context.Context, from, to time.Time) (time.Time, error)
+	LastRowStart(ctx context.Context, from, to time.Time) (time.Time, error)
 	LastRowEnd(ctx context.Context, from, to time.Time) (time.Time, error)
+}
+
+// lastRowStart is the start of the latest row starting in [from, to),
+// from the rows as written.
+func lastRowStart(rows []attribution.Row, from, to time.Time) (last time.Time) {
+	for _, r := range rows {
+		if !r.IntervalStart.Before(from) && r.IntervalStart.Before(to) && r.IntervalStart.After(last) {
+			last = r.IntervalStart
+		}
+	}
+	return last
 }
 
 // rowExtremes are the first start and last end of the rows starting in
@@ -138,6 +150,14 @@ func TestClusterViewBoundsAreTheClustersRows(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %s: LastRowEnd: %v", stage, cluster, err)
 				}
+				lastStart, err := b.LastRowStart(ctx, r.from, r.to)
+				if err != nil {
+					t.Fatalf("%s: %s: LastRowStart: %v", stage, cluster, err)
+				}
+				if want := lastRowStart(mine, r.from, r.to); !lastStart.Equal(want) {
+					t.Errorf("%s: cluster %s, [%s, %s): last row starts %s, want %s", stage, cluster,
+						r.from.Format(time.TimeOnly), r.to.Format(time.TimeOnly), lastStart, want)
+				}
 				if !first.Equal(wantFirst) || !last.Equal(wantLast) {
 					t.Errorf("%s: cluster %s, [%s, %s): rows %s to %s, want %s to %s", stage, cluster,
 						r.from.Format(time.TimeOnly), r.to.Format(time.TimeOnly), first, last, wantFirst, wantLast)
@@ -175,6 +195,9 @@ func TestClusterViewBoundsAreTheClustersRows(t *testing.T) {
 	}
 	if _, err := s.FirstClusterRowStart(ctx, "East", ten, ten.Add(time.Hour)); err == nil {
 		t.Error("FirstClusterRowStart of cluster \"East\" (not a cluster name) did not fail")
+	}
+	if _, err := s.LastClusterRowStart(ctx, "East", ten, ten.Add(time.Hour)); err == nil {
+		t.Error("LastClusterRowStart of cluster \"East\" (not a cluster name) did not fail")
 	}
 }
 
