@@ -343,7 +343,8 @@ func (b *builder) lines() []Line {
 		if a.q.zero() && a.charged.Sign() == 0 {
 			continue
 		}
-		l := b.line(k, LineCharge, hours(a.q.alloc), hours(a.q.used), kwh(a.q.energy), a.charged, b.flatPriced(a.priced))
+		alloc, used := hours(a.q.alloc), hours(a.q.used)
+		l := b.line(k, LineCharge, alloc, used, kwh(a.q.energy), b.chargedHours(a.charged, alloc, used), b.flatPriced(a.priced))
 		if a.q.alloc != 0 {
 			l.Efficiency = ratio(l.UsedHours, l.AllocatedHours)
 		}
@@ -361,13 +362,14 @@ func (b *builder) lines() []Line {
 		if b.book.Policy == pricebook.PolicyUsage {
 			alloc, used = used, alloc
 		}
-		out = append(out, b.line(k, LineIdleShare, alloc, used, new(big.Rat).Quo(s.mj, big.NewRat(milliPerKWh, 1)), s.us, b.flatPriced(s.priced)))
+		out = append(out, b.line(k, LineIdleShare, alloc, used, new(big.Rat).Quo(s.mj, big.NewRat(milliPerKWh, 1)), h, b.flatPriced(s.priced)))
 	}
 	for k, a := range b.platform {
 		if a.q.zero() && a.charged.Sign() == 0 {
 			continue
 		}
-		out = append(out, b.line(k, LinePlatform, hours(a.q.alloc), hours(a.q.used), kwh(a.q.energy), a.charged, b.flatPriced(a.priced)))
+		alloc, used := hours(a.q.alloc), hours(a.q.used)
+		out = append(out, b.line(k, LinePlatform, alloc, used, kwh(a.q.energy), b.chargedHours(a.charged, alloc, used), b.flatPriced(a.priced)))
 	}
 	sortLines(out)
 	return out
@@ -389,6 +391,20 @@ func sortLines(lines []Line) {
 	copy(lines, sorted)
 }
 
+// chargedHours is the GPU-hours a charge or platform line pays for, from
+// its charged micro-seconds: its allocated or used hours (the same value,
+// the same pointer: a line's numbers are never changed in place) unless
+// memory weighting blends them.
+func (b *builder) chargedHours(chargedUs, alloc, used *big.Rat) *big.Rat {
+	switch {
+	case b.book.MemoryWeighted():
+		return new(big.Rat).Quo(chargedUs, big.NewRat(microPerHour, 1))
+	case b.book.Policy == pricebook.PolicyUsage:
+		return used
+	}
+	return alloc
+}
+
 // flatPriced is a line's priced units as added day by day under flat
 // (slot-months), nil under every other policy, which prices the charged
 // hours (addDayModel).
@@ -400,12 +416,12 @@ func (b *builder) flatPriced(priced *big.Rat) *big.Rat {
 }
 
 // line makes a line whose amount is priced units x the book's price for
-// the model: the one money path of every policy. Priced is the line's
-// slot-months under flat, nil otherwise: its charged hours.
-func (b *builder) line(k lineKey, t LineType, alloc, used, energy, chargedUs, priced *big.Rat) Line {
+// the model: the one money path of every policy. Charged is the hours it
+// pays for; priced is its slot-months under flat, nil otherwise: its
+// charged hours.
+func (b *builder) line(k lineKey, t LineType, alloc, used, energy, charged, priced *big.Rat) Line {
 	l := Line{Team: k.team, Namespace: k.namespace, GPUModel: k.model, SharingMode: k.mode, Type: t,
-		AllocatedHours: alloc, UsedHours: used, EnergyKWh: energy,
-		Charged: new(big.Rat).Quo(chargedUs, big.NewRat(microPerHour, 1))}
+		AllocatedHours: alloc, UsedHours: used, EnergyKWh: energy, Charged: charged}
 	if priced == nil {
 		priced = l.Charged
 	}
