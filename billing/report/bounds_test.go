@@ -73,8 +73,12 @@ func TestDataBoundsAreAskedNotStreamed(t *testing.T) {
 	if !r.DataStart.Equal(start) || !r.DataEnd.Equal(end) {
 		t.Errorf("data %s to %s, want %s to %s", r.DataStart, r.DataEnd, start, end)
 	}
-	if src.asked != 3 || src.hourReads != 0 {
-		t.Errorf("the source was asked for %d bounds and read %d hour aggregates, want 3 (the first day's first start, the last day's last start, the last hour's end) and none", src.asked, src.hourReads)
+	// The first day searched from midnight in spans of 1, 2 and 4 hours
+	// (rows from 06:20: the third), the last day from midnight back in
+	// spans of 1, 2, 4 and 8 hours (rows until 14:37: the fourth), then
+	// the last hour's end: 8 questions, and no hour aggregate.
+	if src.asked != 8 || src.hourReads != 0 {
+		t.Errorf("the source was asked for %d bounds and read %d hour aggregates, want 8 and none", src.asked, src.hourReads)
 	}
 }
 

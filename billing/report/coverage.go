@@ -120,13 +120,14 @@ type rowBounder interface {
 //
 // A rowBounder source finds all three in the server: the first day's
 // earliest start, the last day's latest start (which names the last
-// hour), then that hour's latest end. Any other source is asked for an
+// hour), each searched from the day's edge inward (search), then that
+// hour's latest end. Any other source is asked for an
 // hour aggregate of the first and last day (one when the data lies in one
 // day), which finds the edge hours, and those two hours' rows are
 // streamed. A source that does neither (not a ledger.RowReader) keeps the
 // day bounds. The reads are bounded, whatever the period's length. (The
-// hour aggregates of a 1,000-GPU day took 50-60 ms each in ClickHouse,
-// against a few ms for an extreme of the day's starts.)
+// hour aggregates of an edge day took 50-60 ms each in ClickHouse at
+// 1,000 and at 10,000 GPUs, against 2-15 ms for an hour's extreme.)
 func dataBounds(ctx context.Context, src Source, first, last, from, to time.Time, loc *time.Location) (start, end time.Time, err error) {
 	if first.IsZero() {
 		return first, last, nil
@@ -145,29 +146,31 @@ func dataBounds(ctx context.Context, src Source, first, last, from, to time.Time
 	)
 	if rb, ok := src.(rowBounder); ok {
 		lastRowEnd = rb.LastRowEnd
-		s, err := rb.FirstRowStart(ctx, fa, fb)
+		fhs, err := calendar.Buckets(fa, fb, loc, ledger.BucketHour)
+		if err != nil {
+			return first, last, err
+		}
+		s, err := search(ctx, fhs, false, rb.FirstRowStart)
 		if err != nil {
 			return first, last, fmt.Errorf("cannot read the ledger's first rows: %w", err)
 		}
 		if !s.IsZero() {
 			start = maxTime(s, from).In(loc)
 		}
-		ls, err := rb.LastRowStart(ctx, la, lb)
+		hs, err := calendar.Buckets(la, lb, loc, ledger.BucketHour)
+		if err != nil {
+			return first, last, err
+		}
+		ls, err := search(ctx, hs, true, rb.LastRowStart)
 		if err != nil {
 			return first, last, fmt.Errorf("cannot read the ledger's last rows: %w", err)
 		}
-		if !ls.IsZero() {
-			// The hour bucket that holds it, as an hour aggregate of the
-			// day buckets it (calendar.Buckets: local hours, cut where an
-			// offset changes).
-			hs, err := calendar.Buckets(la, lb, loc, ledger.BucketHour)
-			if err != nil {
-				return first, last, err
-			}
-			for _, h := range hs {
-				if !ls.Before(h.From) && ls.Before(h.To) {
-					lastHour = h.Start
-				}
+		// The hour bucket that holds it, as an hour aggregate of the day
+		// buckets it (calendar.Buckets: local hours, cut where an offset
+		// changes).
+		for _, h := range hs {
+			if !ls.IsZero() && !ls.Before(h.From) && ls.Before(h.To) {
+				lastHour = h.Start
 			}
 		}
 	} else {
@@ -234,6 +237,29 @@ func dataBounds(ctx context.Context, src Source, first, last, from, to time.Time
 		}
 	}
 	return start, end, nil
+}
+
+// search asks find (the earliest or latest row start in a range) over
+// the hour buckets hs in spans of 1, 2, 4, ... buckets from the first
+// hour (from the last when fromEnd), until a span has rows: the first
+// span with rows holds the extreme. A span without rows costs the server
+// almost nothing (the rows are sorted by hour), so the rows read are
+// about those of the hours between the edge and the data, not the whole
+// day's (a day's starts at 10,000 GPUs are 14 M rows, 160 ms).
+func search(ctx context.Context, hs []calendar.Bucket, fromEnd bool, find func(ctx context.Context, from, to time.Time) (time.Time, error)) (time.Time, error) {
+	for done, size := 0, 1; done < len(hs); size *= 2 {
+		k := min(size, len(hs)-done)
+		a, b := hs[done].From, hs[done+k-1].To
+		if fromEnd {
+			a, b = hs[len(hs)-done-k].From, hs[len(hs)-done-1].To
+		}
+		t, err := find(ctx, a, b)
+		if err != nil || !t.IsZero() {
+			return t, err
+		}
+		done += k
+	}
+	return time.Time{}, nil
 }
 
 // streamedBounds finds the bounds of a source's rows by streaming them.
