@@ -270,15 +270,26 @@ func (b *builder) addDayModel(model string, day time.Time, dm *dayModel) {
 			s = &share{us: new(big.Rat), priced: new(big.Rat), mj: new(big.Rat)}
 			b.shares[k] = s
 		}
-		f := new(big.Rat).Quo(w, weight)
-		b.recordShare(day, model, k, f)
-		us := new(big.Rat).Mul(pool, f)
+		if b.fractions != nil {
+			b.recordShare(day, model, k, new(big.Rat).Quo(w, weight))
+		}
+		us := poolShare(pool, w, weight)
 		addTo(s.us, us)
 		if flat {
 			addTo(s.priced, us.Mul(us, unit))
 		}
-		addTo(s.mj, new(big.Rat).Mul(big.NewRat(poolEnergy, 1), f))
+		addTo(s.mj, poolShare(big.NewRat(poolEnergy, 1), w, weight))
 	}
+}
+
+// poolShare is x x w / total, exactly: of integers (every book but a
+// memory-weighted one) with one reduction, not two (the fraction, then
+// the product); a month by pod shares out tens of thousands of these.
+func poolShare(x, w, total *big.Rat) *big.Rat {
+	if x.IsInt() && w.IsInt() && total.IsInt() {
+		return new(big.Rat).SetFrac(new(big.Int).Mul(x.Num(), w.Num()), total.Num())
+	}
+	return new(big.Rat).Mul(x, new(big.Rat).Quo(w, total))
 }
 
 // addTo adds x to dst; a first term is copied, not added: Add multiplies
