@@ -86,12 +86,17 @@ deps:
 # streaming, the outbox, prune and retention): its single-goroutine
 # property tests gain nothing under -race and take over ten minutes there.
 LEDGER_RACE_TESTS ?= Readers|Writer|Outbox|Append|Prune|Retention|Streaming|Pins|Crash|SIGKILL
+# The report reads its data's bounds, findings, coverage and quota while it
+# prices the lines: builds over the embedded ledger, every policy's order
+# (quota's lines wait for the reads), gaps and an error on the way.
+REPORT_RACE_TESTS ?= ^(TestDataBoundsAreAskedNotStreamed|TestQuotaPolicyByHand|TestCoverageGapsMatchAWalkAndAreNeverBilled|TestBuildRequiresQuotaAndNodeLabels|TestPartialMonthIsMarkedPartial)$$
 # kube-tools: quota/kubequota and nodelabel/kubenode test against a real
 # kube-apiserver (internal/kubetest/make_test.go keeps every test target's
 # prerequisites in step with the packages it runs).
 race: kube-tools
 	$(GO) test -count=1 -race ./collector/ ./collector/exposition/ ./collector/podresources/ ./collector/kubemeta/ ./ledger/outbox/shipper/ ./ledger/outbox/ ./quota/ ./quota/kubequota/ ./nodelabel/ ./nodelabel/kubenode/
 	$(GO) test -count=1 -race -run '$(LEDGER_RACE_TESTS)' ./ledger/filestore/
+	$(GO) test -count=1 -race -run '$(REPORT_RACE_TESTS)' ./billing/report/
 
 ## contract: simulate every scenario with ground truth (testdata/examples,
 ## testdata/scenarios, and testdata/review: an independent reviewer's

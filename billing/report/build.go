@@ -42,43 +42,90 @@ func Build(ctx context.Context, src Source, book *pricebook.Book, from, to time.
 		return nil, err
 	}
 	b := newBuilder(book)
-	perNode := book.Energy.PerNode()
-	if perNode {
-		b.fractions = map[dayModelKey]map[lineKey]*big.Rat{}
-		if b.labels, err = nodeLabels(ctx, src, book, to); err != nil {
+	r := &Report{From: from, To: to, Book: book}
+	r.DataFrom, r.DataTo = coverage(aggs, from, to, book.Location)
+	if book.Energy.PerNode() {
+		// Pricing reads the source too (node labels, carbon): one after
+		// the other.
+		if err := b.priceByNode(ctx, src, aggs, from, to); err != nil {
 			return nil, err
 		}
+		if err := readRest(ctx, src, r); err != nil {
+			return nil, err
+		}
+		if err := b.finish(r); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	// The rest of the reads (the data's bounds, findings, coverage, quota)
+	// need only the aggregates' days, and pricing needs nothing from the
+	// source: the reads run while the lines are priced (a month by pod
+	// prices for about a second), the source used by one goroutine at a
+	// time. Errors come in the order the steps had one after the other:
+	// pricing's, the reads', the lines'.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	read := make(chan error, 1)
+	go func() { read <- readRest(rctx, src, r) }()
+	for _, day := range byDay(aggs) {
+		if err := b.addDay(day); err != nil {
+			cancel()
+			<-read
+			return nil, err
+		}
+	}
+	var ferr error
+	quota := book.Policy == pricebook.PolicyQuota
+	if !quota {
+		ferr = b.finish(r) // reads none of what readRest sets
+	}
+	if err := <-read; err != nil {
+		return nil, err
+	}
+	if quota {
+		ferr = b.finish(r) // quota's lines are the quota section's
+	}
+	if ferr != nil {
+		return nil, ferr
+	}
+	return r, nil
+}
+
+// priceByNode adds the days of a book with per-node energy figures: the
+// share fractions and the nodes' labels and carbon come with the lines.
+func (b *builder) priceByNode(ctx context.Context, src Source, aggs []ledger.Aggregate, from, to time.Time) (err error) {
+	b.fractions = map[dayModelKey]map[lineKey]*big.Rat{}
+	if b.labels, err = nodeLabels(ctx, src, b.book, to); err != nil {
+		return err
 	}
 	for _, day := range byDay(aggs) {
 		if err := b.addDay(day); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if perNode {
-		if b.carbon, err = b.nodeCarbon(ctx, src, from, to); err != nil {
-			return nil, err
-		}
-	}
-	r := &Report{From: from, To: to, Book: book}
-	r.DataFrom, r.DataTo = coverage(aggs, from, to, book.Location)
-	if r.DataStart, r.DataEnd, err = dataBounds(ctx, src, r.DataFrom, r.DataTo, from, to, book.Location); err != nil {
-		return nil, err
+	b.carbon, err = b.nodeCarbon(ctx, src, from, to)
+	return err
+}
+
+// readRest reads what the report says beside its lines into r: the
+// data's first and last instants, the findings, the coverage gaps and
+// the quota section. It sets only those fields.
+func readRest(ctx context.Context, src Source, r *Report) (err error) {
+	from, to, loc := r.From, r.To, r.Book.Location
+	if r.DataStart, r.DataEnd, err = dataBounds(ctx, src, r.DataFrom, r.DataTo, from, to, loc); err != nil {
+		return err
 	}
 	dataStart, dataEnd := r.DataBounds()
 	var leaves map[string][]time.Time
 	if r.Findings, r.FindingsDropped, leaves, err = collectFindings(ctx, src, from, to); err != nil {
-		return nil, err
+		return err
 	}
-	if r.Coverage, err = buildCoverage(ctx, src, from, to, dataEnd, book.Location, leaves); err != nil {
-		return nil, err
+	if r.Coverage, err = buildCoverage(ctx, src, from, to, dataEnd, loc, leaves); err != nil {
+		return err
 	}
-	if r.Quota, err = buildQuota(ctx, src, book, from, to, dataStart, dataEnd); err != nil {
-		return nil, err
-	}
-	if err := b.finish(r); err != nil {
-		return nil, err
-	}
-	return r, nil
+	r.Quota, err = buildQuota(ctx, src, r.Book, from, to, dataStart, dataEnd)
+	return err
 }
 
 // byDay groups aggregates by their day bucket, in time order.
