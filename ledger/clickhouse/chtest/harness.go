@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gpuledger/gpuledger/internal/testenv"
 )
@@ -25,8 +26,12 @@ const (
 
 // Harness is the one server a test package shares (set up in TestMain).
 type Harness struct {
-	srv     *Server
-	base    *url.URL // external server from EnvDSN
+	srv  *Server
+	base *url.URL // external server from EnvDSN
+	// run tells this process's databases on an external server from an
+	// earlier run's, which that server keeps: a second run against the
+	// same server found the first run's rows in its databases.
+	run     string
 	dir     string
 	err     error
 	counter atomic.Int64
@@ -42,6 +47,7 @@ func Setup() *Harness {
 			h.err = fmt.Errorf("%s is not a URL: %w", EnvDSN, err)
 		}
 		h.base = u
+		h.run = fmt.Sprintf("%06x", uint32(time.Now().UnixNano())&0xffffff)
 		return h
 	}
 	dir, err := os.MkdirTemp("", "gpuledger-clickhouse-")
@@ -83,10 +89,16 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_]`)
 
 // DSN returns a ledger DSN for a fresh database private to t, so tests do
 // not see each other's rows. The database does not exist until migrated.
+// On an external server its name also carries the run, so a rerun starts
+// empty; the server keeps every run's databases (drop the t* ones).
 func (h *Harness) DSN(t testing.TB) string {
 	t.Helper()
 	h.Require(t)
-	db := fmt.Sprintf("t%d_%s", h.counter.Add(1), unsafeName.ReplaceAllString(t.Name(), "_"))
+	n, name := h.counter.Add(1), unsafeName.ReplaceAllString(t.Name(), "_")
+	db := fmt.Sprintf("t%d_%s", n, name)
+	if h.run != "" {
+		db = fmt.Sprintf("t%d_%s_%s", n, h.run, name)
+	}
 	if len(db) > 60 {
 		db = db[:60]
 	}
