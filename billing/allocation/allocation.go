@@ -270,27 +270,7 @@ func (g *grainSource) memory(ctx context.Context, unit string, clusters []string
 type lineKeys [9]string
 
 // dimIndex is d's place in Dims (and in lineKeys).
-func dimIndex(d Dim) int {
-	switch d {
-	case Team:
-		return 0
-	case Namespace:
-		return 1
-	case Workload:
-		return 2
-	case Pod:
-		return 3
-	case Container:
-		return 4
-	case Node:
-		return 5
-	case GPUModel:
-		return 6
-	case SharingMode:
-		return 7
-	}
-	return 8 // Cluster
-}
+func dimIndex(d Dim) int { return slices.Index(Dims, d) }
 
 // keysOf are a report line's values of every field; a line of a report
 // that names no cluster is of onlyCluster. The platform and rounding

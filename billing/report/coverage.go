@@ -171,6 +171,7 @@ func dataBounds(ctx context.Context, src Source, first, last, from, to time.Time
 		for _, h := range hs {
 			if !ls.IsZero() && !ls.Before(h.From) && ls.Before(h.To) {
 				lastHour = h.Start
+				break
 			}
 		}
 	} else {
