@@ -88,8 +88,9 @@ deps:
 LEDGER_RACE_TESTS ?= Readers|Writer|Outbox|Append|Prune|Retention|Streaming|Pins|Crash|SIGKILL
 # The report reads its data's bounds, findings, coverage and quota while it
 # prices the lines: builds over the embedded ledger, every policy's order
-# (quota's lines wait for the reads), gaps and an error on the way.
-REPORT_RACE_TESTS ?= ^(TestDataBoundsAreAskedNotStreamed|TestQuotaPolicyByHand|TestCoverageGapsMatchAWalkAndAreNeverBilled|TestBuildRequiresQuotaAndNodeLabels|TestPartialMonthIsMarkedPartial)$$
+# (quota's lines wait for the reads), gaps and an error on the way; and a
+# large report's lines priced in parts (TestBuiltLinesAreInOrder).
+REPORT_RACE_TESTS ?= ^(TestBuiltLinesAreInOrder|TestDataBoundsAreAskedNotStreamed|TestQuotaPolicyByHand|TestCoverageGapsMatchAWalkAndAreNeverBilled|TestBuildRequiresQuotaAndNodeLabels|TestPartialMonthIsMarkedPartial)$$
 # kube-tools: quota/kubequota and nodelabel/kubenode test against a real
 # kube-apiserver (internal/kubetest/make_test.go keeps every test target's
 # prerequisites in step with the packages it runs).

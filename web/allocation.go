@@ -150,9 +150,7 @@ func (s *Server) serveAllocation(csv bool) handlerFunc {
 			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 			w.Header().Set("Content-Disposition", `attachment; filename="allocation.csv"`)
 		} else {
-			enc := json.NewEncoder(&b)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(a.Result); err != nil {
+			if err := allocation.WriteJSON(&b, &a.Result); err != nil {
 				return fmt.Errorf("cannot write the answer: %w", err)
 			}
 			w.Header().Set("Content-Type", "application/json")

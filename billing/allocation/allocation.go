@@ -300,13 +300,17 @@ func (q Query) keep(keys *lineKeys) bool {
 }
 
 // group adds up rep's lines per the query's grouping, keeping the
-// filtered ones; largest total first.
+// filtered ones; largest total first. A charge or platform line's hours
+// and energy are added as the builder's integers (Line.Micro): a month by
+// pod has some 20,000 entries, and reducing each entry's big.Rat sums
+// was most of the grouping's time.
 func group(rep *report.Report, q Query, src Source, mem map[[5]string]float64, onlyCluster string) []Entry {
 	type acc struct {
 		e *Entry
 		sums
 	}
 	byName := map[string]*acc{}
+	var order []*acc
 	seen := map[[5]string]bool{}
 	var name []byte
 	for i := range rep.Lines {
@@ -333,25 +337,36 @@ func group(rep *report.Report, q Query, src Source, mem map[[5]string]float64, o
 			}
 			a = &acc{e: &Entry{Name: string(name), Values: vals}}
 			byName[a.e.Name] = a
+			order = append(order, a)
 		}
 		e := a.e
-		a.energy.Add(l.EnergyKWh)
+		allocUS, usedUS, mj, micro := l.Micro()
+		if micro {
+			a.energy.AddFrac(mj, report.MilliPerKWh)
+		} else {
+			a.energy.Add(l.EnergyKWh)
+		}
 		switch l.Type {
 		case report.LineCharge:
 			e.charge += l.Amount
-			a.held.Add(l.AllocatedHours)
-			a.used.Add(l.UsedHours)
-			if idle := new(big.Rat).Sub(l.AllocatedHours, l.UsedHours); idle.Sign() > 0 {
-				a.idle.Add(idle)
+			if micro && usedUS >= 0 {
+				a.held.AddFrac(allocUS, report.MicroPerHour)
+				a.used.AddFrac(usedUS, report.MicroPerHour)
+				if allocUS > usedUS {
+					a.idle.AddFrac(allocUS-usedUS, report.MicroPerHour)
+				}
+			} else {
+				a.held.Add(l.AllocatedHours)
+				a.used.Add(l.UsedHours)
+				if idle := new(big.Rat).Sub(l.AllocatedHours, l.UsedHours); idle.Sign() > 0 {
+					a.idle.Add(idle)
+				}
 			}
 			// Memory once per line key: a line key has one charge line.
 			k := [5]string{l.Cluster, l.Team, l.Namespace, l.GPUModel, l.SharingMode}
 			if !seen[k] {
 				seen[k] = true
-				// The MiB-hours to the sixth decimal, as "%.6f" writes them.
-				if m, ok := new(big.Rat).SetString(strconv.FormatFloat(mem[k]/3600, 'f', 6, 64)); ok {
-					a.mem.Add(m)
-				}
+				addDecimal(&a.mem, strconv.FormatFloat(mem[k]/3600, 'f', 6, 64))
 			}
 		case report.LineIdleShare:
 			e.idleShare += l.Amount
@@ -365,32 +380,64 @@ func group(rep *report.Report, q Query, src Source, mem map[[5]string]float64, o
 			e.charge += l.Amount
 		}
 	}
-	out := make([]Entry, 0, len(byName))
-	for _, a := range byName {
+	// Largest total first, then by name; the entries, large values, are
+	// placed once in that order.
+	slices.SortFunc(order, func(a, b *acc) int {
+		return cmp.Or(cmp.Compare(b.e.Minor(), a.e.Minor()), strings.Compare(a.e.Name, b.e.Name))
+	})
+	out := make([]Entry, 0, len(order))
+	for _, a := range order {
 		e := a.e
 		e.Keys = make(map[string]string, len(q.Aggregate))
 		for i, d := range q.Aggregate {
 			e.Keys[string(d)] = e.Values[i]
 		}
-		held, used := a.held.Rat(), a.used.Rat()
-		e.HeldHours, e.UsedHours, e.IdleHours = dec(held, 6), dec(used, 6), dec(a.idle.Rat(), 6)
-		if held.Sign() > 0 {
-			x := dec(new(big.Rat).Quo(used, held), 4)
-			e.Efficiency = &x
-		}
-		e.IdleShareHours, e.MemoryMiBHours, e.EnergyKWh = dec(a.share.Rat(), 6), dec(a.mem.Rat(), 6), dec(a.energy.Rat(), 6)
+		e.HeldHours, e.UsedHours, e.IdleHours = dec(&a.held, 6), dec(&a.used, 6), dec(&a.idle, 6)
+		e.Efficiency = efficiency(&a.held, &a.used)
+		e.IdleShareHours, e.MemoryMiBHours, e.EnergyKWh = dec(&a.share, 6), dec(&a.mem, 6), dec(&a.energy, 6)
 		e.Charge, e.IdleShare = json.Number(rep.Money(e.charge)), json.Number(rep.Money(e.idleShare))
 		e.Platform, e.Rounding = json.Number(rep.Money(e.platform)), json.Number(rep.Money(e.rounding))
 		e.Total = json.Number(rep.Money(e.Minor()))
 		out = append(out, *e)
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
-		return cmp.Or(cmp.Compare(b.Minor(), a.Minor()), strings.Compare(a.Name, b.Name))
-	})
 	return out
 }
 
+// efficiency is used / held to four decimals, nil when nothing was held;
+// over one denominator (the usual entry: integer micro-seconds), a
+// quotient of the two numerators.
+func efficiency(held, used *rational.Sum) *json.Number {
+	hn, hd, ok := held.Frac()
+	if ok && hn <= 0 {
+		return nil
+	}
+	if un, ud, uok := used.Frac(); ok && uok && (un == 0 || ud == hd) {
+		x := json.Number(rational.FracString(un, uint64(hn), 4))
+		return &x
+	}
+	h := held.Rat()
+	if h.Sign() <= 0 {
+		return nil
+	}
+	x := json.Number(rational.FloatString(new(big.Rat).Quo(used.Rat(), h), 4))
+	return &x
+}
+
+// addDecimal adds a decimal text with six decimals, as "%.6f" writes a
+// float: as micro-units while it fits an int64.
+func addDecimal(s *rational.Sum, text string) {
+	if ip, fp, ok := strings.Cut(text, "."); ok && len(fp) == 6 {
+		if n, err := strconv.ParseInt(ip+fp, 10, 64); err == nil && !strings.HasPrefix(ip, "-") {
+			s.AddFrac(n, 1_000_000)
+			return
+		}
+	}
+	if m, ok := new(big.Rat).SetString(text); ok {
+		s.Add(m)
+	}
+}
+
 // dec writes x with d decimals (rounded half away from zero).
-func dec(x *big.Rat, d int) json.Number {
-	return json.Number(rational.FloatString(x, d))
+func dec(x *rational.Sum, d int) json.Number {
+	return json.Number(x.FloatString(d))
 }

@@ -237,8 +237,8 @@ func resum(aggs []ledger.Aggregate) []ledger.Aggregate {
 		team, ns, model, mode string
 		kind                  attribution.Kind
 	}
-	idx := map[key]int{}
-	var out []ledger.Aggregate
+	idx := make(map[key]int, len(aggs))
+	out := make([]ledger.Aggregate, 0, len(aggs))
 	for _, a := range aggs {
 		k := key{a.BucketStart.UnixNano(), a.Team, a.Namespace, a.GPUModel, a.Mode, a.Kind}
 		i, ok := idx[k]

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
@@ -351,10 +353,12 @@ func addTo(dst, x *big.Rat) {
 }
 
 func (b *builder) acc(m map[lineKey]*acc, k lineKey) *acc {
-	if m[k] == nil {
-		m[k] = newAcc()
+	a := m[k]
+	if a == nil {
+		a = newAcc()
+		m[k] = a
 	}
-	return m[k]
+	return a
 }
 
 func plus(a, b quantity) quantity {
@@ -395,74 +399,102 @@ func (b *builder) finish(r *Report) error {
 	return nil
 }
 
+// lines are the report's charge, idle share and platform lines, in
+// compareLines' order.
 func (b *builder) lines() []Line {
 	// Sized once: a Line is large, and a month by pod has 70,000 of them.
 	out := make([]Line, 0, len(b.charge)+len(b.shares)+len(b.platform)+1)
-	for k, a := range b.charge {
+	// The keys are sorted, not the lines: a team line key has a charge
+	// line, an idle share line or both, in that order (compareLines), and
+	// the platform's lines follow the teams'. Sorting 70,000 lines of a
+	// month by pod moved large values and compared each key twice.
+	keys := make([]lineKey, 0, len(b.charge)+len(b.shares))
+	for k := range b.charge {
+		keys = append(keys, k)
+	}
+	for k := range b.shares {
+		if b.charge[k] == nil {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, compareKeys)
+	// The team lines of a large report are priced in as many parts as
+	// there are processors (a line's numbers depend on its key alone);
+	// the parts keep the keys' order.
+	parts := make([][]Line, min(runtime.GOMAXPROCS(0), len(keys)/minKeysPerPart+1))
+	var wg sync.WaitGroup
+	for i := range parts {
+		lo, hi := len(keys)*i/len(parts), len(keys)*(i+1)/len(parts)
+		wg.Go(func() { parts[i] = b.teamLines(keys[lo:hi]) })
+	}
+	wg.Wait()
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	keys = keys[:0]
+	for k := range b.platform {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareKeys)
+	for _, k := range keys {
+		a := b.platform[k]
 		if a.q.zero() && a.charged.Sign() == 0 {
 			continue
 		}
 		alloc, used := hours(a.q.alloc), hours(a.q.used)
-		l := b.line(k, LineCharge, alloc, used, kwh(a.q.energy), b.chargedHours(a.charged, alloc, used), b.flatPriced(a.priced))
-		if a.q.alloc != 0 {
-			l.Efficiency = ratio(l.UsedHours, l.AllocatedHours)
-		}
-		if b.book.MemoryWeighted() {
-			l.MemoryHours = new(big.Rat).Quo(a.memory, big.NewRat(microPerHour, 1))
-		}
+		l := b.line(k, LinePlatform, alloc, used, kwh(a.q.energy), b.chargedHours(a.charged, alloc, used), b.flatPriced(a.priced))
+		l.micro, l.hasMicro = a.q, true
 		out = append(out, l)
 	}
-	for k, s := range b.shares {
-		if s.us.Sign() == 0 && s.mj.Sign() == 0 {
-			continue
-		}
-		h := new(big.Rat).Quo(s.us, big.NewRat(microPerHour, 1))
-		alloc, used := h, new(big.Rat)
-		if b.book.Policy == pricebook.PolicyUsage {
-			alloc, used = used, alloc
-		}
-		out = append(out, b.line(k, LineIdleShare, alloc, used, new(big.Rat).Quo(s.mj, big.NewRat(milliPerKWh, 1)), h, b.flatPriced(s.priced)))
-	}
-	for k, a := range b.platform {
-		if a.q.zero() && a.charged.Sign() == 0 {
-			continue
-		}
-		alloc, used := hours(a.q.alloc), hours(a.q.used)
-		out = append(out, b.line(k, LinePlatform, alloc, used, kwh(a.q.energy), b.chargedHours(a.charged, alloc, used), b.flatPriced(a.priced)))
-	}
-	sortLines(out)
 	return out
 }
 
-// sortLines sorts lines by compareLines through their indexes, then
-// moves each line once to its place (cycle by cycle): a Line is large,
-// and a month by pod sorts 70,000 of them (swapping the values was a
-// tenth of that report's time, and a sorted copy 17 MB).
-func sortLines(lines []Line) {
-	idx := make([]int, len(lines))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return compareLinePtrs(&lines[a], &lines[b]) })
-	// Place k takes the line now at idx[k]; a place done is marked
-	// idx[k] == k.
-	for k := range idx {
-		if idx[k] == k {
-			continue
-		}
-		tmp := lines[k]
-		j := k
-		for {
-			next := idx[j]
-			idx[j] = j
-			if next == k {
-				lines[j] = tmp
-				break
+// minKeysPerPart: a report with fewer team line keys than twice this
+// prices them in one goroutine (a variable: a test prices small reports
+// in parts).
+var minKeysPerPart = 4096
+
+// teamLines are the charge and idle share lines of keys, in their order:
+// a key's charge line, then its idle share line.
+func (b *builder) teamLines(keys []lineKey) []Line {
+	out := make([]Line, 0, 2*len(keys))
+	for _, k := range keys {
+		if a := b.charge[k]; a != nil && !(a.q.zero() && a.charged.Sign() == 0) {
+			alloc, used := hours(a.q.alloc), hours(a.q.used)
+			l := b.line(k, LineCharge, alloc, used, kwh(a.q.energy), b.chargedHours(a.charged, alloc, used), b.flatPriced(a.priced))
+			if a.q.alloc != 0 {
+				l.Efficiency = big.NewRat(a.q.used, a.q.alloc) // used / allocated, from the integers
 			}
-			lines[j] = lines[next]
-			j = next
+			if b.book.MemoryWeighted() {
+				l.MemoryHours = new(big.Rat).Quo(a.memory, big.NewRat(microPerHour, 1))
+			}
+			l.micro, l.hasMicro = a.q, true
+			out = append(out, l)
+		}
+		if s := b.shares[k]; s != nil && !(s.us.Sign() == 0 && s.mj.Sign() == 0) {
+			h := new(big.Rat).Quo(s.us, big.NewRat(microPerHour, 1))
+			alloc, used := h, new(big.Rat)
+			if b.book.Policy == pricebook.PolicyUsage {
+				alloc, used = used, alloc
+			}
+			out = append(out, b.line(k, LineIdleShare, alloc, used, new(big.Rat).Quo(s.mj, big.NewRat(milliPerKWh, 1)), h, b.flatPriced(s.priced)))
 		}
 	}
+	return out
+}
+
+// compareKeys orders line keys as compareLines orders their lines.
+func compareKeys(x, y lineKey) int {
+	if c := strings.Compare(x.team, y.team); c != 0 {
+		return c
+	}
+	if c := strings.Compare(x.namespace, y.namespace); c != 0 {
+		return c
+	}
+	if c := strings.Compare(x.model, y.model); c != 0 {
+		return c
+	}
+	return strings.Compare(x.mode, y.mode)
 }
 
 // chargedHours is the GPU-hours a charge or platform line pays for, from

@@ -67,7 +67,27 @@ type Line struct {
 	// records price books (pricebooks.go); nil otherwise, and on the
 	// rounding line.
 	PricedBy *PricedBy
+	// micro is a charge or platform line's sums in integer units, as the
+	// builder added them, when hasMicro; other lines (idle shares, quota,
+	// rounding, adjustments) have only the Rats.
+	micro    quantity
+	hasMicro bool
 }
+
+// Micro is a charge or platform line's allocated and used GPU-micro-seconds
+// and its milli-joules, the integers its AllocatedHours, UsedHours and
+// EnergyKWh are (x / 3.6e9), so that sums of many lines need no
+// reduction; ok is false on a line built without them.
+func (l *Line) Micro() (allocUS, usedUS, energyMJ int64, ok bool) {
+	return l.micro.alloc, l.micro.used, l.micro.energy, l.hasMicro
+}
+
+// Units of Micro's integers: GPU-micro-seconds per GPU-hour, milli-joules
+// per kWh.
+const (
+	MicroPerHour = microPerHour
+	MilliPerKWh  = milliPerKWh
+)
 
 // ChargedHours is the GPU-hours the line pays for under the policy: the
 // policy's column (used under usage, allocated under allocation and

@@ -1,42 +1,63 @@
 package report
 
 import (
-	"fmt"
 	"math/big"
-	"math/rand/v2"
-	"slices"
+	"math/rand"
 	"testing"
+	"time"
 )
 
-// sortLines puts random lines (every type, keys that share some fields;
-// no two equal, as in a report) in compareLines' order, each line moved
-// whole.
-func TestSortLinesOrdersWholeLines(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	types := []LineType{LineCharge, LineIdleShare, LinePlatform, LineRounding, LineQuota, LineAboveQuota}
-	for trial := 0; trial < 50; trial++ {
-		n := rng.IntN(300)
-		var lines []Line
-	draw:
-		for len(lines) < n {
-			l := Line{Team: fmt.Sprintf("t%d", rng.IntN(4)), Namespace: fmt.Sprintf("ns%d", rng.IntN(5)),
-				GPUModel: fmt.Sprintf("m%d", rng.IntN(3)), SharingMode: fmt.Sprintf("s%d", rng.IntN(2)), Type: types[rng.IntN(len(types))]}
-			for i := range lines {
-				if compareLines(lines[i], l) == 0 {
-					continue draw // lines of a report never tie
-				}
-			}
-			l.Amount = int64(len(lines)) // the line's identity, to see it moved whole
-			l.Exact = big.NewRat(l.Amount, 7)
-			lines = append(lines, l)
+// A built report's lines are in compareLines' order, no two tied, under
+// every policy and idle rule, on random ledgers with several teams,
+// namespaces and models; and each charge and platform line's integers
+// (Line.Micro) are its hours and kWh.
+func TestBuiltLinesAreInOrder(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	lines := 0
+	for it := 0; it < 24; it++ {
+		policy, idle := allPolicies[it%4], []string{"platform", "shared"}[it/4%2]
+		step := 15 * time.Minute
+		base := time.Date(2026, 3, 7, 0, 0, 0, 0, time.UTC)
+		gpus, tenants := randomFleet(rng, base, base.Add(2*24*time.Hour), step)
+		randomMemory(rng, gpus, tenants)
+		b := randomBook(t, rng, policy, idle)
+		src := &memSource{rows: ledgerRows(gpus, tenants, step)}
+		r := mustBuild(t, src, b, base, base.Add(48*time.Hour))
+		// The same lines priced in parts, one a key (two processors at
+		// most here): a large report's way, under -race in make race.
+		keep := minKeysPerPart
+		minKeysPerPart = 1
+		parted := mustBuild(t, src, b, base, base.Add(48*time.Hour))
+		minKeysPerPart = keep
+		if len(parted.Lines) != len(r.Lines) {
+			t.Fatalf("iteration %d: %d lines priced in parts, %d in one", it, len(parted.Lines), len(r.Lines))
 		}
-		want := slices.Clone(lines)
-		slices.SortStableFunc(want, compareLines)
-		sortLines(lines)
-		for i := range lines {
-			if lines[i].Amount != want[i].Amount || lines[i].Team != want[i].Team || lines[i].Exact.Cmp(big.NewRat(lines[i].Amount, 7)) != 0 {
-				t.Fatalf("trial %d: place %d holds line %d (%s), want line %d (%s)", trial, i, lines[i].Amount, lines[i].Team, want[i].Amount, want[i].Team)
+		for i := range r.Lines {
+			x, y := &r.Lines[i], &parted.Lines[i]
+			if compareLines(*x, *y) != 0 || x.Amount != y.Amount || x.Exact.Cmp(y.Exact) != 0 {
+				t.Fatalf("iteration %d: line %d priced in parts is %s %s %s %d, in one %s %s %s %d", it, i, y.Team, y.Namespace, y.Type, y.Amount,
+					x.Team, x.Namespace, x.Type, x.Amount)
 			}
 		}
+		for i := range r.Lines {
+			l := &r.Lines[i]
+			if i > 0 && compareLines(r.Lines[i-1], *l) >= 0 {
+				t.Fatalf("iteration %d (%s, idle %s): line %d (%s %s %s %s) is not after line %d (%s %s %s %s)", it, policy, idle,
+					i, l.Team, l.Namespace, l.GPUModel, l.Type, i-1, r.Lines[i-1].Team, r.Lines[i-1].Namespace, r.Lines[i-1].GPUModel, r.Lines[i-1].Type)
+			}
+			alloc, used, mj, ok := l.Micro()
+			if ok != (l.Type == LineCharge || l.Type == LinePlatform) {
+				t.Fatalf("iteration %d: a %s line has integers: %v", it, l.Type, ok)
+			}
+			if ok && (big.NewRat(alloc, MicroPerHour).Cmp(l.AllocatedHours) != 0 || big.NewRat(used, MicroPerHour).Cmp(l.UsedHours) != 0 ||
+				big.NewRat(mj, MilliPerKWh).Cmp(l.EnergyKWh) != 0) {
+				t.Fatalf("iteration %d: %s line of %s: integers %d, %d, %d against %s h, %s h, %s kWh", it, l.Type, l.Team, alloc, used, mj,
+					l.AllocatedHours, l.UsedHours, l.EnergyKWh)
+			}
+		}
+		lines += len(r.Lines)
+	}
+	if lines < 200 {
+		t.Fatalf("only %d lines in 24 reports", lines)
 	}
 }

@@ -50,10 +50,33 @@ func summarise(r *Report) {
 		}
 		t.Charge += l.Amount
 		th := teamHours[l.Team]
+		m := modes[l.SharingMode]
+		if m == nil {
+			m = &ModeSummary{Mode: l.SharingMode}
+			modes[l.SharingMode] = m
+			modeHours[l.SharingMode] = &hoursSum{}
+		}
+		mh := modeHours[l.SharingMode]
+		m.Charge += l.Amount
+		// used - allocated: held idle where negative, borrowed (Borrowed)
+		// where positive. A built line's integers are added as they are,
+		// without reducing each line's hours (rational.Sum.AddFrac).
+		if alloc, used, _, ok := l.Micro(); ok && alloc >= 0 && used >= 0 {
+			for _, h := range []*hoursSum{th, mh} {
+				h.alloc.AddFrac(alloc, microPerHour)
+				h.used.AddFrac(used, microPerHour)
+			}
+			switch {
+			case used < alloc:
+				th.heldIdle.AddFrac(alloc-used, microPerHour)
+			case used > alloc:
+				th.borrowed.AddFrac(used-alloc, microPerHour)
+				mh.borrowed.AddFrac(used-alloc, microPerHour)
+			}
+			continue
+		}
 		th.alloc.Add(l.AllocatedHours)
 		th.used.Add(l.UsedHours)
-		// used - allocated: held idle where negative, borrowed (Borrowed)
-		// where positive.
 		diff := new(big.Rat).Sub(l.UsedHours, l.AllocatedHours)
 		var borrowed *big.Rat
 		switch diff.Sign() {
@@ -63,17 +86,9 @@ func summarise(r *Report) {
 			borrowed = diff
 		}
 		th.borrowed.Add(borrowed)
-		m := modes[l.SharingMode]
-		if m == nil {
-			m = &ModeSummary{Mode: l.SharingMode}
-			modes[l.SharingMode] = m
-			modeHours[l.SharingMode] = &hoursSum{}
-		}
-		mh := modeHours[l.SharingMode]
 		mh.alloc.Add(l.AllocatedHours)
 		mh.used.Add(l.UsedHours)
 		mh.borrowed.Add(borrowed)
-		m.Charge += l.Amount
 	}
 	for name, t := range teams {
 		th := teamHours[name]

@@ -36,7 +36,15 @@ func FloatString(x *big.Rat, prec int) string {
 	if prec < 0 || prec >= len(pow10) || !den.IsUint64() || !num.IsInt64() {
 		return x.FloatString(prec)
 	}
-	n, d := num.Int64(), den.Uint64()
+	return FracString(num.Int64(), den.Uint64(), prec)
+}
+
+// FracString is FloatString of n/d (d > 0), reduced or not: the digits
+// depend only on the value.
+func FracString(n int64, d uint64, prec int) string {
+	if prec < 0 || prec >= len(pow10) || d == 0 {
+		return new(big.Rat).SetFrac(big.NewInt(n), new(big.Int).SetUint64(d)).FloatString(prec) // d == 0 panics, as SetFrac does
+	}
 	neg := n < 0
 	var a uint64
 	if neg {
@@ -99,11 +107,12 @@ type Sum struct {
 	// first is the one term while there is only one: most groups of a
 	// month by pod are one line, and a lone term needs no reduction.
 	first *big.Rat
-	// dens and nums are the numerators added per word-size
-	// denominator, in the order the denominators first came; other holds
-	// the rest.
+	// dens are the word-size denominators, in the order they first came;
+	// small[i] is the numerator added over dens[i] while it fits an
+	// int64, large[i] (nil until then) after; other holds the rest.
 	dens  []uint64
-	nums  []*big.Int
+	small []int64
+	large []*big.Int
 	index map[uint64]int
 	other *big.Rat
 }
@@ -117,15 +126,33 @@ func (s *Sum) Add(x *big.Rat) {
 		s.first = new(big.Rat).Set(x)
 		return
 	}
+	s.spill()
+	s.add(x)
+}
+
+// AddFrac adds n/d (d > 0), which need not be reduced: a sum of integer
+// micro-seconds over one unit stays one integer.
+func (s *Sum) AddFrac(n int64, d uint64) {
+	if d == 0 {
+		panic("rational: AddFrac with a zero denominator")
+	}
+	if n == 0 {
+		return
+	}
+	s.spill()
+	s.addInt(s.slot(d), n)
+}
+
+// spill moves a lone first term into the per-denominator sums.
+func (s *Sum) spill() {
 	if f := s.first; f != nil {
 		s.first = nil
 		s.add(f)
 	}
-	s.add(x)
 }
 
 func (s *Sum) add(x *big.Rat) {
-	den := x.Denom()
+	den, num := x.Denom(), x.Num()
 	if !den.IsUint64() {
 		if s.other == nil {
 			s.other = new(big.Rat)
@@ -133,37 +160,103 @@ func (s *Sum) add(x *big.Rat) {
 		s.other.Add(s.other, x)
 		return
 	}
-	d := den.Uint64()
-	i, ok := s.find(d)
-	if !ok {
-		i = len(s.dens)
-		s.dens = append(s.dens, d)
-		s.nums = append(s.nums, new(big.Int))
-		if s.index != nil {
-			s.index[d] = i
-		} else if len(s.dens) > 8 {
-			s.index = make(map[uint64]int, 16)
-			for j, dj := range s.dens {
-				s.index[dj] = j
+	i := s.slot(den.Uint64())
+	if num.IsInt64() {
+		s.addInt(i, num.Int64())
+		return
+	}
+	s.promote(i)
+	s.large[i].Add(s.large[i], num)
+}
+
+// addInt adds n to slot i's numerator, in big.Int once it overflows.
+func (s *Sum) addInt(i int, n int64) {
+	if s.large[i] == nil {
+		if r, ok := addInt64(s.small[i], n); ok {
+			s.small[i] = r
+			return
+		}
+		s.promote(i)
+	}
+	s.large[i].Add(s.large[i], big.NewInt(n))
+}
+
+func addInt64(a, b int64) (int64, bool) {
+	r := a + b
+	return r, (a >= 0) != (b >= 0) || (r >= 0) == (a >= 0)
+}
+
+func (s *Sum) promote(i int) {
+	if s.large[i] == nil {
+		s.large[i] = big.NewInt(s.small[i])
+	}
+}
+
+// slot is the place of denominator d, added when new: a scan while
+// there are few, a map after.
+func (s *Sum) slot(d uint64) int {
+	if s.index != nil {
+		if i, ok := s.index[d]; ok {
+			return i
+		}
+	} else {
+		for i, dj := range s.dens {
+			if dj == d {
+				return i
 			}
 		}
 	}
-	s.nums[i].Add(s.nums[i], x.Num())
-}
-
-// find is the place of denominator d: a scan while there are few, a map
-// after.
-func (s *Sum) find(d uint64) (int, bool) {
+	i := len(s.dens)
+	s.dens = append(s.dens, d)
+	s.small = append(s.small, 0)
+	s.large = append(s.large, nil)
 	if s.index != nil {
-		i, ok := s.index[d]
-		return i, ok
-	}
-	for i, dj := range s.dens {
-		if dj == d {
-			return i, true
+		s.index[d] = i
+	} else if len(s.dens) > 8 {
+		s.index = make(map[uint64]int, 16)
+		for j, dj := range s.dens {
+			s.index[dj] = j
 		}
 	}
-	return 0, false
+	return i
+}
+
+// Frac is the sum as n/d (not reduced) when it is one word-size fraction:
+// every term so far over one denominator d, the numerator an int64;
+// ok false otherwise. The empty sum is 0/1.
+func (s *Sum) Frac() (n int64, d uint64, ok bool) {
+	if f := s.first; f != nil {
+		if f.Num().IsInt64() && f.Denom().IsUint64() {
+			return f.Num().Int64(), f.Denom().Uint64(), true
+		}
+		return 0, 0, false
+	}
+	if s.other != nil {
+		return 0, 0, false
+	}
+	d, live := uint64(1), 0
+	for i, dj := range s.dens {
+		switch {
+		case s.large[i] != nil && s.large[i].Sign() != 0:
+			return 0, 0, false
+		case s.large[i] == nil && s.small[i] != 0:
+			n, d = s.small[i], dj
+			live++
+		}
+	}
+	if live > 1 {
+		return 0, 0, false
+	}
+	return n, d, true
+}
+
+// FloatString is s.Rat().FloatString(prec), without the reductions where
+// the sum is one word-size fraction.
+func (s *Sum) FloatString(prec int) string {
+	if n, d, ok := s.Frac(); ok {
+		return FracString(n, d, prec)
+	}
+	return FloatString(s.Rat(), prec)
 }
 
 // Rat is the sum so far, a new value.
@@ -177,10 +270,17 @@ func (s *Sum) Rat() *big.Rat {
 	}
 	var den big.Int
 	for i, d := range s.dens {
-		if s.nums[i].Sign() == 0 {
+		num := s.large[i]
+		if num == nil {
+			if s.small[i] == 0 {
+				continue
+			}
+			num = big.NewInt(s.small[i])
+		}
+		if num.Sign() == 0 {
 			continue
 		}
-		out.Add(out, new(big.Rat).SetFrac(s.nums[i], den.SetUint64(d)))
+		out.Add(out, new(big.Rat).SetFrac(num, den.SetUint64(d)))
 	}
 	return out
 }

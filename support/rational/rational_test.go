@@ -112,3 +112,74 @@ func TestSumKeepsNoReference(t *testing.T) {
 		t.Fatalf("after a second term: sum %s, want 8/3", got)
 	}
 }
+
+// AddFrac and Add mixed, near and past int64's edge, equal the terms
+// added with Rat.Add; FloatString writes what the Rat writes; Frac, where
+// it answers, is the sum.
+func TestSumOfFractionsIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	dens := []uint64{3_600_000_000, 3_600_000_000_000, 1_000_000, 7, 1, math.MaxUint64}
+	fracs := 0
+	for trial := 0; trial < 2000; trial++ {
+		var s Sum
+		want := new(big.Rat)
+		for i := rng.IntN(30); i > 0; i-- {
+			// Trials 0 mod 4 take the fast path (one denominator, small
+			// numerators, AddFrac alone); 2 mod 4 overflow it; the odd ones
+			// mix denominators.
+			d := dens[rng.IntN(len(dens))]
+			if trial%2 == 0 {
+				d = dens[0]
+			}
+			n := rng.Int64N(7_200_000_000) - 1_000_000_000
+			switch r := rng.IntN(6); {
+			case trial%4 != 0 && r == 0:
+				n = math.MaxInt64 - rng.Int64N(3) // overflows the int64 numerator
+			case trial%4 != 0 && r == 1:
+				n = math.MinInt64 + rng.Int64N(3)
+			}
+			x := new(big.Rat).SetFrac(big.NewInt(n), new(big.Int).SetUint64(d))
+			want.Add(want, x)
+			if trial%4 != 0 && rng.IntN(3) == 0 {
+				s.Add(x)
+			} else {
+				s.AddFrac(n, d)
+			}
+		}
+		if got := s.Rat(); got.Cmp(want) != 0 {
+			t.Fatalf("trial %d: sum %s, want %s", trial, got, want)
+		}
+		for _, prec := range []int{0, 4, 6, 20} {
+			if got, w := s.FloatString(prec), want.FloatString(prec); got != w {
+				t.Fatalf("trial %d: FloatString(%d) = %q, want %q", trial, prec, got, w)
+			}
+		}
+		if n, d, ok := s.Frac(); ok {
+			fracs++
+			if x := new(big.Rat).SetFrac(big.NewInt(n), new(big.Int).SetUint64(d)); x.Cmp(want) != 0 {
+				t.Fatalf("trial %d: Frac %d/%d, want %s", trial, n, d, want)
+			}
+		}
+	}
+	if fracs < 500 {
+		t.Fatalf("only %d of 2000 sums took the fast path", fracs)
+	}
+}
+
+// FracString is FloatString of the fraction, reduced or not.
+func TestFracStringOfUnreducedFractions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for i := 0; i < 20000; i++ {
+		k := rng.Int64N(1000) + 1
+		n, d := (rng.Int64N(2_000_000)-1_000_000)*k, uint64(rng.Int64N(10_000)+1)*uint64(k)
+		if i%5 == 0 {
+			n = int64(d) * (rng.Int64N(20) - 10) // an integer value over d
+		}
+		x := new(big.Rat).SetFrac(big.NewInt(n), new(big.Int).SetUint64(d))
+		for _, prec := range []int{0, 2, 6, 19, 25} {
+			if got, want := FracString(n, d, prec), x.FloatString(prec); got != want {
+				t.Fatalf("FracString(%d, %d, %d) = %q, want %q", n, d, prec, got, want)
+			}
+		}
+	}
+}
