@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
@@ -385,23 +387,39 @@ func group(rep *report.Report, q Query, src Source, mem map[[5]string]float64, o
 	slices.SortFunc(order, func(a, b *acc) int {
 		return cmp.Or(cmp.Compare(b.e.Minor(), a.e.Minor()), strings.Compare(a.e.Name, b.e.Name))
 	})
-	out := make([]Entry, 0, len(order))
-	for _, a := range order {
-		e := a.e
-		e.Keys = make(map[string]string, len(q.Aggregate))
-		for i, d := range q.Aggregate {
-			e.Keys[string(d)] = e.Values[i]
-		}
-		e.HeldHours, e.UsedHours, e.IdleHours = dec(&a.held, 6), dec(&a.used, 6), dec(&a.idle, 6)
-		e.Efficiency = efficiency(&a.held, &a.used)
-		e.IdleShareHours, e.MemoryMiBHours, e.EnergyKWh = dec(&a.share, 6), dec(&a.mem, 6), dec(&a.energy, 6)
-		e.Charge, e.IdleShare = json.Number(rep.Money(e.charge)), json.Number(rep.Money(e.idleShare))
-		e.Platform, e.Rounding = json.Number(rep.Money(e.platform)), json.Number(rep.Money(e.rounding))
-		e.Total = json.Number(rep.Money(e.Minor()))
-		out = append(out, *e)
+	// Each entry's numbers are written on their own; a large answer's in
+	// as many parts as there are processors.
+	out := make([]Entry, len(order))
+	parts := min(runtime.GOMAXPROCS(0), len(order)/minEntriesPerPart+1)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := len(order)*p/parts, len(order)*(p+1)/parts
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				a := order[i]
+				e := a.e
+				e.Keys = make(map[string]string, len(q.Aggregate))
+				for i, d := range q.Aggregate {
+					e.Keys[string(d)] = e.Values[i]
+				}
+				e.HeldHours, e.UsedHours, e.IdleHours = dec(&a.held, 6), dec(&a.used, 6), dec(&a.idle, 6)
+				e.Efficiency = efficiency(&a.held, &a.used)
+				e.IdleShareHours, e.MemoryMiBHours, e.EnergyKWh = dec(&a.share, 6), dec(&a.mem, 6), dec(&a.energy, 6)
+				e.Charge, e.IdleShare = json.Number(rep.Money(e.charge)), json.Number(rep.Money(e.idleShare))
+				e.Platform, e.Rounding = json.Number(rep.Money(e.platform)), json.Number(rep.Money(e.rounding))
+				e.Total = json.Number(rep.Money(e.Minor()))
+				out[i] = *e
+			}
+		})
 	}
+	wg.Wait()
 	return out
 }
+
+// minEntriesPerPart: an answer with fewer entries than twice this writes
+// their numbers in one goroutine (a variable: a test writes small answers
+// in parts).
+var minEntriesPerPart = 2048
 
 // efficiency is used / held to four decimals, nil when nothing was held;
 // over one denominator (the usual entry: integer micro-seconds), a

@@ -304,3 +304,29 @@ func TestContainerAndNodeGroupingsCarryEnergy(t *testing.T) {
 		}
 	}
 }
+
+// An answer's entries written in parts (a large answer's way; here one
+// entry a part at most) are the answer written in one, byte for byte,
+// under -race in make race.
+func TestEntriesWrittenInPartsAreTheSame(t *testing.T) {
+	st := stores(t, novemberRows())["embedded"]
+	for _, params := range []string{"window=2026-11&aggregate=pod", "window=2026-11&aggregate=team,node&step=week"} {
+		one, err := json.Marshal(run(t, st, params).Result)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep := minEntriesPerPart
+		minEntriesPerPart = 1
+		parted, err := json.Marshal(run(t, st, params).Result)
+		minEntriesPerPart = keep
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(one, parted) {
+			t.Errorf("%s: written in parts\n%s\nin one\n%s", params, parted, one)
+		}
+		if len(one) < 1000 {
+			t.Errorf("%s: a %d-byte answer writes too few entries to part", params, len(one))
+		}
+	}
+}

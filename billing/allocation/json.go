@@ -30,6 +30,21 @@ type jsonWriter struct {
 	first bool
 	w     io.Writer
 	err   error
+	// keys are the last entry's keys, sorted.
+	keys []string
+}
+
+// sameKeys: m's keys are exactly keys.
+func sameKeys(keys []string, m map[string]string) bool {
+	if len(keys) != len(m) {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // flush writes the buffer out once it holds 64 KiB, or all of it; after
@@ -225,9 +240,13 @@ func (a *jsonWriter) entry(e *Entry) {
 	if e.Keys == nil {
 		a.buf = append(a.buf, "null"...)
 	} else {
-		// The encoder sorts a map's keys.
+		// The encoder sorts a map's keys; the entries of an answer mostly
+		// have the same ones, sorted once.
+		if !sameKeys(a.keys, e.Keys) {
+			a.keys = slices.Sorted(maps.Keys(e.Keys))
+		}
 		a.open('{')
-		for _, k := range slices.Sorted(maps.Keys(e.Keys)) {
+		for _, k := range a.keys {
 			a.key(k)
 			a.str(e.Keys[k])
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/billing/pricebook"
 	"github.com/gpuledger/gpuledger/ledger"
+	"github.com/gpuledger/gpuledger/support/rational"
 )
 
 // Source is what a report reads: the embedded store and ClickHouse both
@@ -273,11 +274,13 @@ func (b *builder) addDayModel(model string, day time.Time, dm *dayModel) {
 	// charged micro-seconds over an hour's, found once in lines().
 	flat := b.book.Policy == pricebook.PolicyFlat
 	charged, scale := b.chargedOf(dm)
-	weight := new(big.Rat)
+	// The charged values are integers but under memory weighting: added
+	// as such (rational.Sum), not reduced pair by pair.
+	var weights rational.Sum
 	var capacity, poolEnergy int64
 	for k, q := range dm.containers {
 		c := charged[k]
-		weight.Add(weight, c)
+		weights.Add(c)
 		capacity += b.column(q)
 		a := b.acc(b.charge, k)
 		a.q.add(q)
@@ -293,6 +296,7 @@ func (b *builder) addDayModel(model string, day time.Time, dm *dayModel) {
 		capacity += b.column(q)
 		poolEnergy += q.energy
 	}
+	weight := weights.Rat()
 	mt := b.models[model]
 	mt.capacity += capacity
 	mt.priced.Add(mt.priced, new(big.Rat).Mul(big.NewRat(capacity, 1), unit))
@@ -421,16 +425,26 @@ func (b *builder) lines() []Line {
 	// The team lines of a large report are priced in as many parts as
 	// there are processors (a line's numbers depend on its key alone);
 	// the parts keep the keys' order.
-	parts := make([][]Line, min(runtime.GOMAXPROCS(0), len(keys)/minKeysPerPart+1))
+	// Each part writes its lines in place: its keys' lines counted first.
+	parts := min(runtime.GOMAXPROCS(0), len(keys)/minKeysPerPart+1)
+	start := make([]int, parts+1)
+	for i := range parts {
+		start[i+1] = start[i]
+		for _, k := range keys[len(keys)*i/parts : len(keys)*(i+1)/parts] {
+			if b.hasCharge(k) {
+				start[i+1]++
+			}
+			if b.hasShare(k) {
+				start[i+1]++
+			}
+		}
+	}
+	out = out[:start[parts]]
 	var wg sync.WaitGroup
 	for i := range parts {
-		lo, hi := len(keys)*i/len(parts), len(keys)*(i+1)/len(parts)
-		wg.Go(func() { parts[i] = b.teamLines(keys[lo:hi]) })
+		wg.Go(func() { b.teamLines(out[start[i]:start[i+1]], keys[len(keys)*i/parts:len(keys)*(i+1)/parts]) })
 	}
 	wg.Wait()
-	for _, p := range parts {
-		out = append(out, p...)
-	}
 	keys = keys[:0]
 	for k := range b.platform {
 		keys = append(keys, k)
@@ -454,12 +468,14 @@ func (b *builder) lines() []Line {
 // in parts).
 var minKeysPerPart = 4096
 
-// teamLines are the charge and idle share lines of keys, in their order:
-// a key's charge line, then its idle share line.
-func (b *builder) teamLines(keys []lineKey) []Line {
-	out := make([]Line, 0, 2*len(keys))
+// teamLines writes the charge and idle share lines of keys into dst, in
+// their order (a key's charge line, then its idle share line): dst holds
+// exactly as many as hasCharge and hasShare count.
+func (b *builder) teamLines(dst []Line, keys []lineKey) {
+	n := 0
 	for _, k := range keys {
-		if a := b.charge[k]; a != nil && !(a.q.zero() && a.charged.Sign() == 0) {
+		if b.hasCharge(k) {
+			a := b.charge[k]
 			alloc, used := hours(a.q.alloc), hours(a.q.used)
 			l := b.line(k, LineCharge, alloc, used, kwh(a.q.energy), b.chargedHours(a.charged, alloc, used), b.flatPriced(a.priced))
 			if a.q.alloc != 0 {
@@ -469,18 +485,32 @@ func (b *builder) teamLines(keys []lineKey) []Line {
 				l.MemoryHours = new(big.Rat).Quo(a.memory, big.NewRat(microPerHour, 1))
 			}
 			l.micro, l.hasMicro = a.q, true
-			out = append(out, l)
+			dst[n] = l
+			n++
 		}
-		if s := b.shares[k]; s != nil && !(s.us.Sign() == 0 && s.mj.Sign() == 0) {
+		if b.hasShare(k) {
+			s := b.shares[k]
 			h := new(big.Rat).Quo(s.us, big.NewRat(microPerHour, 1))
 			alloc, used := h, new(big.Rat)
 			if b.book.Policy == pricebook.PolicyUsage {
 				alloc, used = used, alloc
 			}
-			out = append(out, b.line(k, LineIdleShare, alloc, used, new(big.Rat).Quo(s.mj, big.NewRat(milliPerKWh, 1)), h, b.flatPriced(s.priced)))
+			dst[n] = b.line(k, LineIdleShare, alloc, used, new(big.Rat).Quo(s.mj, big.NewRat(milliPerKWh, 1)), h, b.flatPriced(s.priced))
+			n++
 		}
 	}
-	return out
+}
+
+// hasCharge and hasShare: key k has a charge line (something held, used
+// or charged), an idle share line (a share of time or energy).
+func (b *builder) hasCharge(k lineKey) bool {
+	a := b.charge[k]
+	return a != nil && !(a.q.zero() && a.charged.Sign() == 0)
+}
+
+func (b *builder) hasShare(k lineKey) bool {
+	s := b.shares[k]
+	return s != nil && !(s.us.Sign() == 0 && s.mj.Sign() == 0)
 }
 
 // compareKeys orders line keys as compareLines orders their lines.

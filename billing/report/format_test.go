@@ -3,6 +3,9 @@ package report
 import (
 	"bytes"
 	"context"
+	"math"
+	"math/big"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +122,24 @@ func TestIsFOCUSVersion(t *testing.T) {
 	for v, want := range map[string]bool{"1.3": true, "1.4": true, "": false, "1.2": false, "1.5": false, "1.3 ": false} {
 		if got := IsFOCUSVersion(v); got != want {
 			t.Errorf("IsFOCUSVersion(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// formatMinor writes minor units as the decimal they are, whatever the
+// sign, the minor unit and the size, int64's extremes included.
+func TestFormatMinorIsTheDecimal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	values := []int64{0, 1, -1, 9, -9, 10, 99, -100, 12345, math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
+	for i := 0; i < 5000; i++ {
+		values = append(values, rng.Int64()>>rng.IntN(63)*[]int64{1, -1}[rng.IntN(2)])
+	}
+	for _, v := range values {
+		for unit := 0; unit <= 4; unit++ {
+			want := new(big.Rat).SetFrac(big.NewInt(v), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(unit)), nil)).FloatString(unit)
+			if got := formatMinor(v, unit, false); got != want {
+				t.Fatalf("formatMinor(%d, %d) = %q, want %q", v, unit, got, want)
+			}
 		}
 	}
 }

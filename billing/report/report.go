@@ -2,6 +2,7 @@ package report
 
 import (
 	"math/big"
+	"strconv"
 	"strings"
 	"time"
 
@@ -274,9 +275,11 @@ func (r *Report) PeriodLabel() string {
 // thousands for people.
 func formatMinor(minor int64, unit int, group bool) string {
 	neg := minor < 0
-	var abs big.Int
-	abs.Abs(big.NewInt(minor))
-	s := abs.String()
+	abs := uint64(minor)
+	if neg {
+		abs = -abs // two's complement: MinInt64's magnitude too
+	}
+	s := strconv.FormatUint(abs, 10)
 	if len(s) <= unit {
 		s = strings.Repeat("0", unit-len(s)+1) + s
 	}

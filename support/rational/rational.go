@@ -250,13 +250,75 @@ func (s *Sum) Frac() (n int64, d uint64, ok bool) {
 	return n, d, true
 }
 
-// FloatString is s.Rat().FloatString(prec), without the reductions where
-// the sum is one word-size fraction.
+// FloatString is s.Rat().FloatString(prec), without reducing: one
+// word-size fraction in words, any other sum as one unreduced fraction of
+// big.Ints (a pod's idle shares over a month are a fraction a day, each
+// with its own denominator).
 func (s *Sum) FloatString(prec int) string {
 	if n, d, ok := s.Frac(); ok {
 		return FracString(n, d, prec)
 	}
-	return FloatString(s.Rat(), prec)
+	if s.first != nil {
+		return FloatString(s.first, prec)
+	}
+	num, den := big.NewInt(0), big.NewInt(1)
+	var t, dd big.Int
+	// num/den += n/d: num = num*d + n*den, den = den*d.
+	add := func(n, d *big.Int) {
+		num.Mul(num, d)
+		num.Add(num, t.Mul(n, den))
+		den.Mul(den, d)
+	}
+	if s.other != nil {
+		add(s.other.Num(), s.other.Denom())
+	}
+	for i, d := range s.dens {
+		n := s.large[i]
+		if n == nil {
+			if s.small[i] == 0 {
+				continue
+			}
+			n = big.NewInt(s.small[i])
+		}
+		if n.Sign() != 0 {
+			add(n, dd.SetUint64(d))
+		}
+	}
+	return bigFracString(num, den, prec)
+}
+
+// bigFracString is FloatString of num/den (den > 0), reduced or not.
+func bigFracString(num, den *big.Int, prec int) string {
+	if prec < 0 {
+		return new(big.Rat).SetFrac(num, den).FloatString(prec)
+	}
+	var q, r, r2 big.Int
+	q.QuoRem(new(big.Int).Abs(num), den, &r)
+	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(prec)), nil)
+	r.Mul(&r, p)
+	r.QuoRem(&r, den, &r2)
+	// Round half away from zero: up when 2 r2 >= den.
+	if r2.Lsh(&r2, 1).Cmp(den) >= 0 {
+		r.Add(&r, big.NewInt(1))
+		if r.Cmp(p) >= 0 {
+			q.Add(&q, big.NewInt(1))
+			r.Sub(&r, p)
+		}
+	}
+	buf := make([]byte, 0, 24+prec)
+	if num.Sign() < 0 {
+		buf = append(buf, '-')
+	}
+	buf = q.Append(buf, 10)
+	if prec > 0 {
+		buf = append(buf, '.')
+		digits := r.Append(nil, 10)
+		for i := prec - len(digits); i > 0; i-- {
+			buf = append(buf, '0')
+		}
+		buf = append(buf, digits...)
+	}
+	return string(buf)
 }
 
 // Rat is the sum so far, a new value.

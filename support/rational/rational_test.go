@@ -72,6 +72,11 @@ func TestSumIsTheExactSum(t *testing.T) {
 		if got := s.Rat(); got.Cmp(want) != 0 {
 			t.Fatalf("trial %d: sum %s, want %s", trial, got, want)
 		}
+		for _, prec := range []int{0, 6, 30} {
+			if got, w := s.FloatString(prec), want.FloatString(prec); got != w {
+				t.Fatalf("trial %d: FloatString(%d) = %q, want %q", trial, prec, got, w)
+			}
+		}
 	}
 	var empty Sum
 	if empty.Rat().Sign() != 0 {
@@ -179,6 +184,26 @@ func TestFracStringOfUnreducedFractions(t *testing.T) {
 		for _, prec := range []int{0, 2, 6, 19, 25} {
 			if got, want := FracString(n, d, prec), x.FloatString(prec); got != want {
 				t.Fatalf("FracString(%d, %d, %d) = %q, want %q", n, d, prec, got, want)
+			}
+		}
+	}
+}
+
+// bigFracString is FloatString of the fraction, reduced or not, at any
+// size and sign.
+func TestBigFracStringOfUnreducedFractions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	for i := 0; i < 20000; i++ {
+		k := new(big.Int).Lsh(big.NewInt(rng.Int64N(1000)+1), uint(rng.IntN(100)))
+		n := new(big.Int).Mul(new(big.Int).Lsh(big.NewInt(rng.Int64N(2_000_000)-1_000_000), uint(rng.IntN(80))), k)
+		d := new(big.Int).Mul(big.NewInt(rng.Int64N(10_000)+1), k)
+		if i%5 == 0 {
+			n.Mul(d, big.NewInt(rng.Int64N(20)-10)) // an integer value over d
+		}
+		x := new(big.Rat).SetFrac(n, d)
+		for _, prec := range []int{0, 2, 6, 19, 25} {
+			if got, want := bigFracString(n, d, prec), x.FloatString(prec); got != want {
+				t.Fatalf("bigFracString(%s, %s, %d) = %q, want %q", n, d, prec, got, want)
 			}
 		}
 	}
