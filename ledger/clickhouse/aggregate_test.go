@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -292,7 +293,7 @@ func TestRollupSumReadFitsTheQuerySize(t *testing.T) {
 		hdr[start.Unix()] = header{build: math.MaxUint64 - uint64(i), deviceGroups: 1}
 	}
 	done := map[int64]bool{}
-	short, err := sumRollupChunk(ctx, s, grainHour, deviceRollup, segs, hdr, false, acc, done)
+	short, err := sumRollupChunk(ctx, s, grainHour, deviceRollup, segs, hdr, false, acc, done, new(sync.Mutex))
 	if err != nil {
 		t.Fatalf("a full chunk of scattered periods: %v", err)
 	}

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"golang.org/x/sync/errgroup"
 )
 
 // readRollup reads the rows of the given builds (period start -> header) of
@@ -172,15 +174,33 @@ func sumRollup[K comparable](ctx context.Context, s *Store, grain string, src ro
 		}
 	}
 	done := map[int64]bool{}
+	var mu sync.Mutex // acc and done, between two halves read at once
 	for _, perPeriod := range []bool{false, true} {
 		var short []segment
 		for len(want) > 0 {
 			n := min(len(want), rollupPeriodsPerQuery)
-			missed, err := sumRollupChunk(ctx, s, grain, src, want[:n], hdr, perPeriod, acc, done)
-			if err != nil {
+			chunks := [][]segment{want[:n]}
+			// FINAL reads on one thread in 18.16: a read of the
+			// per-device rollup over many buckets is two queries at once,
+			// cut between buckets, so that each bucket is still summed by
+			// one query.
+			if cut := bucketCut(want[:n]); src.final && !perPeriod && cut > 0 {
+				chunks = [][]segment{want[:cut], want[cut:n]}
+			}
+			missed := make([][]segment, len(chunks))
+			g, gctx := errgroup.WithContext(ctx)
+			for i, c := range chunks {
+				g.Go(func() (err error) {
+					missed[i], err = sumRollupChunk(gctx, s, grain, src, c, hdr, perPeriod, acc, done, &mu)
+					return err
+				})
+			}
+			if err := g.Wait(); err != nil {
 				return nil, fmt.Errorf("cannot %s: %w", acc.grain.what, err)
 			}
-			short = append(short, missed...)
+			for _, m := range missed {
+				short = append(short, m...)
+			}
 			want = want[n:]
 		}
 		want = short
@@ -198,7 +218,7 @@ func sumRollup[K comparable](ctx context.Context, s *Store, grain string, src ro
 // hdr, summed per bucket or, perPeriod, per segment. It adds the units
 // that passed the count to acc, marks their periods done and returns the
 // segments of the others.
-func sumRollupChunk[K comparable](ctx context.Context, s *Store, grain string, src rollupSource, segs []segment, hdr map[int64]header, perPeriod bool, acc *accumulator[K], done map[int64]bool) ([]segment, error) {
+func sumRollupChunk[K comparable](ctx context.Context, s *Store, grain string, src rollupSource, segs []segment, hdr map[int64]header, perPeriod bool, acc *accumulator[K], done map[int64]bool, mu *sync.Mutex) ([]segment, error) {
 	p := period{grain: grain}
 	gr := acc.grain
 	unitOf := func(i int) int {
@@ -273,6 +293,8 @@ GROUP BY unit, %[4]s`, units.String(), periods.String(), p.column(), gr.keyCols,
 		return nil, err
 	}
 	whole := func(unit int) bool { return counted[unit] == expect[unit] && !doubled[unit] }
+	mu.Lock()
+	defer mu.Unlock()
 	for _, r := range got {
 		if whole(r.unit) {
 			acc.add(bucket[r.unit], r.key, r.sums, r.profile)
@@ -287,6 +309,25 @@ GROUP BY unit, %[4]s`, units.String(), periods.String(), p.column(), gr.keyCols,
 		}
 	}
 	return short, nil
+}
+
+// minBucketsToCut: a read of fewer buckets is one query.
+const minBucketsToCut = 8
+
+// bucketCut is where segs (in bucket order) are cut in two between
+// buckets, near the middle; 0 for fewer than minBucketsToCut buckets.
+func bucketCut(segs []segment) int {
+	if len(segs) == 0 || segs[len(segs)-1].bucket-segs[0].bucket+1 < minBucketsToCut ||
+		!slices.IsSortedFunc(segs, func(a, b segment) int { return cmp.Compare(a.bucket, b.bucket) }) {
+		return 0
+	}
+	mid := segs[len(segs)/2].bucket
+	for i, sg := range segs {
+		if sg.bucket >= mid && i > 0 {
+			return i
+		}
+	}
+	return 0
 }
 
 // maxPeriodRanges bounds the ranges of periodRanges' condition.
