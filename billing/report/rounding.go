@@ -3,7 +3,9 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/big"
+	"math/bits"
 	"slices"
 
 	"github.com/gpuledger/gpuledger/billing/pricebook"
@@ -77,22 +79,39 @@ func (b *builder) capacityAmounts(scale *big.Rat) (fleet *big.Rat, targets map[s
 // each its exact amount rounded down or, for the largest remainders, up.
 func apportion(lines []Line, idx []int, exact *big.Rat, target int64, scale *big.Rat) error {
 	type rem struct {
-		n    int // the line's place in idx
-		i    int
+		n int // the line's place in idx
+		i int
+		// The remainder, a fraction of a minor unit: r/d in words where
+		// both are below 2^53 (most lines: a whole number of
+		// micro-seconds at a decimal rate), frac otherwise (nil then).
+		r, d uint64
 		frac *big.Rat
-		// approx is frac rounded to the nearest float64, which keeps the
-		// order: approx > other's means frac > other's (rounding to
-		// nearest never reverses two values), and only equal approx need
-		// the exact comparison. A month by pod sorts 35,000 remainders, and
-		// comparing each pair exactly was half of apportion's time.
+		// approx is the remainder rounded to the nearest float64, which
+		// keeps the order: approx > other's means the remainder is larger
+		// (rounding to nearest never reverses two values), and only equal
+		// approx need the exact comparison. A month by pod sorts 35,000
+		// remainders, and comparing each pair exactly was half of
+		// apportion's time. Below 2^53, float64(r) / float64(d) is that
+		// nearest float64: IEEE division of exact operands rounds once.
 		approx float64
+	}
+	small := int64(0) // scale as a word, when it is one
+	if scale.IsInt() && scale.Num().IsInt64() {
+		small = scale.Num().Int64()
 	}
 	rems := make([]rem, 0, len(idx))
 	var sum rational.Sum
 	var floors int64
 	for _, i := range idx {
-		sum.Add(lines[i].Exact)
-		x := new(big.Rat).Mul(lines[i].Exact, scale)
+		ex := lines[i].Exact
+		sum.Add(ex)
+		if f, r, d, ok := floorWords(ex, small); ok {
+			lines[i].Amount = f
+			floors += f
+			rems = append(rems, rem{n: len(rems), i: i, r: r, d: d, approx: float64(r) / float64(d)})
+			continue
+		}
+		x := new(big.Rat).Mul(ex, scale)
 		f := floorRat(x)
 		if !f.IsInt64() {
 			return fmt.Errorf("amount %s too large", x.FloatString(0))
@@ -101,7 +120,7 @@ func apportion(lines []Line, idx []int, exact *big.Rat, target int64, scale *big
 		floors += f.Int64()
 		frac := x.Sub(x, new(big.Rat).SetInt(f))
 		approx, _ := frac.Float64()
-		rems = append(rems, rem{len(rems), i, frac, approx})
+		rems = append(rems, rem{n: len(rems), i: i, frac: frac, approx: approx})
 	}
 	if sum := sum.Rat(); sum.Cmp(exact) != 0 {
 		// The lines must cover the capacity exactly; anything else is a bug.
@@ -111,18 +130,54 @@ func apportion(lines []Line, idx []int, exact *big.Rat, target int64, scale *big
 	if k < 0 || k > int64(len(rems)) {
 		return fmt.Errorf("cannot apportion %d minor units over %d lines", k, len(rems))
 	}
+	// The exact comparison of two remainders: in 128-bit words when both
+	// are words, else as Rats.
+	exactOf := func(x rem) *big.Rat {
+		if x.frac != nil {
+			return x.frac
+		}
+		return new(big.Rat).SetFrac(new(big.Int).SetUint64(x.r), new(big.Int).SetUint64(x.d))
+	}
+	cmpRem := func(a, b rem) int {
+		if a.frac == nil && b.frac == nil {
+			ah, al := bits.Mul64(a.r, b.d)
+			bh, bl := bits.Mul64(b.r, a.d)
+			return cmp.Or(cmp.Compare(ah, bh), cmp.Compare(al, bl))
+		}
+		return cmpRat(exactOf(a), exactOf(b))
+	}
 	// Largest remainder first; ties go to the earlier line, so the result
 	// does not depend on map order.
 	slices.SortFunc(rems, func(a, b rem) int {
 		if a.approx != b.approx {
 			return cmp.Compare(b.approx, a.approx)
 		}
-		return cmp.Or(cmpRat(b.frac, a.frac), cmp.Compare(a.n, b.n))
+		return cmp.Or(cmpRem(b, a), cmp.Compare(a.n, b.n))
 	})
 	for _, x := range rems[:k] {
 		lines[x.i].Amount++
 	}
 	return nil
+}
+
+// floorWords is x times scale split into its floor f and remainder r/d
+// (0 <= r < d) in words: ok when scale > 0, x's numerator times scale
+// fits an int64 and its denominator is below 2^53.
+func floorWords(x *big.Rat, scale int64) (f int64, r, d uint64, ok bool) {
+	if scale <= 0 || !x.Num().IsInt64() || !x.Denom().IsUint64() || x.Denom().Uint64() >= 1<<53 {
+		return 0, 0, 0, false
+	}
+	n, den := x.Num().Int64(), int64(x.Denom().Uint64())
+	if n > math.MaxInt64/scale || n < math.MinInt64/scale {
+		return 0, 0, 0, false
+	}
+	n *= scale
+	f, rem := n/den, n%den
+	if rem < 0 { // Go truncates toward zero; the floor is one lower
+		f--
+		rem += den
+	}
+	return f, uint64(rem), uint64(den), true
 }
 
 // cmpRat is x.Cmp(y), without its two multiplications when the
