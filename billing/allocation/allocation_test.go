@@ -317,8 +317,14 @@ func TestEntriesWrittenInPartsAreTheSame(t *testing.T) {
 		}
 		keep := minEntriesPerPart
 		minEntriesPerPart = 1
-		parted, err := json.Marshal(run(t, st, params).Result)
+		a := run(t, st, params)
+		parted, err := json.Marshal(a.Result)
+		var w bytes.Buffer
+		werr := WriteJSON(&w, &a.Result) // its entries written in parts too
 		minEntriesPerPart = keep
+		if want, _ := encoded(&a.Result); werr != nil || !bytes.Equal(w.Bytes(), want) {
+			t.Errorf("%s: WriteJSON in parts (%v) differs from encoding/json", params, werr)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

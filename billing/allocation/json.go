@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"runtime"
 	"slices"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -50,8 +52,8 @@ func sameKeys(keys []string, m map[string]string) bool {
 // flush writes the buffer out once it holds 64 KiB, or all of it; after
 // an error it only empties it.
 func (a *jsonWriter) flush(all bool) {
-	if a.err == nil && !all && len(a.buf) < 1<<16 {
-		return
+	if a.w == nil || (a.err == nil && !all && len(a.buf) < 1<<16) {
+		return // a part's writer keeps its buffer (entries)
 	}
 	if a.err == nil {
 		_, a.err = a.w.Write(a.buf)
@@ -223,13 +225,46 @@ func (a *jsonWriter) set(s *Set) {
 		a.buf = append(a.buf, "null"...)
 	} else {
 		a.open('[')
-		for i := range s.Entries {
-			a.elem()
-			a.entry(&s.Entries[i])
-		}
+		a.entries(s.Entries)
 		a.close(']')
 	}
 	a.close('}')
+}
+
+// entries writes es as an array's elements; a large answer's in as many
+// parts as there are processors, each into its own buffer, then in
+// order.
+func (a *jsonWriter) entries(es []Entry) {
+	parts := min(runtime.GOMAXPROCS(0), len(es)/minEntriesPerPart+1)
+	if parts == 1 {
+		for i := range es {
+			a.elem()
+			a.entry(&es[i])
+		}
+		return
+	}
+	ws := make([]jsonWriter, parts)
+	var wg sync.WaitGroup
+	for p := range ws {
+		// A part starts where the array is: its first element after a
+		// comma unless it is the array's first.
+		ws[p] = jsonWriter{depth: a.depth, first: a.first && p == 0}
+		wg.Go(func() {
+			for i := len(es) * p / parts; i < len(es)*(p+1)/parts; i++ {
+				ws[p].elem()
+				ws[p].entry(&es[i])
+			}
+		})
+	}
+	wg.Wait()
+	for p := range ws {
+		if a.err == nil {
+			a.err = ws[p].err
+		}
+		a.buf = append(a.buf, ws[p].buf...)
+		a.flush(false)
+	}
+	a.first = false
 }
 
 func (a *jsonWriter) entry(e *Entry) {

@@ -71,12 +71,16 @@ func encode(ns, wl, pod, ctr, node string) string {
 // line) has none.
 func decode(ns string) (string, [4]string) {
 	var x [4]string
-	parts := strings.Split(ns, sep)
-	if len(parts) != 5 {
+	if strings.Count(ns, sep) != 4 {
 		return ns, x
 	}
-	copy(x[:], parts[1:])
-	return parts[0], x
+	// Cut, not Split: a month by pod decodes 70,000 lines.
+	first, rest, _ := strings.Cut(ns, sep)
+	for i := range 3 {
+		x[i], rest, _ = strings.Cut(rest, sep)
+	}
+	x[3] = rest
+	return first, x
 }
 
 // bucketed is a window's aggregates at one grain, per calendar bucket.
