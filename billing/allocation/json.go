@@ -102,6 +102,19 @@ func (a *jsonWriter) key(k string) {
 	a.buf = append(a.buf, ':', ' ')
 }
 
+// member writes a string member; optMember, unless v is empty (the
+// fields marked omitempty).
+func (a *jsonWriter) member(k, v string) {
+	a.key(k)
+	a.str(v)
+}
+
+func (a *jsonWriter) optMember(k, v string) {
+	if v != "" {
+		a.member(k, v)
+	}
+}
+
 // str writes s quoted as the encoder does: HTML's <, > and & escaped,
 // U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD.
 func (a *jsonWriter) str(s string) {
@@ -149,24 +162,14 @@ func (a *jsonWriter) result(r *Result) {
 	a.open('{')
 	a.key("window")
 	a.window(&r.Window)
-	a.key("currency")
-	a.str(r.Currency)
-	a.key("policy")
-	a.str(r.Policy)
-	a.key("idle")
-	a.str(r.Idle)
+	a.member("currency", r.Currency)
+	a.member("policy", r.Policy)
+	a.member("idle", r.Idle)
 	a.key("aggregate")
 	a.strs(r.Aggregate)
-	if r.Filter != "" {
-		a.key("filter")
-		a.str(r.Filter)
-	}
-	if r.Step != "" {
-		a.key("step")
-		a.str(r.Step)
-	}
-	a.key("source")
-	a.str(r.Source)
+	a.optMember("filter", r.Filter)
+	a.optMember("step", r.Step)
+	a.member("source", r.Source)
 	a.key("total")
 	a.num(r.Total)
 	a.key("sets")
@@ -185,39 +188,25 @@ func (a *jsonWriter) result(r *Result) {
 
 func (a *jsonWriter) window(w *Window) {
 	a.open('{')
-	a.key("start")
-	a.str(w.Start)
-	a.key("end")
-	a.str(w.End)
-	a.key("timezone")
-	a.str(w.Timezone)
-	if w.DataStart != "" {
-		a.key("data_start")
-		a.str(w.DataStart)
-	}
-	if w.DataEnd != "" {
-		a.key("data_end")
-		a.str(w.DataEnd)
-	}
+	a.member("start", w.Start)
+	a.member("end", w.End)
+	a.member("timezone", w.Timezone)
+	a.optMember("data_start", w.DataStart)
+	a.optMember("data_end", w.DataEnd)
 	a.key("partial")
 	if w.Partial {
 		a.buf = append(a.buf, "true"...)
 	} else {
 		a.buf = append(a.buf, "false"...)
 	}
-	if w.PartialNote != "" {
-		a.key("partial_note")
-		a.str(w.PartialNote)
-	}
+	a.optMember("partial_note", w.PartialNote)
 	a.close('}')
 }
 
 func (a *jsonWriter) set(s *Set) {
 	a.open('{')
-	a.key("start")
-	a.str(s.Start)
-	a.key("end")
-	a.str(s.End)
+	a.member("start", s.Start)
+	a.member("end", s.End)
 	a.key("total")
 	a.num(s.Total)
 	a.key("entries")
@@ -269,8 +258,7 @@ func (a *jsonWriter) entries(es []Entry) {
 
 func (a *jsonWriter) entry(e *Entry) {
 	a.open('{')
-	a.key("name")
-	a.str(e.Name)
+	a.member("name", e.Name)
 	a.key("keys")
 	if e.Keys == nil {
 		a.buf = append(a.buf, "null"...)
@@ -282,8 +270,7 @@ func (a *jsonWriter) entry(e *Entry) {
 		}
 		a.open('{')
 		for _, k := range a.keys {
-			a.key(k)
-			a.str(e.Keys[k])
+			a.member(k, e.Keys[k])
 		}
 		a.close('}')
 	}

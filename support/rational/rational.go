@@ -272,18 +272,7 @@ func (s *Sum) FloatString(prec int) string {
 	if s.other != nil {
 		add(s.other.Num(), s.other.Denom())
 	}
-	for i, d := range s.dens {
-		n := s.large[i]
-		if n == nil {
-			if s.small[i] == 0 {
-				continue
-			}
-			n = big.NewInt(s.small[i])
-		}
-		if n.Sign() != 0 {
-			add(n, dd.SetUint64(d))
-		}
-	}
+	s.eachTerm(func(n *big.Int, d uint64) { add(n, dd.SetUint64(d)) })
 	return bigFracString(num, den, prec)
 }
 
@@ -321,6 +310,22 @@ func bigFracString(num, den *big.Int, prec int) string {
 	return string(buf)
 }
 
+// eachTerm calls fn with each denominator's numerator that is not zero.
+func (s *Sum) eachTerm(fn func(num *big.Int, d uint64)) {
+	for i, d := range s.dens {
+		num := s.large[i]
+		if num == nil {
+			if s.small[i] == 0 {
+				continue
+			}
+			num = big.NewInt(s.small[i])
+		}
+		if num.Sign() != 0 {
+			fn(num, d)
+		}
+	}
+}
+
 // Rat is the sum so far, a new value.
 func (s *Sum) Rat() *big.Rat {
 	if s.first != nil {
@@ -331,18 +336,6 @@ func (s *Sum) Rat() *big.Rat {
 		out.Set(s.other)
 	}
 	var den big.Int
-	for i, d := range s.dens {
-		num := s.large[i]
-		if num == nil {
-			if s.small[i] == 0 {
-				continue
-			}
-			num = big.NewInt(s.small[i])
-		}
-		if num.Sign() == 0 {
-			continue
-		}
-		out.Add(out, new(big.Rat).SetFrac(num, den.SetUint64(d)))
-	}
+	s.eachTerm(func(num *big.Int, d uint64) { out.Add(out, new(big.Rat).SetFrac(num, den.SetUint64(d))) })
 	return out
 }
