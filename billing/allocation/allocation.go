@@ -308,12 +308,11 @@ func (q Query) keep(keys *lineKeys) bool {
 // was most of the grouping's time.
 func group(rep *report.Report, q Query, src Source, mem map[[5]string]float64, onlyCluster string) []Entry {
 	type acc struct {
-		e *Entry
+		e Entry
 		sums
 	}
 	byName := map[string]*acc{}
 	var order []*acc
-	seen := map[[5]string]bool{}
 	var name []byte
 	for i := range rep.Lines {
 		l := &rep.Lines[i]
@@ -337,11 +336,11 @@ func group(rep *report.Report, q Query, src Source, mem map[[5]string]float64, o
 			for i, d := range q.Aggregate {
 				vals[i] = keys[dimIndex(d)]
 			}
-			a = &acc{e: &Entry{Name: string(name), Values: vals}}
+			a = &acc{e: Entry{Name: string(name), Values: vals}}
 			byName[a.e.Name] = a
 			order = append(order, a)
 		}
-		e := a.e
+		e := &a.e
 		allocUS, usedUS, mj, micro := l.Micro()
 		if micro {
 			a.energy.AddFrac(mj, report.MilliPerKWh)
@@ -364,11 +363,12 @@ func group(rep *report.Report, q Query, src Source, mem map[[5]string]float64, o
 					a.idle.Add(idle)
 				}
 			}
-			// Memory once per line key: a line key has one charge line.
+			// Memory once per line key, which has a charge line a price
+			// book: taken out of mem by the first.
 			k := [5]string{l.Cluster, l.Team, l.Namespace, l.GPUModel, l.SharingMode}
-			if !seen[k] {
-				seen[k] = true
-				addDecimal(&a.mem, strconv.FormatFloat(mem[k]/3600, 'f', 6, 64))
+			if m, ok := mem[k]; ok {
+				delete(mem, k)
+				addDecimal(&a.mem, strconv.FormatFloat(m/3600, 'f', 6, 64))
 			}
 		case report.LineIdleShare:
 			e.idleShare += l.Amount
@@ -397,7 +397,7 @@ func group(rep *report.Report, q Query, src Source, mem map[[5]string]float64, o
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
 				a := order[i]
-				e := a.e
+				e := &a.e
 				e.Keys = make(map[string]string, len(q.Aggregate))
 				for i, d := range q.Aggregate {
 					e.Keys[string(d)] = e.Values[i]

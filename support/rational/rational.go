@@ -107,14 +107,19 @@ type Sum struct {
 	// first is the one term while there is only one: most groups of a
 	// month by pod are one line, and a lone term needs no reduction.
 	first *big.Rat
-	// dens are the word-size denominators, in the order they first came;
-	// small[i] is the numerator added over dens[i] while it fits an
-	// int64, large[i] (nil until then) after; other holds the rest.
-	dens  []uint64
-	small []int64
-	large []*big.Int
+	// slots are the word-size denominators, in the order they first
+	// came, each with its numerator; other holds the rest.
+	slots []slot
 	index map[uint64]int
 	other *big.Rat
+}
+
+// slot is the numerator added over denominator d: small while it fits an
+// int64, large (nil until then) after.
+type slot struct {
+	d     uint64
+	small int64
+	large *big.Int
 }
 
 // Add adds x (nil adds nothing); x itself is not kept.
@@ -122,7 +127,7 @@ func (s *Sum) Add(x *big.Rat) {
 	if x == nil || x.Sign() == 0 {
 		return
 	}
-	if s.first == nil && s.dens == nil && s.other == nil {
+	if s.first == nil && s.slots == nil && s.other == nil {
 		s.first = new(big.Rat).Set(x)
 		return
 	}
@@ -166,19 +171,20 @@ func (s *Sum) add(x *big.Rat) {
 		return
 	}
 	s.promote(i)
-	s.large[i].Add(s.large[i], num)
+	s.slots[i].large.Add(s.slots[i].large, num)
 }
 
 // addInt adds n to slot i's numerator, in big.Int once it overflows.
 func (s *Sum) addInt(i int, n int64) {
-	if s.large[i] == nil {
-		if r, ok := addInt64(s.small[i], n); ok {
-			s.small[i] = r
+	sl := &s.slots[i]
+	if sl.large == nil {
+		if r, ok := addInt64(sl.small, n); ok {
+			sl.small = r
 			return
 		}
 		s.promote(i)
 	}
-	s.large[i].Add(s.large[i], big.NewInt(n))
+	sl.large.Add(sl.large, big.NewInt(n))
 }
 
 func addInt64(a, b int64) (int64, bool) {
@@ -187,8 +193,8 @@ func addInt64(a, b int64) (int64, bool) {
 }
 
 func (s *Sum) promote(i int) {
-	if s.large[i] == nil {
-		s.large[i] = big.NewInt(s.small[i])
+	if sl := &s.slots[i]; sl.large == nil {
+		sl.large = big.NewInt(sl.small)
 	}
 }
 
@@ -200,22 +206,20 @@ func (s *Sum) slot(d uint64) int {
 			return i
 		}
 	} else {
-		for i, dj := range s.dens {
-			if dj == d {
+		for i := range s.slots {
+			if s.slots[i].d == d {
 				return i
 			}
 		}
 	}
-	i := len(s.dens)
-	s.dens = append(s.dens, d)
-	s.small = append(s.small, 0)
-	s.large = append(s.large, nil)
+	i := len(s.slots)
+	s.slots = append(s.slots, slot{d: d})
 	if s.index != nil {
 		s.index[d] = i
-	} else if len(s.dens) > 8 {
+	} else if len(s.slots) > 8 {
 		s.index = make(map[uint64]int, 16)
-		for j, dj := range s.dens {
-			s.index[dj] = j
+		for j := range s.slots {
+			s.index[s.slots[j].d] = j
 		}
 	}
 	return i
@@ -235,12 +239,12 @@ func (s *Sum) Frac() (n int64, d uint64, ok bool) {
 		return 0, 0, false
 	}
 	d, live := uint64(1), 0
-	for i, dj := range s.dens {
+	for _, sl := range s.slots {
 		switch {
-		case s.large[i] != nil && s.large[i].Sign() != 0:
+		case sl.large != nil && sl.large.Sign() != 0:
 			return 0, 0, false
-		case s.large[i] == nil && s.small[i] != 0:
-			n, d = s.small[i], dj
+		case sl.large == nil && sl.small != 0:
+			n, d = sl.small, sl.d
 			live++
 		}
 	}
@@ -312,16 +316,16 @@ func bigFracString(num, den *big.Int, prec int) string {
 
 // eachTerm calls fn with each denominator's numerator that is not zero.
 func (s *Sum) eachTerm(fn func(num *big.Int, d uint64)) {
-	for i, d := range s.dens {
-		num := s.large[i]
+	for _, sl := range s.slots {
+		num := sl.large
 		if num == nil {
-			if s.small[i] == 0 {
+			if sl.small == 0 {
 				continue
 			}
-			num = big.NewInt(s.small[i])
+			num = big.NewInt(sl.small)
 		}
 		if num.Sign() != 0 {
-			fn(num, d)
+			fn(num, sl.d)
 		}
 	}
 }
