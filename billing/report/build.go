@@ -411,41 +411,36 @@ func (b *builder) lines() []Line {
 	// The keys are sorted, not the lines: a team line key has a charge
 	// line, an idle share line or both, in that order (compareLines), and
 	// the platform's lines follow the teams'. Sorting 70,000 lines of a
-	// month by pod moved large values and compared each key twice.
-	keys := make([]lineKey, 0, len(b.charge)+len(b.shares))
-	for k := range b.charge {
-		keys = append(keys, k)
+	// month by pod moved large values and compared each key twice. Each
+	// key is kept with its sums, looked up once.
+	team := make([]teamKey, 0, len(b.charge)+len(b.shares))
+	for k, a := range b.charge {
+		team = append(team, teamKey{k, a, b.shares[k]})
 	}
-	for k := range b.shares {
+	for k, s := range b.shares {
 		if b.charge[k] == nil {
-			keys = append(keys, k)
+			team = append(team, teamKey{k, nil, s})
 		}
 	}
-	slices.SortFunc(keys, compareKeys)
+	slices.SortFunc(team, func(x, y teamKey) int { return compareKeys(x.k, y.k) })
 	// The team lines of a large report are priced in as many parts as
-	// there are processors (a line's numbers depend on its key alone);
-	// the parts keep the keys' order.
-	// Each part writes its lines in place: its keys' lines counted first.
-	parts := min(runtime.GOMAXPROCS(0), len(keys)/minKeysPerPart+1)
+	// there are processors (a line's numbers depend on its key alone),
+	// each part writing its lines in place, its keys' lines counted first.
+	parts := min(runtime.GOMAXPROCS(0), len(team)/minKeysPerPart+1)
 	start := make([]int, parts+1)
 	for i := range parts {
 		start[i+1] = start[i]
-		for _, k := range keys[len(keys)*i/parts : len(keys)*(i+1)/parts] {
-			if b.hasCharge(k) {
-				start[i+1]++
-			}
-			if b.hasShare(k) {
-				start[i+1]++
-			}
+		for _, t := range team[len(team)*i/parts : len(team)*(i+1)/parts] {
+			start[i+1] += t.lines()
 		}
 	}
 	out = out[:start[parts]]
 	var wg sync.WaitGroup
 	for i := range parts {
-		wg.Go(func() { b.teamLines(out[start[i]:start[i+1]], keys[len(keys)*i/parts:len(keys)*(i+1)/parts]) })
+		wg.Go(func() { b.teamLines(out[start[i]:start[i+1]], team[len(team)*i/parts:len(team)*(i+1)/parts]) })
 	}
 	wg.Wait()
-	keys = keys[:0]
+	keys := make([]lineKey, 0, len(b.platform))
 	for k := range b.platform {
 		keys = append(keys, k)
 	}
@@ -468,14 +463,41 @@ func (b *builder) lines() []Line {
 // in parts).
 var minKeysPerPart = 4096
 
+// teamKey is a team line key with its sums: a (charge) and s (idle
+// share), either nil.
+type teamKey struct {
+	k lineKey
+	a *acc
+	s *share
+}
+
+// hasCharge and hasShare: the key has a charge line (something held,
+// used or charged), an idle share line (a share of time or energy);
+// lines counts them.
+func (t teamKey) hasCharge() bool { return t.a != nil && !(t.a.q.zero() && t.a.charged.Sign() == 0) }
+
+func (t teamKey) hasShare() bool { return t.s != nil && !(t.s.us.Sign() == 0 && t.s.mj.Sign() == 0) }
+
+func (t teamKey) lines() int {
+	n := 0
+	if t.hasCharge() {
+		n++
+	}
+	if t.hasShare() {
+		n++
+	}
+	return n
+}
+
 // teamLines writes the charge and idle share lines of keys into dst, in
 // their order (a key's charge line, then its idle share line): dst holds
-// exactly as many as hasCharge and hasShare count.
-func (b *builder) teamLines(dst []Line, keys []lineKey) {
+// exactly as many as their lines count.
+func (b *builder) teamLines(dst []Line, keys []teamKey) {
 	n := 0
-	for _, k := range keys {
-		if b.hasCharge(k) {
-			a := b.charge[k]
+	for _, t := range keys {
+		k := t.k
+		if t.hasCharge() {
+			a := t.a
 			alloc, used := hours(a.q.alloc), hours(a.q.used)
 			l := b.line(k, LineCharge, alloc, used, kwh(a.q.energy), b.chargedHours(a.charged, alloc, used), b.flatPriced(a.priced))
 			if a.q.alloc != 0 {
@@ -488,8 +510,8 @@ func (b *builder) teamLines(dst []Line, keys []lineKey) {
 			dst[n] = l
 			n++
 		}
-		if b.hasShare(k) {
-			s := b.shares[k]
+		if t.hasShare() {
+			s := t.s
 			h := new(big.Rat).Quo(s.us, big.NewRat(microPerHour, 1))
 			alloc, used := h, new(big.Rat)
 			if b.book.Policy == pricebook.PolicyUsage {
@@ -499,18 +521,6 @@ func (b *builder) teamLines(dst []Line, keys []lineKey) {
 			n++
 		}
 	}
-}
-
-// hasCharge and hasShare: key k has a charge line (something held, used
-// or charged), an idle share line (a share of time or energy).
-func (b *builder) hasCharge(k lineKey) bool {
-	a := b.charge[k]
-	return a != nil && !(a.q.zero() && a.charged.Sign() == 0)
-}
-
-func (b *builder) hasShare(k lineKey) bool {
-	s := b.shares[k]
-	return s != nil && !(s.us.Sign() == 0 && s.mj.Sign() == 0)
 }
 
 // compareKeys orders line keys as compareLines orders their lines.
