@@ -7,6 +7,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"unicode/utf8"
 )
@@ -16,6 +17,7 @@ import (
 // A month by pod is some 20,000 entries and 14 MB: the encoder's
 // reflection, its sorted map keys and its second pass to indent took a
 // third of a second of such an answer, and this writes it in one pass.
+// On an error w may hold part of the answer: write into a buffer.
 func WriteJSON(w io.Writer, r *Result) error {
 	a := jsonWriter{buf: make([]byte, 0, 1<<16), w: w}
 	a.result(r)
@@ -194,11 +196,7 @@ func (a *jsonWriter) window(w *Window) {
 	a.optMember("data_start", w.DataStart)
 	a.optMember("data_end", w.DataEnd)
 	a.key("partial")
-	if w.Partial {
-		a.buf = append(a.buf, "true"...)
-	} else {
-		a.buf = append(a.buf, "false"...)
-	}
+	a.buf = strconv.AppendBool(a.buf, w.Partial)
 	a.optMember("partial_note", w.PartialNote)
 	a.close('}')
 }
