@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -142,23 +143,29 @@ func (s *Server) serveAllocation(csv bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		var b bytes.Buffer
+		// The answer is made whole before a byte goes out, so a failure
+		// is an error page, not half an answer.
+		var body io.WriterTo
 		if csv {
+			var b bytes.Buffer
 			if err := allocation.WriteCSV(&b, a); err != nil {
 				return err
 			}
+			body = &b
 			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 			w.Header().Set("Content-Disposition", `attachment; filename="allocation.csv"`)
 		} else {
-			if err := allocation.WriteJSON(&b, &a.Result); err != nil {
+			j, err := allocation.EncodeJSON(&a.Result)
+			if err != nil {
 				return fmt.Errorf("cannot write the answer: %w", err)
 			}
+			body = j
 			w.Header().Set("Content-Type", "application/json")
 		}
 		if a.Window.Partial {
 			w.Header().Set("X-Gpuledger-Partial", "true")
 		}
-		_, err = w.Write(b.Bytes())
+		_, err = body.WriteTo(w)
 		return err
 	}
 }

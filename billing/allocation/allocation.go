@@ -258,8 +258,9 @@ func (g *grainSource) memory(ctx context.Context, unit string, clusters []string
 			if k.From.Before(from) || k.To.After(to) {
 				continue
 			}
-			for _, a := range b.aggs[i] {
-				if a.Kind == attribution.KindContainer {
+			aggs := b.bucket(i)
+			for j := range aggs {
+				if a := &aggs[j]; a.Kind == attribution.KindContainer {
 					out[[5]string{c, a.Team, a.Namespace, a.GPUModel, a.Mode}] += a.MemoryMiBSeconds
 				}
 			}

@@ -17,22 +17,60 @@ import (
 // A month by pod is some 20,000 entries and 14 MB: the encoder's
 // reflection, its sorted map keys and its second pass to indent took a
 // third of a second of such an answer, and this writes it in one pass.
-// On an error w may hold part of the answer: write into a buffer.
+// An answer that cannot be made (a number that is not one) leaves w
+// untouched (EncodeJSON); an error of w's own may leave part of it there.
 func WriteJSON(w io.Writer, r *Result) error {
-	a := jsonWriter{buf: make([]byte, 0, 1<<16), w: w}
+	j, err := EncodeJSON(r)
+	if err != nil {
+		return err
+	}
+	_, err = j.WriteTo(w)
+	return err
+}
+
+// EncodeJSON makes the answer WriteJSON writes, whole, before any of it
+// is written: a server sets its headers once it knows it has one.
+func EncodeJSON(r *Result) (JSON, error) {
+	a := jsonWriter{buf: make([]byte, 0, chunkSize)}
 	a.result(r)
 	a.buf = append(a.buf, '\n')
 	a.flush(true)
-	return a.err
+	if a.err != nil {
+		return nil, a.err
+	}
+	return JSON(a.out), nil
 }
 
-// jsonWriter appends indented JSON, writing the buffer out as it fills.
+// JSON is an answer's JSON in the chunks it was made in, written as they
+// are, never copied into one: the month by pod's 14 MB grown by doubling,
+// then copied again into a server's buffer, was a tenth of its time with
+// the collector's.
+type JSON [][]byte
+
+// WriteTo writes the chunks to w in order.
+func (j JSON) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for _, c := range j {
+		m, err := w.Write(c)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// chunkSize is the size of the chunks an answer is made in.
+const chunkSize = 1 << 16
+
+// jsonWriter appends indented JSON to buf, setting it aside in out as it
+// fills.
 type jsonWriter struct {
 	buf   []byte
+	out   [][]byte
 	depth int
 	// first: no member or element has been written at this depth yet.
 	first bool
-	w     io.Writer
 	err   error
 	// keys are the last entry's keys, sorted.
 	keys []string
@@ -51,16 +89,17 @@ func sameKeys(keys []string, m map[string]string) bool {
 	return true
 }
 
-// flush writes the buffer out once it holds 64 KiB, or all of it; after
-// an error it only empties it.
+// flush sets the buffer aside once it is nearly full, or whatever it
+// holds, and starts a new one: the answer is never copied as it grows.
 func (a *jsonWriter) flush(all bool) {
-	if a.w == nil || (a.err == nil && !all && len(a.buf) < 1<<16) {
-		return // a part's writer keeps its buffer (entries)
+	if len(a.buf) == 0 || (!all && len(a.buf) < chunkSize-chunkSize/8) {
+		return
 	}
-	if a.err == nil {
-		_, a.err = a.w.Write(a.buf)
+	a.out = append(a.out, a.buf)
+	a.buf = nil // all: what follows, if anything, is a few closing lines
+	if !all {
+		a.buf = make([]byte, 0, chunkSize)
 	}
-	a.buf = a.buf[:0]
 }
 
 func (a *jsonWriter) newline() {
@@ -235,7 +274,7 @@ func (a *jsonWriter) entries(es []Entry) {
 	for p := range ws {
 		// A part starts where the array is: its first element after a
 		// comma unless it is the array's first.
-		ws[p] = jsonWriter{depth: a.depth, first: a.first && p == 0}
+		ws[p] = jsonWriter{buf: make([]byte, 0, chunkSize), depth: a.depth, first: a.first && p == 0}
 		wg.Go(func() {
 			for i := len(es) * p / parts; i < len(es)*(p+1)/parts; i++ {
 				ws[p].elem()
@@ -244,12 +283,13 @@ func (a *jsonWriter) entries(es []Entry) {
 		})
 	}
 	wg.Wait()
+	a.flush(true)
 	for p := range ws {
 		if a.err == nil {
 			a.err = ws[p].err
 		}
-		a.buf = append(a.buf, ws[p].buf...)
-		a.flush(false)
+		ws[p].flush(true)
+		a.out = append(a.out, ws[p].out...)
 	}
 	a.first = false
 }

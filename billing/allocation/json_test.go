@@ -124,9 +124,18 @@ func TestWriteJSONRefusesANonNumber(t *testing.T) {
 		if _, err := encoded(r); err == nil {
 			t.Fatalf("encoding/json accepts %q", n)
 		}
-		if _, err := written(r); err == nil || !strings.Contains(err.Error(), "invalid number") {
-			t.Fatalf("WriteJSON(%q): %v, want an invalid number error", n, err)
+		if got, err := written(r); err == nil || !strings.Contains(err.Error(), "invalid number") || len(got) != 0 {
+			t.Fatalf("WriteJSON(%q): %v and %d bytes written, want an invalid number error and none", n, err, len(got))
 		}
+	}
+	// One in the last entry of an answer made in parts and chunks: nothing
+	// of it is written either (a server then answers with an error page).
+	defer func(n int) { minEntriesPerPart = n }(minEntriesPerPart)
+	minEntriesPerPart = 10
+	r := &Result{Sets: []Set{{Entries: make([]Entry, 2000)}}}
+	r.Sets[0].Entries[1999].Total = "1."
+	if got, err := written(r); err == nil || len(got) != 0 {
+		t.Fatalf("a bad number in a large answer: %v and %d bytes written, want an error and none", err, len(got))
 	}
 }
 

@@ -3,6 +3,7 @@ package allocation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -83,10 +84,12 @@ func decode(ns string) (string, [4]string) {
 	return first, x
 }
 
-// bucketed is a window's aggregates at one grain, per calendar bucket.
+// bucketed is a window's aggregates at one grain, per calendar bucket:
+// bucket i's are all[at[i]:at[i+1]], in the order they were read.
 type bucketed struct {
 	buckets []calendar.Bucket
-	aggs    [][]ledger.Aggregate
+	all     []ledger.Aggregate
+	at      []int
 }
 
 // grainSource is the ledger as the report reads it for one query: plain
@@ -124,21 +127,36 @@ func (g *grainSource) load(ctx context.Context, unit, cluster string) (*bucketed
 	if err != nil {
 		return nil, err
 	}
-	b := &bucketed{buckets: bs, aggs: make([][]ledger.Aggregate, len(bs))}
+	// Placed in one array, counted first: a month by pod is some 100,000
+	// large aggregates, and growing a slice per bucket copied them twice.
 	idx := map[int64]int{}
 	for i, k := range bs {
 		idx[k.Start.UnixNano()] = i
 	}
-	for _, a := range aggs {
-		i, ok := idx[a.BucketStart.UnixNano()]
+	in := make([]int, len(aggs))
+	b := &bucketed{buckets: bs, all: make([]ledger.Aggregate, len(aggs)), at: make([]int, len(bs)+1)}
+	for j := range aggs {
+		i, ok := idx[aggs[j].BucketStart.UnixNano()]
 		if !ok {
-			return nil, fmt.Errorf("cannot place the ledger's %s bucket %s in the window", unit, a.BucketStart.Format(time.RFC3339))
+			return nil, fmt.Errorf("cannot place the ledger's %s bucket %s in the window", unit, aggs[j].BucketStart.Format(time.RFC3339))
 		}
-		b.aggs[i] = append(b.aggs[i], a)
+		in[j] = i
+		b.at[i+1]++
+	}
+	for i := range bs {
+		b.at[i+1] += b.at[i]
+	}
+	next := slices.Clone(b.at[:len(bs)])
+	for j := range aggs {
+		b.all[next[in[j]]] = aggs[j]
+		next[in[j]]++
 	}
 	g.cache[cacheKey(unit, cluster)] = b
 	return b, nil
 }
+
+// bucket is bucket i's aggregates, capped: an append by a reader copies.
+func (b *bucketed) bucket(i int) []ledger.Aggregate { return b.all[b.at[i]:b.at[i+1]:b.at[i+1]] }
 
 // read is [from, to)'s aggregates at unit and the source's grain, of one
 // cluster ("" the whole ledger).
@@ -280,7 +298,7 @@ func (v view) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.
 	if err != nil {
 		return nil, err
 	}
-	var out []ledger.Aggregate
+	lo, hi := -1, -1
 	for i, k := range b.buckets {
 		if k.To.After(q.From) && k.From.Before(q.To) {
 			if k.From.Before(q.From) || k.To.After(q.To) {
@@ -288,10 +306,19 @@ func (v view) Aggregate(ctx context.Context, q ledger.AggregateQuery) ([]ledger.
 				// within it) is read as asked.
 				return v.g.read(ctx, q.From, q.To, v.unit, nil, q.Cluster)
 			}
-			out = append(out, b.aggs[i]...)
+			if lo < 0 {
+				lo = i
+			}
+			hi = i + 1
 		}
 	}
-	return out, nil
+	if lo < 0 {
+		return nil, nil
+	}
+	// The buckets in range are one run of the array, handed over without
+	// a copy (the report only reads what it is given), capped so that an
+	// append copies.
+	return b.all[b.at[lo]:b.at[hi]:b.at[hi]], nil
 }
 
 func (v view) Findings(context.Context, time.Time, time.Time, func(attribution.Finding) error) error {

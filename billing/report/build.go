@@ -131,10 +131,19 @@ func readRest(ctx context.Context, src Source, r *Report) (err error) {
 	return err
 }
 
-// byDay groups aggregates by their day bucket, in time order.
+// byDay groups aggregates by their day bucket, in time order: parts of
+// aggs itself when they are in that order already (a ledger's answers
+// are: a month by pod is some 100,000 large aggregates, not copied), of a
+// sorted copy otherwise.
 func byDay(aggs []ledger.Aggregate) [][]ledger.Aggregate {
-	sorted := slices.Clone(aggs)
-	slices.SortStableFunc(sorted, func(a, b ledger.Aggregate) int { return a.BucketStart.Compare(b.BucketStart) })
+	sorted := aggs
+	for i := 1; i < len(aggs); i++ {
+		if aggs[i].BucketStart.Before(aggs[i-1].BucketStart) {
+			sorted = slices.Clone(aggs)
+			slices.SortStableFunc(sorted, func(a, b ledger.Aggregate) int { return a.BucketStart.Compare(b.BucketStart) })
+			break
+		}
+	}
 	var out [][]ledger.Aggregate
 	for i := 0; i < len(sorted); {
 		j := i + 1
@@ -161,6 +170,9 @@ type acc struct {
 	// memory is the memory share billed (GPU-micro-seconds after the
 	// clamp), memory-weighted charge lines only.
 	memory *big.Rat
+	// share is a charge line key's idle share (nil without one): kept
+	// with it, so that neither a day nor lines() looks it up again.
+	share *share
 }
 
 func newAcc() *acc { return &acc{charged: new(big.Rat), priced: new(big.Rat), memory: new(big.Rat)} }
@@ -180,8 +192,7 @@ type modelTotals struct {
 
 type builder struct {
 	book     *pricebook.Book
-	charge   map[lineKey]*acc
-	shares   map[lineKey]*share
+	charge   map[lineKey]*acc // with their idle shares (acc.share)
 	platform map[lineKey]*acc
 	models   map[string]*modelTotals
 	// memSecs bounds the memory shares' sum like checkTotals the columns.
@@ -199,8 +210,7 @@ type builder struct {
 }
 
 func newBuilder(book *pricebook.Book) *builder {
-	return &builder{book: book, charge: map[lineKey]*acc{}, shares: map[lineKey]*share{},
-		platform: map[lineKey]*acc{}, models: map[string]*modelTotals{}}
+	return &builder{book: book, charge: map[lineKey]*acc{}, platform: map[lineKey]*acc{}, models: map[string]*modelTotals{}}
 }
 
 // column is the ledger column the policy's partition adds up, in
@@ -268,6 +278,10 @@ func (b *builder) addDay(day []ledger.Aggregate) error {
 }
 
 func (b *builder) addDayModel(model string, day time.Time, dm *dayModel) {
+	if !b.book.MemoryWeighted() {
+		b.addDayModelInts(model, day, dm)
+		return
+	}
 	unit := b.unit(day)
 	// Only flat prices a unit that changes with the day (slot-months);
 	// every other policy prices hours, so a line's priced units are its
@@ -278,11 +292,18 @@ func (b *builder) addDayModel(model string, day time.Time, dm *dayModel) {
 	// as such (rational.Sum), not reduced pair by pair.
 	var weights rational.Sum
 	var capacity, poolEnergy int64
+	type held struct {
+		k lineKey
+		a *acc
+		c *big.Rat
+	}
+	hs := make([]held, 0, len(dm.containers))
 	for k, q := range dm.containers {
 		c := charged[k]
 		weights.Add(c)
 		capacity += b.column(q)
 		a := b.acc(b.charge, k)
+		hs = append(hs, held{k, a, c})
 		a.q.add(q)
 		addTo(a.charged, c)
 		if flat {
@@ -297,43 +318,111 @@ func (b *builder) addDayModel(model string, day time.Time, dm *dayModel) {
 		poolEnergy += q.energy
 	}
 	weight := weights.Rat()
+	b.addCapacity(model, capacity, unit)
+	pool := new(big.Rat).Sub(big.NewRat(capacity, 1), weight)
+	if b.book.Idle != pricebook.IdleShared || weight.Sign() <= 0 {
+		b.platformPays(dm, scale, unit)
+		return
+	}
+	for _, h := range hs {
+		if h.c.Sign() == 0 {
+			continue
+		}
+		if b.fractions != nil {
+			b.recordShare(day, model, h.k, new(big.Rat).Quo(h.c, weight))
+		}
+		b.addShare(h.a, poolShare(pool, h.c, weight), poolShare(big.NewRat(poolEnergy, 1), h.c, weight), unit)
+	}
+}
+
+// addDayModelInts is addDayModel for every book but a memory-weighted
+// one: what a line is charged is a ledger column, an integer, so the
+// day's sums are int64 (a day of one model is at most some 10^16 GPU-µs)
+// and a line's charged micro-seconds are its column itself (lines() reads
+// them from its quantities), not a second sum kept beside them.
+func (b *builder) addDayModelInts(model string, day time.Time, dm *dayModel) {
+	unit := b.unit(day)
+	flat := b.book.Policy == pricebook.PolicyFlat
+	var weight, capacity, poolEnergy int64
+	// Each key's sums, kept with it for the shares below: one map lookup
+	// per key a day (a month by pod has some 100,000 key-days).
+	type held struct {
+		k lineKey
+		a *acc
+		c int64
+	}
+	hs := make([]held, 0, len(dm.containers))
+	for k, q := range dm.containers {
+		c := b.column(q)
+		weight += c
+		a := b.acc(b.charge, k)
+		hs = append(hs, held{k, a, c})
+		a.q.add(q)
+		if flat {
+			addTo(a.priced, new(big.Rat).Mul(big.NewRat(c, 1), unit))
+		}
+	}
+	capacity = weight
+	for _, q := range dm.platform {
+		capacity += b.column(q)
+		poolEnergy += q.energy
+	}
+	b.addCapacity(model, capacity, unit)
+	if b.book.Idle != pricebook.IdleShared || weight <= 0 {
+		b.platformPays(dm, nil, unit)
+		return
+	}
+	pool := capacity - weight // the platform lines' column
+	for _, h := range hs {
+		if h.c == 0 {
+			continue
+		}
+		if b.fractions != nil {
+			b.recordShare(day, model, h.k, big.NewRat(h.c, weight))
+		}
+		b.addShare(h.a, intShare(pool, h.c, weight), intShare(poolEnergy, h.c, weight), unit)
+	}
+}
+
+// addCapacity adds a day's capacity of a model, in micro-seconds and in
+// the book's price unit.
+func (b *builder) addCapacity(model string, capacity int64, unit *big.Rat) {
 	mt := b.models[model]
 	mt.capacity += capacity
 	mt.priced.Add(mt.priced, new(big.Rat).Mul(big.NewRat(capacity, 1), unit))
-	pool := new(big.Rat).Sub(big.NewRat(capacity, 1), weight)
-	if b.book.Idle != pricebook.IdleShared || weight.Sign() <= 0 {
-		// Nobody to share with on this model today: the platform pays.
-		for k, c := range b.platformCharged(dm, scale) {
-			a := b.acc(b.platform, k)
-			a.q.add(dm.platform[k])
-			addTo(a.charged, c)
-			if flat {
-				addTo(a.priced, new(big.Rat).Mul(c, unit))
-			}
-		}
-		return
-	}
-	for k := range dm.containers {
-		w := charged[k]
-		if w.Sign() == 0 {
-			continue
-		}
-		s := b.shares[k]
-		if s == nil {
-			s = &share{us: new(big.Rat), priced: new(big.Rat), mj: new(big.Rat)}
-			b.shares[k] = s
-		}
-		if b.fractions != nil {
-			b.recordShare(day, model, k, new(big.Rat).Quo(w, weight))
-		}
-		us := poolShare(pool, w, weight)
-		addTo(s.us, us)
+}
+
+// platformPays: nobody to share with on this model today, so the
+// platform's lines carry what they charge.
+func (b *builder) platformPays(dm *dayModel, scale, unit *big.Rat) {
+	flat := b.book.Policy == pricebook.PolicyFlat
+	for k, c := range b.platformCharged(dm, scale) {
+		a := b.acc(b.platform, k)
+		a.q.add(dm.platform[k])
+		addTo(a.charged, c)
 		if flat {
-			addTo(s.priced, us.Mul(us, unit))
+			addTo(a.priced, new(big.Rat).Mul(c, unit))
 		}
-		addTo(s.mj, poolShare(big.NewRat(poolEnergy, 1), w, weight))
 	}
 }
+
+// addShare adds a day's idle share to a charge line key's sums a: us
+// charged micro-seconds (x unit priced under flat) and mj milli-joules.
+func (b *builder) addShare(a *acc, us, mj, unit *big.Rat) {
+	s := a.share
+	if s == nil {
+		s = &share{us: new(big.Rat), priced: new(big.Rat), mj: new(big.Rat)}
+		a.share = s
+	}
+	addTo(s.us, us)
+	if b.book.Policy == pricebook.PolicyFlat {
+		addTo(s.priced, us.Mul(us, unit)) // us is the caller's, spent
+	}
+	addTo(s.mj, mj)
+}
+
+// intShare is x x w / total (total > 0) of integers, exactly.
+func intShare(x, w, total int64) *big.Rat { return rational.RatioOfProduct(x, w, uint64(total)) }
 
 // poolShare is x x w / total, exactly: of integers (every book but a
 // memory-weighted one) with one reduction, not two (the fraction, then
@@ -407,20 +496,15 @@ func (b *builder) finish(r *Report) error {
 // compareLines' order.
 func (b *builder) lines() []Line {
 	// Sized once: a Line is large, and a month by pod has 70,000 of them.
-	out := make([]Line, 0, len(b.charge)+len(b.shares)+len(b.platform)+1)
+	out := make([]Line, 0, 2*len(b.charge)+len(b.platform)+1)
 	// The keys are sorted, not the lines: a team line key has a charge
 	// line, an idle share line or both, in that order (compareLines), and
 	// the platform's lines follow the teams'. Sorting 70,000 lines of a
-	// month by pod moved large values and compared each key twice. Each
-	// key is kept with its sums, looked up once.
-	team := make([]teamKey, 0, len(b.charge)+len(b.shares))
+	// month by pod moved large values and compared each key twice. A key
+	// with an idle share always has charge sums (addShare), which hold it.
+	team := make([]teamKey, 0, len(b.charge))
 	for k, a := range b.charge {
-		team = append(team, teamKey{k, a, b.shares[k]})
-	}
-	for k, s := range b.shares {
-		if b.charge[k] == nil {
-			team = append(team, teamKey{k, nil, s})
-		}
+		team = append(team, teamKey{k, a, a.share})
 	}
 	slices.SortFunc(team, func(x, y teamKey) int { return compareKeys(x.k, y.k) })
 	// The team lines of a large report are priced in as many parts as
@@ -500,8 +584,10 @@ func (b *builder) teamLines(dst []Line, keys []teamKey) {
 			a := t.a
 			alloc, used := hours(a.q.alloc), hours(a.q.used)
 			l := b.line(k, LineCharge, alloc, used, kwh(a.q.energy), b.chargedHours(a.charged, alloc, used), b.flatPriced(a.priced))
-			if a.q.alloc != 0 {
-				l.Efficiency = big.NewRat(a.q.used, a.q.alloc) // used / allocated, from the integers
+			if a.q.alloc > 0 {
+				l.Efficiency = rational.Ratio(a.q.used, uint64(a.q.alloc)) // used / allocated, from the integers
+			} else if a.q.alloc != 0 {
+				l.Efficiency = big.NewRat(a.q.used, a.q.alloc)
 			}
 			if b.book.MemoryWeighted() {
 				l.MemoryHours = new(big.Rat).Quo(a.memory, big.NewRat(microPerHour, 1))

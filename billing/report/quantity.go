@@ -84,10 +84,10 @@ func fixed(x float64, unit int64, bound float64, field string, a ledger.Aggregat
 }
 
 // hours turns GPU-micro-seconds into exact GPU-hours.
-func hours(us int64) *big.Rat { return big.NewRat(us, microPerHour) }
+func hours(us int64) *big.Rat { return rational.Ratio(us, microPerHour) }
 
 // kwh turns milli-joules into exact kWh.
-func kwh(mj int64) *big.Rat { return big.NewRat(mj, milliPerKWh) }
+func kwh(mj int64) *big.Rat { return rational.Ratio(mj, milliPerKWh) }
 
 // decimal writes x rounded (half away from zero) to d decimals, never as
 // "-0.00".

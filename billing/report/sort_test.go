@@ -5,6 +5,8 @@ import (
 	"math/rand"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/ledger"
 )
 
 // A built report's lines are in compareLines' order, no two tied, under
@@ -59,5 +61,27 @@ func TestBuiltLinesAreInOrder(t *testing.T) {
 	}
 	if lines < 200 {
 		t.Fatalf("only %d lines in 24 reports", lines)
+	}
+}
+
+// byDay hands back parts of aggregates already in time order, without a
+// copy, and sorts a copy of any others, leaving them as they were.
+func TestByDayGroupsInTimeOrder(t *testing.T) {
+	d1, d2 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	in := []ledger.Aggregate{{BucketStart: d1, Team: "a"}, {BucketStart: d1, Team: "b"}, {BucketStart: d2, Team: "c"}}
+	days := byDay(in)
+	if len(days) != 2 || len(days[0]) != 2 || len(days[1]) != 1 || days[0][1].Team != "b" || days[1][0].Team != "c" {
+		t.Fatalf("in order: got %v", days)
+	}
+	if &days[0][0] != &in[0] || &days[1][0] != &in[2] {
+		t.Error("aggregates in time order were copied")
+	}
+	out := []ledger.Aggregate{{BucketStart: d2, Team: "c"}, {BucketStart: d1, Team: "a"}, {BucketStart: d1, Team: "b"}}
+	days = byDay(out)
+	if len(days) != 2 || days[0][0].Team != "a" || days[0][1].Team != "b" || days[1][0].Team != "c" {
+		t.Fatalf("out of order: got %v", days)
+	}
+	if out[0].Team != "c" || out[1].Team != "a" {
+		t.Errorf("byDay reordered its input: %v", out)
 	}
 }

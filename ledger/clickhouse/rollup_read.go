@@ -266,7 +266,10 @@ GROUP BY unit, %[4]s`, units.String(), periods.String(), p.column(), gr.keyCols,
 		sums
 	}
 	var (
-		got       []row
+		// got is kept in blocks: a month's per-device read is some 300,000
+		// rows of several strings each, copied at every doubling of one
+		// slice.
+		got       [][]row
 		counted   = map[int]int64{}
 		doubled   = map[int]bool{} // units with a row read twice
 		u         uint32
@@ -286,7 +289,10 @@ GROUP BY unit, %[4]s`, units.String(), periods.String(), p.column(), gr.keyCols,
 		if n != seenIn {
 			doubled[r.unit] = true
 		}
-		got = append(got, r)
+		if len(got) == 0 || len(got[len(got)-1]) == cap(got[len(got)-1]) {
+			got = append(got, make([]row, 0, 4096))
+		}
+		got[len(got)-1] = append(got[len(got)-1], r)
 		return nil
 	})
 	if err != nil {
@@ -295,9 +301,11 @@ GROUP BY unit, %[4]s`, units.String(), periods.String(), p.column(), gr.keyCols,
 	whole := func(unit int) bool { return counted[unit] == expect[unit] && !doubled[unit] }
 	mu.Lock()
 	defer mu.Unlock()
-	for _, r := range got {
-		if whole(r.unit) {
-			acc.add(bucket[r.unit], r.key, r.sums, r.profile)
+	for _, block := range got {
+		for i := range block {
+			if r := &block[i]; whole(r.unit) {
+				acc.add(bucket[r.unit], r.key, r.sums, r.profile)
+			}
 		}
 	}
 	var short []segment
