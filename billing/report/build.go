@@ -195,6 +195,9 @@ type builder struct {
 	charge   map[lineKey]*acc // with their idle shares (acc.share)
 	platform map[lineKey]*acc
 	models   map[string]*modelTotals
+	// prices are each model's price, found once before the lines are
+	// priced (lines()) and only read while they are, by every part.
+	prices map[string]*modelPrice
 	// memSecs bounds the memory shares' sum like checkTotals the columns.
 	memSecs float64
 	// fractions are the idle-share fractions of each day and model the
@@ -507,6 +510,11 @@ func (b *builder) lines() []Line {
 		team = append(team, teamKey{k, a, a.share})
 	}
 	slices.SortFunc(team, func(x, y teamKey) int { return compareKeys(x.k, y.k) })
+	b.prices = make(map[string]*modelPrice, len(b.models))
+	for m := range b.models {
+		p := b.price(m)
+		b.prices[m] = &modelPrice{p, p.Rat()}
+	}
 	// The team lines of a large report are priced in as many parts as
 	// there are processors (a line's numbers depend on its key alone),
 	// each part writing its lines in place, its keys' lines counted first.
@@ -540,6 +548,12 @@ func (b *builder) lines() []Line {
 		out = append(out, l)
 	}
 	return out
+}
+
+// modelPrice is a model's price, and the same as a Rat only ever read.
+type modelPrice struct {
+	rate pricebook.Rate
+	rat  *big.Rat
 }
 
 // minKeysPerPart: a report with fewer team line keys than twice this
@@ -657,8 +671,17 @@ func (b *builder) line(k lineKey, t LineType, alloc, used, energy, charged, pric
 	if priced == nil {
 		priced = l.Charged
 	}
+	if mp := b.prices[k.model]; mp != nil {
+		l.Exact = new(big.Rat).Mul(priced, mp.rat)
+		if b.book.Policy != pricebook.PolicyFlat {
+			l.Rate = &mp.rate // a Line's Rate is never changed in place
+			return l
+		}
+	}
 	price := b.price(k.model)
-	l.Exact = new(big.Rat).Mul(priced, price.Rat())
+	if l.Exact == nil {
+		l.Exact = new(big.Rat).Mul(priced, price.Rat())
+	}
 	if b.book.Policy == pricebook.PolicyFlat {
 		l.SlotMonths = new(big.Rat).Set(priced)
 		l.SlotRate = &price

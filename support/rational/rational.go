@@ -287,7 +287,12 @@ func bigFracString(num, den *big.Int, prec int) string {
 	}
 	var q, r, r2 big.Int
 	q.QuoRem(new(big.Int).Abs(num), den, &r)
-	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(prec)), nil)
+	var p *big.Int
+	if prec < len(pow10) {
+		p = new(big.Int).SetUint64(pow10[prec])
+	} else {
+		p = new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(prec)), nil)
+	}
 	r.Mul(&r, p)
 	r.QuoRem(&r, den, &r2)
 	// Round half away from zero: up when 2 r2 >= den.
