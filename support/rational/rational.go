@@ -1,6 +1,6 @@
 // Package rational is the exact arithmetic the money paths share where
-// math/big alone is slow: the decimal text of a big.Rat and the sum of
-// many terms.
+// math/big alone is slow: the decimal text of a big.Rat, the sum of many
+// terms, and a ratio of word-size integers made already reduced.
 //
 // A month's allocation answer by pod prices some 70,000 report lines,
 // and each line's numbers are written as decimals and added into
