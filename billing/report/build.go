@@ -612,16 +612,21 @@ func (b *builder) teamLines(dst []Line, keys []teamKey) {
 		}
 		if t.hasShare() {
 			s := t.s
-			h := new(big.Rat).Quo(s.us, big.NewRat(microPerHour, 1))
+			h := rational.Mul(s.us, perMicroHour)
 			alloc, used := h, new(big.Rat)
 			if b.book.Policy == pricebook.PolicyUsage {
 				alloc, used = used, alloc
 			}
-			dst[n] = b.line(k, LineIdleShare, alloc, used, new(big.Rat).Quo(s.mj, big.NewRat(milliPerKWh, 1)), h, b.flatPriced(s.priced))
+			dst[n] = b.line(k, LineIdleShare, alloc, used, rational.Mul(s.mj, perMilliKWh), h, b.flatPriced(s.priced))
 			n++
 		}
 	}
 }
+
+// perMicroHour and perMilliKWh turn micro-seconds into hours and
+// milli-joules into kWh by a multiplication; shared by the parts that
+// price lines, and only ever read.
+var perMicroHour, perMilliKWh = big.NewRat(1, microPerHour), big.NewRat(1, milliPerKWh)
 
 // compareKeys orders line keys as compareLines orders their lines.
 func compareKeys(x, y lineKey) int {
@@ -672,7 +677,7 @@ func (b *builder) line(k lineKey, t LineType, alloc, used, energy, charged, pric
 		priced = l.Charged
 	}
 	if mp := b.prices[k.model]; mp != nil {
-		l.Exact = new(big.Rat).Mul(priced, mp.rat)
+		l.Exact = rational.Mul(priced, mp.rat)
 		if b.book.Policy != pricebook.PolicyFlat {
 			l.Rate = &mp.rate // a Line's Rate is never changed in place
 			return l

@@ -91,3 +91,30 @@ func gcd(a, b uint64) uint64 {
 	}
 	return a << shift
 }
+
+// Mul is x x y as a new big.Rat, the same value and lowest terms as
+// big.Rat's Mul: in words when both are ratios of word-size integers
+// (a line's hours times its price), each numerator reduced against the
+// other's denominator first, so the products have no common factor.
+func Mul(x, y *big.Rat) *big.Rat {
+	xn, xd, yn, yd := x.Num(), x.Denom(), y.Num(), y.Denom()
+	if !xn.IsInt64() || !yn.IsInt64() || !xd.IsUint64() || !yd.IsUint64() {
+		return new(big.Rat).Mul(x, y)
+	}
+	a, b := xn.Int64(), yn.Int64()
+	ua, ub, da, db := absUint(a), absUint(b), xd.Uint64(), yd.Uint64()
+	g := gcd(ua, db)
+	ua, db = ua/max(g, 1), db/max(g, 1)
+	g = gcd(ub, da)
+	ub, da = ub/max(g, 1), da/max(g, 1)
+	nhi, nlo := bits.Mul64(ua, ub)
+	dhi, dlo := bits.Mul64(da, db)
+	if dhi != 0 {
+		z := reduced((a < 0) != (b < 0), nhi, nlo, 1)
+		if z.Sign() != 0 {
+			z.Denom().SetBits(words(dhi, dlo))
+		}
+		return z
+	}
+	return reduced((a < 0) != (b < 0), nhi, nlo, dlo)
+}

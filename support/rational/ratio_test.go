@@ -79,3 +79,22 @@ func TestRatioRefusesAZeroDenominator(t *testing.T) {
 		}()
 	}
 }
+
+// Mul is big.Rat's Mul, value and lowest terms, on random and extreme
+// ratios, in words or not.
+func TestMulIsMathBigs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	ratio := func() *big.Rat {
+		if rng.IntN(10) == 0 { // beyond a word
+			return new(big.Rat).SetFrac(new(big.Int).Lsh(big.NewInt(randomInt64(rng)), 70), new(big.Int).SetUint64(randomDen(rng)))
+		}
+		return new(big.Rat).SetFrac(big.NewInt(randomInt64(rng)), new(big.Int).SetUint64(randomDen(rng)))
+	}
+	for i := 0; i < 200_000; i++ {
+		x, y := ratio(), ratio()
+		if rng.IntN(20) == 0 {
+			y = x
+		}
+		same(t, "Mul("+x.RatString()+", "+y.RatString()+")", Mul(x, y), new(big.Rat).Mul(x, y))
+	}
+}
