@@ -73,6 +73,8 @@ func BenchmarkAllocationClickHouse(b *testing.B) {
 			{"month-pod", "/api/v1/allocation?window=2026-03&aggregate=pod"},
 			// The finest grouping there is: every container on its node.
 			{"month-container", "/api/v1/allocation?window=2026-03&aggregate=container,node"},
+			{"month-pod-by-day", "/api/v1/allocation?window=2026-03&aggregate=pod&step=day"},
+			{"month-team-by-hour", "/api/v1/allocation?window=2026-03&aggregate=team&step=hour"},
 			{"month-workload-of-a-team", "/api/v1/allocation?window=2026-03&aggregate=workload&filter=team:team-3"},
 			{"month-node", "/api/v1/allocation?window=2026-03&aggregate=node"},
 			{"month-container-of-a-namespace", "/api/v1/allocation?window=2026-03&aggregate=container&filter=namespace:ns-3"},
