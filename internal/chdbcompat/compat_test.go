@@ -68,6 +68,11 @@ var parseOnly = []struct{ marker, why string }{
 func TestStatementsAgreeOnClickHouse26(t *testing.T) {
 	engine.Require(t)
 	ctx := context.Background()
+	// The engine lives as long as the test binary: a second run (-count)
+	// starts from no database, as the first.
+	if err := engine.Exec(ctx, "DROP DATABASE IF EXISTS "+db); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	srv, dir := startLoggingServer(t)
 	defer os.RemoveAll(dir)
