@@ -127,7 +127,7 @@ func (g *grainSource) load(ctx context.Context, unit, cluster string) (*bucketed
 	if err != nil {
 		return nil, err
 	}
-	// Placed in one array, counted first: a month by pod is some 100,000
+	// Placed in one array, counted first: a month by pod is some 36,000
 	// large aggregates, and growing a slice per bucket copied them twice.
 	idx := map[int64]int{}
 	for i, k := range bs {

@@ -133,7 +133,7 @@ func readRest(ctx context.Context, src Source, r *Report) (err error) {
 
 // byDay groups aggregates by their day bucket, in time order: parts of
 // aggs itself when they are in that order already (a ledger's answers
-// are: a month by pod is some 100,000 large aggregates, not copied), of a
+// are: a month by pod is some 36,000 large aggregates, not copied), of a
 // sorted copy otherwise.
 func byDay(aggs []ledger.Aggregate) [][]ledger.Aggregate {
 	sorted := aggs
@@ -348,7 +348,7 @@ func (b *builder) addDayModelInts(model string, day time.Time, dm *dayModel) {
 	flat := b.book.Policy == pricebook.PolicyFlat
 	var weight, capacity, poolEnergy int64
 	// Each key's sums, kept with it for the shares below: one map lookup
-	// per key a day (a month by pod has some 100,000 key-days).
+	// per key a day (a month by pod has some 36,000 key-days).
 	type held struct {
 		k lineKey
 		a *acc
