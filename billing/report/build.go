@@ -561,8 +561,8 @@ type modelPrice struct {
 // in parts).
 var minKeysPerPart = 4096
 
-// teamKey is a team line key with its sums: a (charge) and s (idle
-// share), either nil.
+// teamKey is a team line key with its sums: a (charge) and s (its idle
+// share, nil without one).
 type teamKey struct {
 	k lineKey
 	a *acc
@@ -572,7 +572,7 @@ type teamKey struct {
 // hasCharge and hasShare: the key has a charge line (something held,
 // used or charged), an idle share line (a share of time or energy);
 // lines counts them.
-func (t teamKey) hasCharge() bool { return t.a != nil && !(t.a.q.zero() && t.a.charged.Sign() == 0) }
+func (t teamKey) hasCharge() bool { return !(t.a.q.zero() && t.a.charged.Sign() == 0) }
 
 func (t teamKey) hasShare() bool { return t.s != nil && !(t.s.us.Sign() == 0 && t.s.mj.Sign() == 0) }
 
@@ -676,24 +676,16 @@ func (b *builder) line(k lineKey, t LineType, alloc, used, energy, charged, pric
 	if priced == nil {
 		priced = l.Charged
 	}
-	if mp := b.prices[k.model]; mp != nil {
-		l.Exact = rational.Mul(priced, mp.rat)
-		if b.book.Policy != pricebook.PolicyFlat {
-			l.Rate = &mp.rate // a Line's Rate is never changed in place
-			return l
-		}
-	}
-	price := b.price(k.model)
-	if l.Exact == nil {
-		l.Exact = new(big.Rat).Mul(priced, price.Rat())
-	}
+	// Every line is made in lines(), which finds each model's price first.
+	mp := b.prices[k.model]
+	l.Exact = rational.Mul(priced, mp.rat)
+	// A Line's Rate is never changed in place: its lines share it.
+	l.Rate = &mp.rate
 	if b.book.Policy == pricebook.PolicyFlat {
 		l.SlotMonths = new(big.Rat).Set(priced)
-		l.SlotRate = &price
+		l.SlotRate = &mp.rate
 		rt := b.derivedRate(l.Exact, l.Charged, k.model)
 		l.Rate = &rt
-	} else {
-		l.Rate = &price
 	}
 	return l
 }
