@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
@@ -25,6 +26,13 @@ import (
 // grouping finer than that (pods by the hour over a month) is refused,
 // naming the parameters to narrow.
 const MaxEntries = 200_000
+
+// maxEntries is MaxEntries, a variable so that a test can reach it.
+var maxEntries = MaxEntries
+
+// stepWorkers is how many steps' reports are built at once: as many as
+// there are processors (a variable: a test builds them one at a time).
+var stepWorkers = func() int { return runtime.GOMAXPROCS(0) }
 
 // Result is the answer to a query. Every number is a decimal text
 // (json.Number): money in the currency's minor unit, as the report writes
@@ -129,7 +137,7 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 			dims = append(dims, d)
 		}
 	}
-	g := &grainSource{st: st, loc: book.Location, src: SourceFor(dims), from: q.From, to: q.To, cache: map[string]*bucketed{},
+	g := &grainSource{st: st, loc: book.Location, src: SourceFor(dims), from: q.From, to: q.To, cache: map[string]*loaded{},
 		quotaPriced: book.Policy == pricebook.PolicyQuota}
 	// A fleet of several clusters is billed cluster by cluster and added,
 	// as report --cluster'less bills it (report.BuildFleet): each
@@ -138,7 +146,7 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 	if err != nil {
 		return nil, err
 	}
-	build := func(src report.Source, from, to time.Time) (*report.Report, error) {
+	build := func(ctx context.Context, src report.Source, from, to time.Time) (*report.Report, error) {
 		if len(clusters) > 1 {
 			return report.BuildFleet(ctx, fleetOf(st, src), book, from, to, now, "")
 		}
@@ -153,8 +161,36 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 	if len(clusters) > 1 {
 		caches = clusters
 	}
-	rep, err := build(windowSource(g), q.From, q.To)
+	steps, unit, err := stepRanges(q, book.Location)
 	if err != nil {
+		return nil, err
+	}
+	set := func(from, to time.Time, sr *report.Report, unit string) (Set, error) {
+		mem, err := g.memory(ctx, unit, caches, from, to)
+		if err != nil {
+			return Set{}, err
+		}
+		s := Set{Start: from.Format(time.RFC3339), End: to.Format(time.RFC3339), Total: json.Number(sr.Money(sr.Total))}
+		s.Entries = group(sr, q, g.src, mem, onlyCluster)
+		return s, nil
+	}
+	// The steps' reports are built while the window's is: they share
+	// only what g reads once.
+	var series *stepSets
+	if steps != nil {
+		series = buildSteps(ctx, steps, func(ctx context.Context, s calendar.Bucket) (Set, error) {
+			sr, err := build(ctx, view{g, unit}, s.From, s.To)
+			if err != nil {
+				return Set{}, fmt.Errorf("cannot build the report of %s to %s: %w", s.From.Format(time.RFC3339), s.To.Format(time.RFC3339), err)
+			}
+			return set(s.From, s.To, sr, unit)
+		})
+	}
+	rep, err := build(ctx, windowSource(g), q.From, q.To)
+	if err != nil {
+		if series != nil {
+			series.abandon()
+		}
 		return nil, fmt.Errorf("cannot build the window's report: %w", err)
 	}
 	rep.GeneratedAt = now
@@ -171,40 +207,93 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 	}
 	r.Filter, r.Step, r.Source = FormatFilter(q.Filter), q.Step, string(g.src)
 	r.Total = json.Number(rep.Money(rep.Total))
-	steps, unit, err := stepRanges(q, book.Location)
-	if err != nil {
-		return nil, err
-	}
-	n := 0
-	add := func(from, to time.Time, sr *report.Report, unit string) error {
-		mem, err := g.memory(ctx, unit, caches, from, to)
+	if series == nil {
+		s, err := set(q.From, q.To, rep, ledger.BucketDay)
 		if err != nil {
-			return err
-		}
-		set := Set{Start: from.Format(time.RFC3339), End: to.Format(time.RFC3339), Total: json.Number(sr.Money(sr.Total))}
-		set.Entries = group(sr, q, g.src, mem, onlyCluster)
-		if n += len(set.Entries); n > MaxEntries {
-			return &ParamError{Param: "aggregate", Msg: fmt.Sprintf("more than %d entries: group by fewer fields, filter, or use a longer step or a shorter window", MaxEntries)}
-		}
-		r.Sets = append(r.Sets, set)
-		return nil
-	}
-	if steps == nil {
-		if err := add(q.From, q.To, rep, ledger.BucketDay); err != nil {
 			return nil, err
 		}
+		if len(s.Entries) > maxEntries {
+			return nil, tooManyEntries()
+		}
+		r.Sets = []Set{s}
 		return a, nil
 	}
-	for _, s := range steps {
-		sr, err := build(view{g, unit}, s.From, s.To)
-		if err != nil {
-			return nil, fmt.Errorf("cannot build the report of %s to %s: %w", s.From.Format(time.RFC3339), s.To.Format(time.RFC3339), err)
-		}
-		if err := add(s.From, s.To, sr, unit); err != nil {
-			return nil, err
-		}
+	if r.Sets, err = series.wait(); err != nil {
+		return nil, err
 	}
 	return a, nil
+}
+
+func tooManyEntries() error {
+	return &ParamError{Param: "aggregate", Msg: fmt.Sprintf("more than %d entries: group by fewer fields, filter, or use a longer step or a shorter window", maxEntries)}
+}
+
+// stepSets are a series' sets being built, a step at a time in step
+// order by as many workers as there are processors (an hour-by-hour month
+// is 744 reports, each on its own).
+type stepSets struct {
+	sets   []Set
+	errs   []error
+	done   []bool
+	stop   atomic.Bool
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// buildSteps starts building each step's set with fn. Workers take the
+// steps in order and stop taking new ones once a set fails or the sets
+// made hold more than MaxEntries entries, so every step up to the one
+// that decides the answer is built, and wait answers as building them one
+// after the other would.
+func buildSteps(ctx context.Context, steps []calendar.Bucket, fn func(context.Context, calendar.Bucket) (Set, error)) *stepSets {
+	ss := &stepSets{sets: make([]Set, len(steps)), errs: make([]error, len(steps)), done: make([]bool, len(steps))}
+	ctx, ss.cancel = context.WithCancel(ctx)
+	var next, entries atomic.Int64
+	for range min(stepWorkers(), len(steps)) {
+		ss.wg.Go(func() {
+			for !ss.stop.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= len(steps) {
+					return
+				}
+				ss.sets[i], ss.errs[i] = fn(ctx, steps[i])
+				ss.done[i] = true
+				if ss.errs[i] != nil || entries.Add(int64(len(ss.sets[i].Entries))) > int64(maxEntries) {
+					ss.stop.Store(true)
+				}
+			}
+		})
+	}
+	return ss
+}
+
+// abandon stops the steps (the window's report failed) and waits for
+// the workers.
+func (ss *stepSets) abandon() {
+	ss.stop.Store(true)
+	ss.cancel()
+	ss.wg.Wait()
+}
+
+// wait is the sets in step order, or the first step's error, in order,
+// or the error of too many entries where the sets up to a step hold more
+// than MaxEntries.
+func (ss *stepSets) wait() ([]Set, error) {
+	ss.wg.Wait()
+	ss.cancel()
+	n := 0
+	for i := range ss.sets {
+		if ss.errs[i] != nil {
+			return nil, ss.errs[i]
+		}
+		if !ss.done[i] {
+			return nil, fmt.Errorf("cannot answer the allocation query: step %d of %d was not built", i+1, len(ss.sets))
+		}
+		if n += len(ss.sets[i].Entries); n > maxEntries {
+			return nil, tooManyEntries()
+		}
+	}
+	return ss.sets, nil
 }
 
 // stepRanges cuts the window into its steps in loc, and names the bucket
@@ -254,10 +343,11 @@ func (g *grainSource) memory(ctx context.Context, unit string, clusters []string
 		if err != nil {
 			return nil, err
 		}
-		for i, k := range b.buckets {
-			if k.From.Before(from) || k.To.After(to) {
-				continue
-			}
+		// The buckets are in time order: a step's are found, not
+		// searched for among the window's (744 steps of hours each
+		// looked at all 744).
+		lo, _ := slices.BinarySearchFunc(b.buckets, from, func(k calendar.Bucket, t time.Time) int { return k.From.Compare(t) })
+		for i := lo; i < len(b.buckets) && !b.buckets[i].To.After(to); i++ {
 			aggs := b.bucket(i)
 			for j := range aggs {
 				if a := &aggs[j]; a.Kind == attribution.KindContainer {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"net/url"
 	"slices"
@@ -333,6 +334,73 @@ func TestEntriesWrittenInPartsAreTheSame(t *testing.T) {
 		}
 		if len(one) < 1000 {
 			t.Errorf("%s: a %d-byte answer writes too few entries to part", params, len(one))
+		}
+	}
+}
+
+// TestSeriesBuiltAtOnceIsOneAtATime: a series' steps built by several
+// workers give the answer one worker gives, byte for byte, and the bound
+// on entries holds at its edge either way: an answer of exactly the
+// bound's entries is given, one more is refused naming the parameter.
+func TestSeriesBuiltAtOnceIsOneAtATime(t *testing.T) {
+	st := stores(t, novemberRows())["embedded"]
+	book := parseBook(t, shared)
+	keepWorkers, keepMax := stepWorkers, maxEntries
+	defer func() { stepWorkers, maxEntries = keepWorkers, keepMax }()
+	answer := func(workers int, params string) ([]byte, int, error) {
+		stepWorkers = func() int { return workers }
+		v, err := url.ParseQuery(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Parse(v, book.Location, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := Run(context.Background(), st, book, q, now)
+		if err != nil {
+			return nil, 0, err
+		}
+		n := 0
+		for _, s := range a.Sets {
+			n += len(s.Entries)
+		}
+		b, err := json.Marshal(a.Result)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, n, nil
+	}
+	for _, params := range []string{
+		"window=2026-11-02T00:00:00Z,2026-11-05T00:00:00Z&aggregate=pod&step=hour",
+		"window=2026-11&aggregate=team,namespace&step=day",
+	} {
+		one, n, err := answer(1, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 100 {
+			t.Fatalf("%s: %d entries, too few to matter", params, n)
+		}
+		for _, workers := range []int{2, 5} {
+			got, _, err := answer(workers, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, one) {
+				t.Errorf("%s: built by %d workers\n%s\nby one\n%s", params, workers, got, one)
+			}
+			maxEntries = n
+			if _, m, err := answer(workers, params); err != nil || m != n {
+				t.Errorf("%s, %d workers, at most %d entries: %d entries, %v", params, workers, n, m, err)
+			}
+			maxEntries = n - 1
+			_, _, err = answer(workers, params)
+			var pe *ParamError
+			if !errors.As(err, &pe) || pe.Param != "aggregate" {
+				t.Errorf("%s, %d workers, at most %d entries of %d: %v, want the aggregate refused", params, workers, n-1, n, err)
+			}
+			maxEntries = keepMax
 		}
 	}
 }

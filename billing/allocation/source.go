@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpuledger/gpuledger/attribution"
@@ -100,11 +101,12 @@ type grainSource struct {
 	loc      *time.Location
 	src      Source
 	from, to time.Time
-	cache    map[string]*bucketed // by bucket unit and cluster (cacheKey)
-	// books are the ledger's recorded price books, read once per query
-	// (every step's report asks for them).
-	books     []ledger.PriceBookRecord
-	booksRead bool
+	// The window's report and the steps' are built at once (Run), so
+	// what they share is read once under mu: the aggregates at each bucket
+	// unit and cluster, and the recorded price books.
+	mu    sync.Mutex
+	cache map[string]*loaded // by bucket unit and cluster (cacheKey)
+	books *loadedBooks
 	// quotaPriced: the book bills quota (policy quota), so a step's
 	// report needs the quota changes; under any other policy they only
 	// fill the report's quota section, which a step does not show.
@@ -113,12 +115,39 @@ type grainSource struct {
 
 func cacheKey(unit, cluster string) string { return unit + "\x00" + cluster }
 
-// load reads the window at unit (day or hour) once, of one cluster (""
-// the whole ledger).
+// loaded is one read of the window: made once, by whoever asks first;
+// the others wait for it.
+type loaded struct {
+	once sync.Once
+	b    *bucketed
+	err  error
+}
+
+// loadedBooks is the ledger's recorded price books, read once per query
+// (every step's report asks for them).
+type loadedBooks struct {
+	once  sync.Once
+	books []ledger.PriceBookRecord
+	err   error
+}
+
+// load is the window at unit (day or hour), of one cluster ("" the whole
+// ledger), read once per query.
 func (g *grainSource) load(ctx context.Context, unit, cluster string) (*bucketed, error) {
-	if b := g.cache[cacheKey(unit, cluster)]; b != nil {
-		return b, nil
+	g.mu.Lock()
+	l := g.cache[cacheKey(unit, cluster)]
+	if l == nil {
+		l = &loaded{}
+		g.cache[cacheKey(unit, cluster)] = l
 	}
+	g.mu.Unlock()
+	l.once.Do(func() { l.b, l.err = g.readBucketed(ctx, unit, cluster) })
+	return l.b, l.err
+}
+
+// readBucketed reads the window at unit, of one cluster, placed in its
+// buckets.
+func (g *grainSource) readBucketed(ctx context.Context, unit, cluster string) (*bucketed, error) {
 	bs, err := calendar.Buckets(g.from, g.to, g.loc, unit)
 	if err != nil {
 		return nil, err
@@ -151,7 +180,6 @@ func (g *grainSource) load(ctx context.Context, unit, cluster string) (*bucketed
 		b.all[next[in[j]]] = aggs[j]
 		next[in[j]]++
 	}
-	g.cache[cacheKey(unit, cluster)] = b
 	return b, nil
 }
 
@@ -355,18 +383,19 @@ func (v view) NodeLabels(ctx context.Context, key string, at time.Time) (map[str
 // PriceBooks are the books the ledger records (none where it records
 // none): the report prices each hour at the book then in force.
 func (v view) PriceBooks(ctx context.Context) ([]ledger.PriceBookRecord, error) {
-	if v.g.booksRead {
-		return v.g.books, nil
+	v.g.mu.Lock()
+	l := v.g.books
+	if l == nil {
+		l = &loadedBooks{}
+		v.g.books = l
 	}
-	if ps, ok := v.g.st.(ledger.PriceBookStore); ok {
-		books, err := ps.PriceBooks(ctx)
-		if err != nil {
-			return nil, err
+	v.g.mu.Unlock()
+	l.once.Do(func() {
+		if ps, ok := v.g.st.(ledger.PriceBookStore); ok {
+			l.books, l.err = ps.PriceBooks(ctx)
 		}
-		v.g.books = books
-	}
-	v.g.booksRead = true
-	return v.g.books, nil
+	})
+	return l.books, l.err
 }
 
 // RecordPriceBook refuses: the API only reads.
