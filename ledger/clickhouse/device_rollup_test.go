@@ -3,6 +3,8 @@ package clickhouse
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,4 +263,110 @@ SELECT 'h', %s, %d, %d, %d, %d, %d`, s.table(tableBuilds), dt(short.Unix()), hd.
 	if got, err := s.dayDevices(ctx, day.Unix(), builds()); err != nil || got != nil {
 		t.Fatalf("a day with a copied row and a short hour was summed (%d groups, %v)", len(got), err)
 	}
+}
+
+// TestHourGroupsWithoutFinalAreFinals: an hour's per-device groups read
+// without FINAL are FINAL's, to the bit (the fleet's numbers are
+// multiples of 1/64), whenever no two rows share a sorting key; a copy of
+// a row not yet merged away (a replay), or a row written again under
+// another team (the same key in another group), is seen in the same read
+// and sends the hour to FINAL, and the rollup's groups are then FINAL's.
+// Merges are stopped so that the copies stay.
+func TestHourGroupsWithoutFinalAreFinals(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	if err := s.conn.Exec(ctx, "SYSTEM STOP MERGES "+s.table(tableRows)); err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	rows := fleet(17, 3, 2, 4*60, from)
+	appendAll(t, s, rows, 5000)
+	hour := func(i int) []segment {
+		h := from.Add(time.Duration(i) * time.Hour)
+		return []segment{{level: levelRaw, from: h, to: h.Add(time.Hour)}}
+	}
+	final := func(segs []segment) map[int64]map[devKey]devGroup {
+		got, err := s.rawHourGroupsFinal(ctx, segs, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return byKey(got)
+	}
+	unique := func(segs []segment) (map[int64]map[devKey]devGroup, bool) {
+		got, ok, err := s.rawHourGroupsUnique(ctx, segs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return byKey(got), ok
+	}
+	// Every hour alone, and all four in one query (a backfill's).
+	all := []segment{{level: levelRaw, from: from, to: from.Add(4 * time.Hour)}}
+	for _, segs := range [][]segment{hour(0), hour(1), hour(2), hour(3), all} {
+		got, ok := unique(segs)
+		if !ok {
+			t.Fatalf("%s: rows with no copies were sent to FINAL", segs[0].from)
+		}
+		if want := final(segs); !reflect.DeepEqual(got, want) || len(want) == 0 {
+			t.Fatalf("%s: without FINAL\n%v\nFINAL\n%v", segs[0].from, got, want)
+		}
+	}
+	// A replay of part of hour 1: copies of its rows.
+	var replay, relabel []attribution.Row
+	for _, r := range rows {
+		switch h := r.IntervalStart.Sub(from) / time.Hour; {
+		case h == 1 && len(replay) < 7:
+			replay = append(replay, r)
+		case h == 2 && len(relabel) < 5 && r.Kind == attribution.KindContainer:
+			r.Team = "relabelled"
+			relabel = append(relabel, r)
+		}
+	}
+	if len(replay) == 0 || len(relabel) == 0 {
+		t.Fatal("the fleet has no rows to copy or relabel")
+	}
+	appendAll(t, s, replay, 5000)
+	appendAll(t, s, relabel, 5000)
+	for i, want := range []bool{true, false, false, true} {
+		if _, ok := unique(hour(i)); ok != want {
+			t.Errorf("hour %d: read without FINAL %v, want %v", i, ok, want)
+		}
+	}
+	if _, ok := unique(all); ok {
+		t.Error("four hours with copies among them were read without FINAL")
+	}
+	// The rollup's groups are FINAL's either way.
+	for i := range 4 {
+		b := &build{}
+		builds := map[int64]*build{from.Add(time.Duration(i) * time.Hour).Unix(): b}
+		var mu sync.Mutex
+		if err := s.rawHourGroups(ctx, hour(i), 1, builds, &mu); err != nil {
+			t.Fatal(err)
+		}
+		got := byKey(map[int64][]devGroup{from.Add(time.Duration(i) * time.Hour).Unix(): b.devGroups})
+		if want := final(hour(i)); !reflect.DeepEqual(got, want) {
+			t.Errorf("hour %d: the rollup's groups are not FINAL's", i)
+		}
+	}
+	relabelled := final(hour(2))
+	n := 0
+	for k := range relabelled[from.Add(2*time.Hour).Unix()] {
+		if k.group.team == "relabelled" {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Error("FINAL did not keep the relabelled rows: the test proves nothing")
+	}
+}
+
+// byKey is groups per hour by their key, to compare regardless of order.
+func byKey(got map[int64][]devGroup) map[int64]map[devKey]devGroup {
+	out := map[int64]map[devKey]devGroup{}
+	for h, gs := range got {
+		out[h] = map[devKey]devGroup{}
+		for _, g := range gs {
+			out[h][g.key] = g
+		}
+	}
+	return out
 }

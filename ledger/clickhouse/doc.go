@@ -12,8 +12,9 @@
 // Rollups are NOT materialized views. A view fires on every insert, so a
 // re-sent batch lands twice in an MV-fed SummingMergeTree even though the raw
 // table collapses it (seen on 18.16). Instead hourly and daily rollups are
-// rebuilt from deduplicated raw rows (FINAL) by RebuildRollups, and every
-// rollup build says which writes it covers:
+// rebuilt from deduplicated raw rows by RebuildRollups (read without FINAL
+// when the same query shows that no two rows share a key, FINAL
+// otherwise), and every rollup build says which writes it covers:
 //
 //   - Append, after the raw insert succeeded, writes a "mark" per UTC hour it
 //     touched: (hour, writer, seq), seq strictly increasing per Store.
