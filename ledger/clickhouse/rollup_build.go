@@ -144,7 +144,7 @@ func (s *Store) buildHours(ctx context.Context, hours []int64) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(rebuildQueries)
 	queries := rebuildQueryRanges(mergeSegments(segs))
-	var mu sync.Mutex // guards builds' devGroups across queries and halves
+	var mu sync.Mutex // guards builds' devGroups across queries
 	for _, q := range queries {
 		g.Go(func() error { return s.rawHourGroups(gctx, q, len(queries), builds, &mu) })
 		g.Go(func() error { return s.rawHourCoverage(gctx, q, builds) })
@@ -318,20 +318,19 @@ GROUP BY h, %[1]s, pod_uid`, deviceKeyColumns, s.table(tableRows), segmentsWhere
 	unique := true
 	err := s.query(ctx, "aggregate raw rows for rollups", q, func(rs driver.Rows) error {
 		var (
-			h         uint32
-			g         devGroup
-			podUID    string
-			n, starts uint64
+			h      uint32
+			g      devGroup
+			podUID string
+			starts uint64
 		)
 		if err := rs.Scan(append(append([]any{&h}, g.key.dest()...), &podUID, &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows, &starts)...); err != nil {
 			return scanError{err}
 		}
-		n = g.rows
 		if !unique {
 			return nil // read to the end; FINAL answers
 		}
 		o := owner{int64(h), g.key.group.cluster, g.key.node, g.key.gpu, g.key.slice, podUID, g.key.container, g.key.group.kind}
-		if k, ok := seen[o]; (ok && k != g.key) || n != starts {
+		if k, ok := seen[o]; (ok && k != g.key) || g.rows != starts {
 			unique = false
 			return nil
 		}
