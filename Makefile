@@ -88,10 +88,11 @@ deps:
 LEDGER_RACE_TESTS ?= Readers|Writer|Outbox|Append|Prune|Retention|Streaming|Pins|Crash|SIGKILL
 # The report reads its data's bounds, findings, coverage and quota while it
 # prices the lines: builds over the embedded ledger, every policy's order
-# (quota's lines wait for the reads), gaps and an error on the way; and a
-# large report's lines priced in parts (TestBuiltLinesAreInOrder), and a
-# large allocation answer's entries written in parts.
-REPORT_RACE_TESTS ?= ^(TestBuiltLinesAreInOrder|TestDataBoundsAreAskedNotStreamed|TestQuotaPolicyByHand|TestCoverageGapsMatchAWalkAndAreNeverBilled|TestBuildRequiresQuotaAndNodeLabels|TestPartialMonthIsMarkedPartial)$$
+# (quota's lines wait for the reads), gaps, an error and a panic on the
+# way; a large report's lines priced in parts (TestBuiltLinesAreInOrder);
+# and, in the allocation API, a large answer's entries written in parts, a
+# series' steps built at once, and a panic in a step.
+REPORT_RACE_TESTS ?= ^(TestBuiltLinesAreInOrder|TestDataBoundsAreAskedNotStreamed|TestQuotaPolicyByHand|TestCoverageGapsMatchAWalkAndAreNeverBilled|TestBuildRequiresQuotaAndNodeLabels|TestPartialMonthIsMarkedPartial|TestAPanicInTheReadsIsTheCallers)$$
 # kube-tools: quota/kubequota and nodelabel/kubenode test against a real
 # kube-apiserver (internal/kubetest/make_test.go keeps every test target's
 # prerequisites in step with the packages it runs).
@@ -99,7 +100,7 @@ race: kube-tools
 	$(GO) test -count=1 -race ./collector/ ./collector/exposition/ ./collector/podresources/ ./collector/kubemeta/ ./ledger/outbox/shipper/ ./ledger/outbox/ ./quota/ ./quota/kubequota/ ./nodelabel/ ./nodelabel/kubenode/
 	$(GO) test -count=1 -race -run '$(LEDGER_RACE_TESTS)' ./ledger/filestore/
 	$(GO) test -count=1 -race -run '$(REPORT_RACE_TESTS)' ./billing/report/
-	$(GO) test -count=1 -short -race -run '^TestEntriesWrittenInPartsAreTheSame$$' ./billing/allocation/
+	$(GO) test -count=1 -short -race -run '^(TestEntriesWrittenInPartsAreTheSame|TestSeriesBuiltAtOnceIsOneAtATime|TestAPanicInAStepIsTheCallers)$$' ./billing/allocation/
 
 ## contract: simulate every scenario with ground truth (testdata/examples,
 ## testdata/scenarios, and testdata/review: an independent reviewer's

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -238,7 +239,20 @@ type stepSets struct {
 	stop   atomic.Bool
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// panicked is the first panic of a worker, raised again in the
+	// caller by wait or abandon: a defect is the request's (serve
+	// recovers its computations' panics), never the whole server's.
+	panicked atomic.Pointer[stepPanic]
 }
+
+// stepPanic is a panic in the building of a step, with the stack where
+// it happened.
+type stepPanic struct {
+	Value any
+	Stack string
+}
+
+func (p *stepPanic) String() string { return fmt.Sprintf("%v\n%s", p.Value, p.Stack) }
 
 // buildSteps starts building each step's set with fn. Workers take the
 // steps in order and stop taking new ones once a set fails or the sets
@@ -251,6 +265,12 @@ func buildSteps(ctx context.Context, steps []calendar.Bucket, fn func(context.Co
 	var next, entries atomic.Int64
 	for range min(stepWorkers(), len(steps)) {
 		ss.wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					ss.panicked.CompareAndSwap(nil, &stepPanic{Value: r, Stack: string(debug.Stack())})
+					ss.stop.Store(true)
+				}
+			}()
 			for !ss.stop.Load() {
 				i := int(next.Add(1) - 1)
 				if i >= len(steps) {
@@ -273,6 +293,14 @@ func (ss *stepSets) abandon() {
 	ss.stop.Store(true)
 	ss.cancel()
 	ss.wg.Wait()
+	ss.repanic()
+}
+
+// repanic raises a worker's panic in the caller.
+func (ss *stepSets) repanic() {
+	if p := ss.panicked.Load(); p != nil {
+		panic(p)
+	}
 }
 
 // wait is the sets in step order, or the first step's error, in order,
@@ -281,6 +309,7 @@ func (ss *stepSets) abandon() {
 func (ss *stepSets) wait() ([]Set, error) {
 	ss.wg.Wait()
 	ss.cancel()
+	ss.repanic()
 	n := 0
 	for i := range ss.sets {
 		if ss.errs[i] != nil {

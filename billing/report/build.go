@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -69,12 +70,25 @@ func Build(ctx context.Context, src Source, book *pricebook.Book, from, to time.
 	// pricing's, the reads', the lines'.
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	read := make(chan error, 1)
-	go func() { read <- readRest(rctx, src, r) }()
+	// What the reads come to is received as a function that returns
+	// their error or, where they panicked, panics again here: a defect is
+	// the caller's (serve recovers its computations' panics), never the
+	// whole process's.
+	read := make(chan func() error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				stack := string(debug.Stack())
+				read <- func() error { panic(fmt.Sprintf("%v\n%s", p, stack)) }
+			}
+		}()
+		err := readRest(rctx, src, r)
+		read <- func() error { return err }
+	}()
 	for _, day := range byDay(aggs) {
 		if err := b.addDay(day); err != nil {
 			cancel()
-			<-read
+			_ = (<-read)()
 			return nil, err
 		}
 	}
@@ -83,7 +97,7 @@ func Build(ctx context.Context, src Source, book *pricebook.Book, from, to time.
 	if !quota {
 		ferr = b.finish(r) // reads none of what readRest sets
 	}
-	if err := <-read; err != nil {
+	if err := (<-read)(); err != nil {
 		return nil, err
 	}
 	if quota {
