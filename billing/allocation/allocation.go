@@ -138,7 +138,7 @@ func Run(ctx context.Context, st ledger.Store, book *pricebook.Book, q Query, no
 			dims = append(dims, d)
 		}
 	}
-	g := &grainSource{st: st, loc: book.Location, src: SourceFor(dims), from: q.From, to: q.To, cache: map[string]*loaded{},
+	g := &grainSource{st: st, loc: book.Location, src: SourceFor(dims), from: q.From, to: q.To, cache: map[string]func() (*bucketed, error){},
 		quotaPriced: book.Policy == pricebook.PolicyQuota}
 	// A fleet of several clusters is billed cluster by cluster and added,
 	// as report --cluster'less bills it (report.BuildFleet): each
@@ -239,20 +239,12 @@ type stepSets struct {
 	stop   atomic.Bool
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// panicked is the first panic of a worker, raised again in the
-	// caller by wait or abandon: a defect is the request's (serve
+	// panicked is the first panic of a worker with the stack where it
+	// happened, raised again in the caller by wait or abandon (as
+	// report.Build raises its reads'): a defect is the request's (serve
 	// recovers its computations' panics), never the whole server's.
-	panicked atomic.Pointer[stepPanic]
+	panicked atomic.Pointer[string]
 }
-
-// stepPanic is a panic in the building of a step, with the stack where
-// it happened.
-type stepPanic struct {
-	Value any
-	Stack string
-}
-
-func (p *stepPanic) String() string { return fmt.Sprintf("%v\n%s", p.Value, p.Stack) }
 
 // buildSteps starts building each step's set with fn. Workers take the
 // steps in order and stop taking new ones once a set fails or the sets
@@ -267,7 +259,8 @@ func buildSteps(ctx context.Context, steps []calendar.Bucket, fn func(context.Co
 		ss.wg.Go(func() {
 			defer func() {
 				if r := recover(); r != nil {
-					ss.panicked.CompareAndSwap(nil, &stepPanic{Value: r, Stack: string(debug.Stack())})
+					p := fmt.Sprintf("%v\n%s", r, debug.Stack())
+					ss.panicked.CompareAndSwap(nil, &p)
 					ss.stop.Store(true)
 				}
 			}()
@@ -299,7 +292,7 @@ func (ss *stepSets) abandon() {
 // repanic raises a worker's panic in the caller.
 func (ss *stepSets) repanic() {
 	if p := ss.panicked.Load(); p != nil {
-		panic(p)
+		panic(*p)
 	}
 }
 

@@ -102,11 +102,12 @@ type grainSource struct {
 	src      Source
 	from, to time.Time
 	// The window's report and the steps' are built at once (Run), so
-	// what they share is read once under mu: the aggregates at each bucket
-	// unit and cluster, and the recorded price books.
+	// what they share is read once, by whoever asks first (the others
+	// wait for it): the aggregates at each bucket unit and cluster, and
+	// the recorded price books. mu guards the two fields.
 	mu    sync.Mutex
-	cache map[string]*loaded // by bucket unit and cluster (cacheKey)
-	books *loadedBooks
+	cache map[string]func() (*bucketed, error) // by bucket unit and cluster (cacheKey)
+	books func() ([]ledger.PriceBookRecord, error)
 	// quotaPriced: the book bills quota (policy quota), so a step's
 	// report needs the quota changes; under any other policy they only
 	// fill the report's quota section, which a step does not show.
@@ -115,34 +116,17 @@ type grainSource struct {
 
 func cacheKey(unit, cluster string) string { return unit + "\x00" + cluster }
 
-// loaded is one read of the window: made once, by whoever asks first;
-// the others wait for it.
-type loaded struct {
-	once sync.Once
-	b    *bucketed
-	err  error
-}
-
-// loadedBooks is the ledger's recorded price books, read once per query
-// (every step's report asks for them).
-type loadedBooks struct {
-	once  sync.Once
-	books []ledger.PriceBookRecord
-	err   error
-}
-
 // load is the window at unit (day or hour), of one cluster ("" the whole
 // ledger), read once per query.
 func (g *grainSource) load(ctx context.Context, unit, cluster string) (*bucketed, error) {
 	g.mu.Lock()
-	l := g.cache[cacheKey(unit, cluster)]
-	if l == nil {
-		l = &loaded{}
-		g.cache[cacheKey(unit, cluster)] = l
+	read := g.cache[cacheKey(unit, cluster)]
+	if read == nil {
+		read = sync.OnceValues(func() (*bucketed, error) { return g.readBucketed(ctx, unit, cluster) })
+		g.cache[cacheKey(unit, cluster)] = read
 	}
 	g.mu.Unlock()
-	l.once.Do(func() { l.b, l.err = g.readBucketed(ctx, unit, cluster) })
-	return l.b, l.err
+	return read()
 }
 
 // readBucketed reads the window at unit, of one cluster, placed in its
@@ -384,18 +368,18 @@ func (v view) NodeLabels(ctx context.Context, key string, at time.Time) (map[str
 // none): the report prices each hour at the book then in force.
 func (v view) PriceBooks(ctx context.Context) ([]ledger.PriceBookRecord, error) {
 	v.g.mu.Lock()
-	l := v.g.books
-	if l == nil {
-		l = &loadedBooks{}
-		v.g.books = l
+	read := v.g.books
+	if read == nil {
+		read = sync.OnceValues(func() ([]ledger.PriceBookRecord, error) {
+			if ps, ok := v.g.st.(ledger.PriceBookStore); ok {
+				return ps.PriceBooks(ctx)
+			}
+			return nil, nil
+		})
+		v.g.books = read
 	}
 	v.g.mu.Unlock()
-	l.once.Do(func() {
-		if ps, ok := v.g.st.(ledger.PriceBookStore); ok {
-			l.books, l.err = ps.PriceBooks(ctx)
-		}
-	})
-	return l.books, l.err
+	return read()
 }
 
 // RecordPriceBook refuses: the API only reads.

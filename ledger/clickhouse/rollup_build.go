@@ -317,6 +317,9 @@ GROUP BY h, %[1]s, pod_uid`, deviceKeyColumns, s.table(tableRows), segmentsWhere
 	got := map[int64][]devGroup{}
 	unique := true
 	err := s.query(ctx, "aggregate raw rows for rollups", q, func(rs driver.Rows) error {
+		if !unique {
+			return nil // the rest is not scanned; FINAL answers
+		}
 		var (
 			h      uint32
 			g      devGroup
@@ -325,9 +328,6 @@ GROUP BY h, %[1]s, pod_uid`, deviceKeyColumns, s.table(tableRows), segmentsWhere
 		)
 		if err := rs.Scan(append(append([]any{&h}, g.key.dest()...), &podUID, &g.profile, &g.alloc, &g.used, &g.mem, &g.energy, &g.rows, &starts)...); err != nil {
 			return scanError{err}
-		}
-		if !unique {
-			return nil // read to the end; FINAL answers
 		}
 		o := owner{int64(h), g.key.group.cluster, g.key.node, g.key.gpu, g.key.slice, podUID, g.key.container, g.key.group.kind}
 		if k, ok := seen[o]; (ok && k != g.key) || g.rows != starts {
